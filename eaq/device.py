@@ -1,0 +1,31 @@
+"""Turn the ``device`` setting into a torch device, or say what this machine has."""
+
+from __future__ import annotations
+
+import torch
+
+from eaq.errors import DeviceError
+
+
+def resolve_device(spec: str) -> torch.device:
+    """``auto`` picks the first CUDA GPU when there is one, else the CPU."""
+    if spec == "auto":
+        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    device = torch.device(spec)
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise DeviceError(f"device={spec} was asked for but this machine has no CUDA GPU; use device=cpu or device=auto.")
+        index = device.index or 0
+        if index >= count:
+            raise DeviceError(
+                f"device={spec} does not exist: this machine has {count} CUDA GPU(s), cuda:0 to cuda:{count - 1}."
+            )
+        return torch.device("cuda", index)
+    return device
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for queued GPU work; a no-op on the CPU, where every op is synchronous."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)

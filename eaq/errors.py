@@ -1,0 +1,29 @@
+"""Errors a user can act on.
+
+Each message is one sentence: what was wrong, what is valid, what to do. The entrypoint
+prints it without a traceback (``debug=true`` shows one) and exits non-zero.
+"""
+
+
+class EaqError(Exception):
+    """A problem with the user's input or machine, as opposed to a bug in eaq."""
+
+
+class ConfigError(EaqError):
+    """A config value is out of range or inconsistent."""
+
+
+class DeviceError(EaqError):
+    """The requested device does not exist on this machine."""
+
+
+class UnsupportedPrecisionError(EaqError):
+    """The precision cannot run for real on the chosen device; never substituted."""
+
+
+class ModelLoadError(EaqError):
+    """Weights or tokenizer could not be found or read."""
+
+
+class DataError(EaqError):
+    """A dataset file is missing or malformed."""

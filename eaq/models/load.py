@@ -1,0 +1,126 @@
+"""Load a transformers model and its tokenizer from wherever the config points.
+
+Three sources, one function: a Hugging Face hub id (needs the hub or its local cache), a
+local directory saved with ``save_pretrained``, or ``package:<module>`` for weights a Python
+package ships (the offline default). ``weights: random`` builds the architecture from a
+transformers config with seeded random weights, for speed and energy work; runs say so.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+
+from eaq.config import ModelConfig
+from eaq.errors import ModelLoadError
+
+log = logging.getLogger(__name__)
+
+_AUTO_CLASSES = {
+    "embedding": AutoModel,
+    "sequence_classification": AutoModelForSequenceClassification,
+    "causal_lm": AutoModelForCausalLM,
+}
+
+
+@dataclass
+class LoadedModel:
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    # Where the weights were read from, resolved (a folder, a hub id, or "random").
+    source: str
+
+
+def resolve_location(location: str) -> str:
+    """Map ``package:<module>`` to the folder the package ships; leave ids and paths alone."""
+    if not location.startswith("package:"):
+        return location
+    module_name = location.removeprefix("package:")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelLoadError(
+            f"{location} needs the Python package {module_name!r}, which is not installed; "
+            f"install eaq's dependencies (`pip install -e .`) or pass model.name_or_path=<hub id or folder>."
+        ) from exc
+    return str(module.get_model_path())
+
+
+def _looks_local(location: str) -> bool:
+    return location.startswith((".", "/", "~")) or Path(location).exists() or location.count("/") > 1
+
+
+def _check_local(location: str, what: str) -> None:
+    path = Path(location).expanduser()
+    if not path.exists():
+        raise ModelLoadError(f"{what} {location!r} does not exist; pass a folder saved with save_pretrained or a hub id.")
+    if not (path / "config.json").exists() and what == "model.name_or_path":
+        raise ModelLoadError(
+            f"{location!r} is not a model folder (it has no config.json); pass a folder saved with save_pretrained."
+        )
+
+
+def _load_tokenizer(location: str) -> PreTrainedTokenizerBase:
+    resolved = resolve_location(location)
+    if _looks_local(resolved):
+        _check_local(resolved, "the tokenizer folder")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(resolved)
+    except OSError as exc:
+        raise ModelLoadError(_not_found(location)) from exc
+    if tokenizer.pad_token is None:  # GPT-2 style tokenizers: pad with end-of-text, masked out anyway
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def _not_found(location: str) -> str:
+    return (
+        f"could not load {location!r}: it is not a local folder and the hub is unreachable or does not have it; "
+        f"download it where there is internet (`hf download {location} --local-dir DIR`) and pass model.name_or_path=DIR."
+    )
+
+
+def load_model(cfg: ModelConfig) -> LoadedModel:
+    """Load in fp32, eval mode; precisions transform the model afterwards."""
+    auto_class = _AUTO_CLASSES[cfg.head]
+    if cfg.weights == "random":
+        tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path)
+        fields = dict(cfg.architecture)
+        model_type = fields.pop("model_type")
+        config = AutoConfig.for_model(model_type, **fields)
+        if config.vocab_size < len(tokenizer):
+            raise ModelLoadError(
+                f"model.architecture.vocab_size={config.vocab_size} is smaller than the tokenizer's "
+                f"{len(tokenizer)} tokens; raise it to at least {len(tokenizer)}."
+            )
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)
+            model = auto_class.from_config(config)
+        source = "random"
+    else:
+        location = resolve_location(cfg.name_or_path)
+        if _looks_local(location):
+            _check_local(location, "model.name_or_path")
+        tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path)
+        try:
+            model = auto_class.from_pretrained(location, dtype=torch.float32)
+        except OSError as exc:
+            raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
+        source = location
+    if model.config.pad_token_id is None:
+        model.config.pad_token_id = tokenizer.pad_token_id
+    log.info("loaded %s (%s weights) from %s", cfg.name, cfg.weights, source)
+    return LoadedModel(model=model.eval(), tokenizer=tokenizer, source=source)

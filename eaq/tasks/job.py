@@ -1,0 +1,92 @@
+"""One Hydra job as one MLflow run: created first, always ended, errors in one sentence.
+
+The run is created before the config is validated, so a bad value is recorded as a
+FAILED run with its reason (visible in the UI and in a sweep's summary) and no run is
+ever left RUNNING. In a single run an error exits non-zero; in a multirun the sweep
+carries on and the sweep callback reports the failures and the exit code at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from eaq.config import validate
+from eaq.errors import EaqError
+from eaq.tasks.benchmark import BenchmarkResult, benchmark
+from eaq.tracking import TrackedRun, config_hash, flatten, open_store
+from eaq.tracking.callbacks import parent_run_id
+from eaq.tracking.environment import capture
+
+log = logging.getLogger(__name__)
+GROUPS = ("model", "precision", "dataset", "sampler", "trials")
+
+
+def _report_error(exc: BaseException, debug: bool) -> None:
+    if debug or not isinstance(exc, EaqError):
+        traceback.print_exception(exc)
+    print(f"error: {exc}", file=sys.stderr)
+
+
+def summary_line(name: str, result: BenchmarkResult) -> str:
+    m, t = result.metrics, result.tags
+    quality = ", ".join(f"{k.removeprefix('quality_')} {v:.4f}" for k, v in m.items() if k.startswith("quality_"))
+    energy = (
+        f"{m['energy_per_sample_mj']:.2f} mJ/sample"
+        if "energy_per_sample_mj" in m
+        else f"energy unavailable ({t.get('eaq.energy.reason', '')})"
+    )
+    return (
+        f"{name}: {m['latency_mean_ms']:.2f} ms/batch (p50 {m['latency_p50_ms']:.2f}, p99 {m['latency_p99_ms']:.2f}), "
+        f"{m['throughput_samples_per_s']:.1f} samples/s, model {m['model_size_mb']:.1f} MB, "
+        f"peak RSS {m['memory_peak_rss_mb']:.0f} MB, {quality}, {energy}"
+    )
+
+
+def run_job(cfg: DictConfig) -> None:
+    hydra_cfg = HydraConfig.get()
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(resolved, dict)
+    debug = bool(resolved.get("debug"))
+    tracking = resolved["tracking"]
+    try:
+        client, experiment_id = open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
+    except EaqError as exc:
+        _report_error(exc, debug)
+        sys.exit(2)
+
+    choices = {f"eaq.group.{g}": str(hydra_cfg.runtime.choices.get(g)) for g in GROUPS}
+    run = TrackedRun(
+        client,
+        experiment_id,
+        run_name=str(resolved["run_name"]),
+        tags={**choices, "eaq.config_hash": config_hash(resolved), "eaq.kind": "benchmark"},
+        parent_run_id=parent_run_id(hydra_cfg.sweep.dir) if multirun else None,
+    )
+    output_dir = Path(hydra_cfg.runtime.output_dir)
+    try:
+        run.log_params(flatten(resolved))
+        run.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
+        run.log_artifacts(output_dir / ".hydra", ".hydra")
+        result = benchmark(validate(cfg))
+        run.log_metrics(result.metrics)
+        run.set_tags(result.tags)
+        run.log_dict(capture(result.device), "env.json")
+    except KeyboardInterrupt as exc:
+        run.end("KILLED", exc)
+        raise
+    except Exception as exc:
+        run.end("FAILED", exc)
+        _report_error(exc, debug)
+        if not multirun:
+            sys.exit(2 if isinstance(exc, EaqError) else 1)
+        return
+    run.end("FINISHED")
+    log.info(summary_line(run.run.info.run_name, result))

@@ -1,0 +1,64 @@
+"""One MLflow run's life: created RUNNING, always ended FINISHED, FAILED or KILLED.
+
+Uses the explicit ``MlflowClient`` rather than mlflow's global active run, so several
+runs in one process (a Hydra multirun) never leak state into each other.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+PARENT_TAG = "mlflow.parentRunId"
+
+
+class TrackedRun:
+    def __init__(
+        self,
+        client: MlflowClient,
+        experiment_id: str,
+        run_name: str,
+        tags: dict[str, str],
+        parent_run_id: str | None = None,
+    ) -> None:
+        all_tags = dict(tags)
+        if parent_run_id:
+            all_tags[PARENT_TAG] = parent_run_id
+        self.client = client
+        self.run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
+        self.run_id = self.run.info.run_id
+        self._ended = False
+
+    def log_params(self, params: dict[str, str]) -> None:
+        self.client.log_batch(self.run_id, params=[Param(k, v[:6000]) for k, v in params.items()])
+
+    def set_tags(self, tags: dict[str, Any]) -> None:
+        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in tags.items()])
+
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        now = int(time.time() * 1000)
+        self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self.client.log_text(self.run_id, text, artifact_file)
+
+    def log_dict(self, data: dict[str, Any], artifact_file: str) -> None:
+        self.log_text(json.dumps(data, indent=2, sort_keys=True, default=str), artifact_file)
+
+    def log_artifacts(self, folder: Path, artifact_path: str) -> None:
+        if folder.is_dir():
+            self.client.log_artifacts(self.run_id, str(folder), artifact_path)
+
+    def end(self, status: str, error: BaseException | None = None) -> None:
+        """Idempotent; records the error class and message on failure."""
+        if self._ended:
+            return
+        if error is not None:
+            self.set_tags({"eaq.error": f"{type(error).__name__}: {error}"})
+        self.client.set_terminated(self.run_id, status=status)
+        self._ended = True

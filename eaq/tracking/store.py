@@ -1,0 +1,47 @@
+"""Open the MLflow tracking store once, before any job writes to it."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from eaq.errors import EaqError
+
+log = logging.getLogger(__name__)
+
+
+def _ensure_parent_dir(uri: str) -> None:
+    if uri.startswith("sqlite:///"):
+        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+
+
+def open_store(uri: str, experiment: str, artifact_location: str) -> tuple[MlflowClient, str]:
+    """Return a client and the experiment id, creating the database and experiment if new.
+
+    Call it in the parent process before parallel jobs start: concurrent first writes to
+    a fresh SQLite store race in its schema migration.
+    """
+    _ensure_parent_dir(uri)
+    try:
+        client = MlflowClient(tracking_uri=uri)
+        found = client.get_experiment_by_name(experiment)
+        if found is not None:
+            return client, found.experiment_id
+        Path(artifact_location).mkdir(parents=True, exist_ok=True)
+        location = Path(artifact_location).resolve().as_uri()
+        try:
+            return client, client.create_experiment(experiment, artifact_location=location)
+        except MlflowException:  # another job created it in between
+            found = client.get_experiment_by_name(experiment)
+            if found is None:
+                raise
+            return client, found.experiment_id
+    except (MlflowException, OSError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise EaqError(
+            f"the MLflow tracking store tracking.uri={uri} could not be opened ({first_line}); "
+            f"pass a writable sqlite:///<absolute path>.db or a server URL."
+        ) from exc
