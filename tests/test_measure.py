@@ -1,0 +1,67 @@
+"""Timing, statistics, peak memory and the energy fields on a machine with no sensor."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from eaq.measure import LatencyStats, MeasurementWindow, PeakMemory, run_timed, select_sampler
+from eaq.errors import ConfigError
+
+CPU = torch.device("cpu")
+
+
+def test_latency_stats_match_numpy() -> None:
+    seconds = list(np.random.default_rng(0).uniform(0.001, 0.01, size=101))
+    stats = LatencyStats.from_seconds(seconds)
+    ms = np.array(seconds) * 1e3
+    assert stats.iterations == 101
+    assert stats.mean_ms == pytest.approx(ms.mean())
+    assert stats.p50_ms == pytest.approx(np.median(ms))
+    assert stats.p99_ms == pytest.approx(np.percentile(ms, 99))
+    assert stats.std_ms == pytest.approx(ms.std(ddof=1))
+    assert stats.p50_ms <= stats.p90_ms <= stats.p99_ms
+
+
+def test_timed_loop_honours_iterations_and_minimum_duration() -> None:
+    seen: list[int] = []
+    latencies = run_timed(lambda x: (seen.append(x), time.sleep(0.002)), [1, 2, 3], CPU, iters=5, min_duration_s=0)
+    assert len(latencies) == 5 and seen == [1, 2, 3, 1, 2]
+    assert all(t >= 0.002 for t in latencies)
+    start = time.perf_counter()
+    longer = run_timed(lambda x: time.sleep(0.01), [0], CPU, iters=1, min_duration_s=0.2)
+    assert time.perf_counter() - start >= 0.2 and len(longer) > 5
+
+
+def test_window_times_its_body_and_reports_energy_unavailable_here() -> None:
+    with MeasurementWindow(CPU, select_sampler("auto")) as window:
+        time.sleep(0.05)
+        window.iterations = 7
+    result = window.result
+    assert result is not None and result.iterations == 7
+    assert 0.05 <= result.duration_s < 1.0
+    assert result.end_unix_s - result.start_unix_s == pytest.approx(result.duration_s, abs=1e-5)
+    # This machine (and CI) has no NVIDIA GPU and no readable RAPL: say so, never a number.
+    assert result.energy.status == "unavailable" and result.energy.energy_j is None
+    assert "NVML" in result.energy.reason
+
+
+def test_unknown_sampler_is_refused() -> None:
+    with pytest.raises(ConfigError, match="valid: auto, none"):
+        select_sampler("smi")
+
+
+def test_peak_rss_sees_a_large_allocation_after_reset() -> None:
+    memory = PeakMemory(CPU)
+    memory.reset()
+    before = memory.read()["memory_peak_rss_mb"]
+    block = torch.ones(300 * 1024 * 1024 // 4)  # 300 MB, touched
+    after = memory.read()["memory_peak_rss_mb"]
+    del block
+    assert after - before > 250
+    memory.reset()
+    assert memory.rss_peak_is_windowed  # Linux lets us reset the high-water mark
+    assert memory.read()["memory_peak_rss_mb"] < after - 250

