@@ -18,6 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 from eaq.errors import ConfigError
 
 HEADS = ("embedding", "sequence_classification", "causal_lm")
+DATASET_KINDS = ("text", "synthetic")
+TASKS = ("benchmark", "calibrate")
 WEIGHTS = ("pretrained", "random")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 
@@ -51,12 +53,14 @@ class PrecisionConfig:
 
 @dataclass
 class DatasetConfig:
-    """Evaluation text: what quality is computed on and what batches the timed loop feeds."""
+    """Evaluation data: what quality is computed on and what batches the timed loop feeds."""
 
     name: str = "sample"
-    # A text file with one sentence per line; ``package:`` means the file eaq ships.
-    path: str = "package:sample_sentences.txt"
-    # Use at most this many texts (null: all).
+    # ``text``: a file with one sentence per line (``package:`` means the file eaq ships).
+    # ``synthetic``: random token ids, for speed and energy work only (no quality figures).
+    kind: str = "text"
+    path: str | None = "package:sample_sentences.txt"
+    # Use at most this many texts (null: all); for synthetic data, how many rows to draw.
     max_samples: int | None = None
 
 
@@ -65,6 +69,8 @@ class SamplerConfig:
     """Power/energy sensor to read during the measurement window."""
 
     name: str = "auto"
+    # Background poll interval of the power trace (nvml, nvidia_smi; rapl polls at least every 50 ms).
+    interval_ms: float = 15.0
 
 
 @dataclass
@@ -74,8 +80,15 @@ class TrialsConfig:
     warmup_iters: int = 3
     # The timed loop runs at least this many iterations ...
     iters: int = 20
-    # ... and keeps going until this many seconds have passed.
-    min_duration_s: float = 0.0
+    # ... and keeps going until this many seconds have passed (null: 5 s when energy is
+    # measured, so the ~100 ms sensor updates at least 50 times; else 0).
+    min_duration_s: float | None = None
+    # Idle baseline before the run, device idle, sensor on (null: 5 s when energy is measured, else 0).
+    idle_s: float | None = None
+    # Pause after the run so the next run of a sweep starts from a cool device.
+    cooldown_s: float = 0.0
+    # Compare with the device's peak FLOP/J (a cached matmul calibration) when energy is measured.
+    roofline: bool = True
     # Quality is computed on at most this many batches (null: the whole dataset).
     quality_max_batches: int | None = None
 
@@ -112,6 +125,8 @@ class EaqConfig:
     # Trial index: repeats a configuration and seeds it.
     trial: int = 1
     device: str = "auto"
+    # ``benchmark`` (default) or ``calibrate`` (measure and cache the device's peak FLOP/J).
+    task: str = "benchmark"
     # Show full tracebacks instead of one-sentence errors.
     debug: bool = False
     # The MLflow run name; readable, e.g. minilm-int8-b32-t2.
@@ -144,6 +159,13 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("trials.iters", obj.trials.iters)
     _positive("trials.warmup_iters", obj.trials.warmup_iters, 0)
     _positive("trials.min_duration_s", obj.trials.min_duration_s, 0)
+    _positive("trials.idle_s", obj.trials.idle_s, 0)
+    _positive("trials.cooldown_s", obj.trials.cooldown_s, 0)
+    _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
+    _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)
+    _one_of("task", obj.task, TASKS)
+    if obj.dataset.kind == "text" and not obj.dataset.path:
+        raise ConfigError("dataset.kind=text needs dataset.path: a text file with one sentence per line.")
     _positive("trials.quality_max_batches", obj.trials.quality_max_batches)
     _positive("dataset.max_samples", obj.dataset.max_samples)
     _one_of("model.head", obj.model.head, HEADS)

@@ -73,7 +73,7 @@ def test_fp32_keeps_float32_and_turns_tf32_off() -> None:
 
 
 def test_unknown_and_unsupported_precisions_are_refused_not_substituted() -> None:
-    with pytest.raises(UnsupportedPrecisionError, match="valid: fp32, int8"):
+    with pytest.raises(UnsupportedPrecisionError, match="valid: fp32, fp16, bf16, int8"):
         get_precision("int3", CPU)
     with pytest.raises(UnsupportedPrecisionError, match="use device=cpu or device=cuda"):
         get_precision("int8", torch.device("meta"))

@@ -1,38 +1,40 @@
-"""Power and energy sensors read around a measurement window.
+"""Pick the power/energy sensor for a run.
 
-Each sampler says whether it can run here (``available``), and ``stop`` returns one
-``EnergyReading``. Where no sensor exists the reading says ``unavailable`` and why, so a
-run never reports an energy figure it did not measure.
+Every sampler has the same small surface: ``available() -> reason | None``, ``start()``
+(background polling into a PowerTrace), ``energy_j()`` (a cumulative counter, read only
+at window ends; None where the sensor has no counter), ``stop() -> PowerTrace`` and
+``snapshot()`` (device facts for the validity checks). Where no sensor exists the run
+says ``unavailable`` and why; it never reports an energy it did not measure.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Protocol
 
-RAPL_ROOT = Path("/sys/class/powercap")
+import torch
 
+from eaq.errors import ConfigError
+from eaq.measure.nvidia_smi import NvidiaSmiSampler
+from eaq.measure.nvml import NvmlSampler
+from eaq.measure.rapl import RaplSampler
+from eaq.measure.trace import PowerTrace
 
-@dataclass(frozen=True)
-class EnergyReading:
-    """Energy over the window; ``status`` is 'measured' or 'unavailable' (then ``reason``)."""
-
-    status: str
-    sampler: str
-    reason: str = ""
-    energy_j: float | None = None
+SAMPLERS = ("auto", "nvml", "nvidia_smi", "rapl", "none")
 
 
 class Sampler(Protocol):
     name: str
 
-    def available(self) -> str | None:
-        """``None`` if this sensor can be read here, else why not."""
+    def available(self) -> str | None: ...
 
     def start(self) -> None: ...
 
-    def stop(self) -> EnergyReading: ...
+    def energy_j(self) -> float | None: ...
+
+    def stop(self) -> PowerTrace: ...
+
+    def snapshot(self) -> dict[str, float]: ...
 
 
 @dataclass
@@ -41,49 +43,62 @@ class NoSampler:
 
     reason: str = "sampler=none was chosen"
     name: str = "none"
+    trace: PowerTrace = field(default_factory=PowerTrace)
 
     def available(self) -> str | None:
         return None
 
     def start(self) -> None:
-        pass
+        self.trace.note(self.reason)  # becomes the window's "unavailable" reason
 
-    def stop(self) -> EnergyReading:
-        return EnergyReading(status="unavailable", sampler=self.name, reason=self.reason)
+    def energy_j(self) -> float | None:
+        return None
 
+    def stop(self) -> PowerTrace:
+        return self.trace
 
-def _nvml_absent() -> str:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            count = pynvml.nvmlDeviceGetCount()
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception as exc:  # NVMLError or a missing libnvidia-ml: both mean no NVIDIA sensor
-        return f"NVML is not usable ({exc})"
-    if count == 0:
-        return "NVML sees no NVIDIA GPU"
-    return "an NVIDIA GPU is present but eaq's nvml sampler is not built yet"
+    def snapshot(self) -> dict[str, float]:
+        return {}
 
 
-def _rapl_absent() -> str:
-    zones = sorted(RAPL_ROOT.glob("intel-rapl:*/energy_uj")) if RAPL_ROOT.exists() else []
-    if not zones:
-        return f"no RAPL zones under {RAPL_ROOT}"
-    return "RAPL zones exist but eaq's rapl sampler is not built yet"
+def measures_energy(sampler: Sampler) -> bool:
+    """False for the stand-in that only says why nothing is measured."""
+    return not isinstance(sampler, NoSampler)
 
 
-SAMPLERS = ("auto", "none")
+def _uuid(device: torch.device) -> str | None:
+    if device.type != "cuda":
+        return None
+    return str(torch.cuda.get_device_properties(device).uuid)
 
 
-def select_sampler(name: str) -> Sampler:
-    """``auto`` picks the best sensor this machine has; with none, a NoSampler that says why."""
+def _make(name: str, device: torch.device, interval_s: float) -> Sampler:
+    if name == "nvml":
+        return NvmlSampler(_uuid(device), interval_s)
+    if name == "nvidia_smi":
+        return NvidiaSmiSampler(_uuid(device), interval_s)
+    return RaplSampler(interval_s=max(interval_s, 0.05))
+
+
+def select_sampler(name: str, device: torch.device, interval_s: float = 0.015) -> Sampler:
+    """``auto``: NVML for a CUDA run, RAPL for a CPU run, else none with the reason.
+
+    A sampler named explicitly that cannot run here is an error, not a silent fallback.
+    """
+    if name not in SAMPLERS:
+        raise ConfigError(f"sampler {name!r} does not exist; valid: {', '.join(SAMPLERS)}.")
     if name == "none":
         return NoSampler()
-    if name == "auto":
-        return NoSampler(reason=f"no energy sensor: {_nvml_absent()}; {_rapl_absent()}", name="auto")
-    from eaq.errors import ConfigError
-
-    raise ConfigError(f"sampler {name!r} does not exist; valid: {', '.join(SAMPLERS)}.")
+    if name in ("nvml", "nvidia_smi") and device.type != "cuda":
+        raise ConfigError(f"sampler={name} measures a CUDA GPU but this run is on {device}; use sampler=rapl, auto or none.")
+    if name != "auto":
+        sampler = _make(name, device, interval_s)
+        reason = sampler.available()
+        if reason:
+            raise ConfigError(f"sampler={name} cannot run here: {reason}; use sampler=auto or sampler=none.")
+        return sampler
+    candidate = _make("nvml" if device.type == "cuda" else "rapl", device, interval_s)
+    reason = candidate.available()
+    if reason is None:
+        return candidate
+    return NoSampler(reason=f"no energy sensor for {device}: {reason}", name="auto")

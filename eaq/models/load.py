@@ -39,7 +39,8 @@ _AUTO_CLASSES = {
 @dataclass
 class LoadedModel:
     model: PreTrainedModel
-    tokenizer: PreTrainedTokenizerBase
+    # None when the data needs none (synthetic token ids).
+    tokenizer: PreTrainedTokenizerBase | None
     # Where the weights were read from, resolved (a folder, a hub id, or "random").
     source: str
 
@@ -93,15 +94,18 @@ def _not_found(location: str) -> str:
     )
 
 
-def load_model(cfg: ModelConfig) -> LoadedModel:
+def load_model(cfg: ModelConfig, with_tokenizer: bool = True) -> LoadedModel:
     """Load in fp32, eval mode; precisions transform the model afterwards."""
     auto_class = _AUTO_CLASSES[cfg.head]
+    location = resolve_location(cfg.name_or_path)
+    if cfg.weights == "pretrained" and _looks_local(location):
+        _check_local(location, "model.name_or_path")  # before the tokenizer: name the real problem
+    tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path) if with_tokenizer else None
     if cfg.weights == "random":
-        tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path)
         fields = dict(cfg.architecture)
         model_type = fields.pop("model_type")
         config = AutoConfig.for_model(model_type, **fields)
-        if config.vocab_size < len(tokenizer):
+        if tokenizer is not None and config.vocab_size < len(tokenizer):
             raise ModelLoadError(
                 f"model.architecture.vocab_size={config.vocab_size} is smaller than the tokenizer's "
                 f"{len(tokenizer)} tokens; raise it to at least {len(tokenizer)}."
@@ -111,16 +115,12 @@ def load_model(cfg: ModelConfig) -> LoadedModel:
             model = auto_class.from_config(config)
         source = "random"
     else:
-        location = resolve_location(cfg.name_or_path)
-        if _looks_local(location):
-            _check_local(location, "model.name_or_path")
-        tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path)
         try:
             model = auto_class.from_pretrained(location, dtype=torch.float32)
         except OSError as exc:
             raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
         source = location
-    if model.config.pad_token_id is None:
+    if tokenizer is not None and model.config.pad_token_id is None:
         model.config.pad_token_id = tokenizer.pad_token_id
     log.info("loaded %s (%s weights) from %s", cfg.name, cfg.weights, source)
     return LoadedModel(model=model.eval(), tokenizer=tokenizer, source=source)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from eaq.errors import UnsupportedPrecisionError
 from eaq.precision.base import Precision
-from eaq.precision.native import Fp32
+from eaq.precision.native import bf16, fp16, fp32
 from eaq.precision.proof import proof
 from eaq.precision.torchao_quant import Int8Dynamic
 
-PRECISIONS: dict[str, type] = {"fp32": Fp32, "int8": Int8Dynamic}
+PRECISIONS: dict[str, Callable[[], Precision]] = {"fp32": fp32, "fp16": fp16, "bf16": bf16, "int8": Int8Dynamic}
 
 
 def get_precision(name: str, device: torch.device) -> Precision:

@@ -12,6 +12,8 @@ class Precision(Protocol):
     """One numeric format. Adding one is one module here and one YAML file in conf/precision."""
 
     name: str
+    # The matmul format a roofline calibration of this precision measures.
+    matmul: str
 
     def supports(self, device: torch.device) -> str | None:
         """``None`` if it runs for real on ``device``; otherwise why not and what would work."""

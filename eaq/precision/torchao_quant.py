@@ -17,6 +17,7 @@ class Int8Dynamic:
     """int8 weights (per channel) and int8 activations quantized per token at run time."""
 
     name: str = "int8"
+    matmul: str = "int8"
 
     def supports(self, device: torch.device) -> str | None:
         if device.type not in ("cpu", "cuda"):

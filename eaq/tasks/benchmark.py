@@ -1,111 +1,134 @@
 """The benchmark task: load, apply the precision, evaluate quality, then measure.
 
-Order matters: the fp32 reference is taken before the precision transforms the model;
-quality is computed outside the measurement window; batches are on the device before it.
+Order matters: the fp32 reference and the forward FLOPs are taken before the precision
+transforms the model; quality is computed outside the measurement window; batches are on
+the device before it; the sampler runs from the idle baseline to after the window, so
+the trace shows both and the window's edges have samples on either side.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+import time
+from dataclasses import asdict
+from pathlib import Path
 
 import torch
 
 from eaq.config import EaqConfig
-from eaq.data import load_texts, make_batches
+from eaq.data import Batches, load_texts, make_batches, make_synthetic
 from eaq.device import resolve_device
 from eaq.evaluate import cached_reference, collect_outputs, fidelity, reference_key
-from eaq.measure import LatencyStats, MeasurementWindow, PeakMemory, run_timed, select_sampler
-from eaq.models import load_model
+from eaq.measure import (
+    LatencyStats,
+    MeasurementWindow,
+    PeakMemory,
+    WindowResult,
+    check,
+    energy_metrics,
+    measures_energy,
+    run_timed,
+    select_sampler,
+    window_energy,
+)
+from eaq.measure.roofline import forward_flops
+from eaq.measure.trace_export import write_csv, write_png
+from eaq.models import LoadedModel, load_model
 from eaq.precision import get_precision, proof
+from eaq.tasks.result import TaskResult, describe_device
+from eaq.tasks.roofline import roofline_metrics
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class BenchmarkResult:
-    metrics: dict[str, float]
-    tags: dict[str, str]
-    device: dict[str, str] = field(default_factory=dict)
+def _batches(cfg: EaqConfig, loaded: LoadedModel, device: torch.device) -> Batches:
+    if cfg.dataset.kind == "synthetic":
+        rows = cfg.dataset.max_samples or cfg.batch_size
+        return make_synthetic(loaded.model.config.vocab_size, rows, cfg.batch_size, cfg.seq_len, device, cfg.trial)
+    assert loaded.tokenizer is not None
+    return make_batches(load_texts(cfg.dataset), loaded.tokenizer, cfg.batch_size, cfg.seq_len, device)
 
 
-def describe_device(device: torch.device) -> dict[str, str]:
-    info = {"torch_device": str(device), "torch_threads": str(torch.get_num_threads())}
-    if device.type == "cuda":
-        props = torch.cuda.get_device_properties(device)
-        info |= {
-            "gpu_name": props.name,
-            "gpu_uuid": str(getattr(props, "uuid", "unknown")),
-            "gpu_capability": f"{props.major}.{props.minor}",
-            "cuda": str(torch.version.cuda),
-        }
-    return info
+def _auto(value: float | None, measuring: bool) -> float:
+    """Protocol durations left null: 5 s when energy is measured, none otherwise."""
+    return value if value is not None else (5.0 if measuring else 0.0)
 
 
-def _energy_metrics(window, samples: int) -> tuple[dict[str, float], dict[str, str]]:
-    energy = window.energy
-    tags = {"eaq.energy": energy.status, "eaq.energy.sampler": energy.sampler}
-    if energy.energy_j is None:
-        return {}, tags | {"eaq.energy.reason": energy.reason}
-    metrics = {
-        "energy_total_j": energy.energy_j,
-        "energy_per_sample_mj": energy.energy_j / samples * 1e3,
-        "power_mean_w": energy.energy_j / window.duration_s,
-    }
-    return metrics, tags
-
-
-@torch.inference_mode()
-def benchmark(cfg: EaqConfig) -> BenchmarkResult:
-    # Everything that can be refused is checked before the model loads.
-    device = resolve_device(cfg.device)
-    precision = get_precision(cfg.precision.name, device)
-    sampler = select_sampler(cfg.sampler.name)
-    texts = load_texts(cfg.dataset)
-    torch.manual_seed(cfg.trial)
-
-    loaded = load_model(cfg.model)
-    model, head = loaded.model.to(device), cfg.model.head
-    batches = make_batches(texts, loaded.tokenizer, cfg.batch_size, cfg.seq_len, device)
-    quality_batches = batches.batches[: cfg.trials.quality_max_batches]
-    quality_rows = sum(b["input_ids"].shape[0] for b in quality_batches)
-    key = reference_key(
-        model=asdict(cfg.model), dataset=asdict(cfg.dataset), seq_len=cfg.seq_len, rows=quality_rows, device=device.type
-    )
-    reference = cached_reference(cfg.paths.cache_dir, key, lambda: collect_outputs(model, head, quality_batches))
-
-    model = precision.apply(model, device)
-    evidence = proof(model)
-    quality = fidelity(head, collect_outputs(model, head, quality_batches), reference)
-
-    timed = batches.full()
-    memory = PeakMemory(device)
-    memory.reset()
-    run_timed(lambda b: model(**b), timed, device, cfg.trials.warmup_iters, 0.0, label="warm-up")
-    with MeasurementWindow(device, sampler) as window:
-        latencies = run_timed(lambda b: model(**b), timed, device, cfg.trials.iters, cfg.trials.min_duration_s)
-        window.iterations = len(latencies)
-    assert window.result is not None
-    result = window.result
+def _window_metrics(result: WindowResult, latencies: list[float], batch_size: int) -> dict[str, float]:
     stats = LatencyStats.from_seconds(latencies)
-    samples = result.iterations * cfg.batch_size
-    energy_metrics, energy_tags = _energy_metrics(result, samples)
-
-    metrics = {
+    return {
         "latency_mean_ms": stats.mean_ms,
         "latency_p50_ms": stats.p50_ms,
         "latency_p90_ms": stats.p90_ms,
         "latency_p99_ms": stats.p99_ms,
         "latency_std_ms": stats.std_ms,
-        "throughput_samples_per_s": samples / result.duration_s,
+        "throughput_samples_per_s": result.iterations * batch_size / result.duration_s,
         "window_duration_s": result.duration_s,
         "window_iterations": result.iterations,
+    }
+
+
+@torch.inference_mode()
+def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
+    # Everything that can be refused is checked before the model loads.
+    device = resolve_device(cfg.device)
+    precision = get_precision(cfg.precision.name, device)
+    sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)
+    measuring = measures_energy(sampler)
+    min_window_s, idle_s = _auto(cfg.trials.min_duration_s, measuring), _auto(cfg.trials.idle_s, measuring)
+    text = cfg.dataset.kind == "text"
+    if text:
+        load_texts(cfg.dataset)  # a bad file fails now, not after loading the model
+    torch.manual_seed(cfg.trial)
+
+    loaded = load_model(cfg.model, with_tokenizer=text)
+    model, head = loaded.model.to(device), cfg.model.head
+    batches = _batches(cfg, loaded, device)
+    timed = batches.full()
+    flops = forward_flops(lambda: model(**timed[0])) if measuring and cfg.trials.roofline else None
+    quality_batches = batches.batches[: cfg.trials.quality_max_batches]
+    reference = None
+    if text:
+        rows = sum(b["input_ids"].shape[0] for b in quality_batches)
+        key = reference_key(model=asdict(cfg.model), dataset=asdict(cfg.dataset), seq_len=cfg.seq_len, rows=rows, device=device.type)
+        reference = cached_reference(cfg.paths.cache_dir, key, lambda: collect_outputs(model, head, quality_batches))
+
+    model = precision.apply(model, device)
+    evidence = proof(model)
+    quality = fidelity(head, collect_outputs(model, head, quality_batches), reference) if reference is not None else {}
+
+    step = lambda batch: model(**batch)  # noqa: E731
+    memory = PeakMemory(device)
+    memory.reset()
+    idle = None
+    sampler.start()
+    try:
+        if idle_s > 0:
+            with MeasurementWindow(device, sampler) as idle_window:
+                time.sleep(idle_s)
+            idle = idle_window.result
+        run_timed(step, timed, device, cfg.trials.warmup_iters, 0.0, label="warm-up")
+        with MeasurementWindow(device, sampler) as window:
+            latencies = run_timed(step, timed, device, cfg.trials.iters, min_window_s)
+            window.iterations = len(latencies)
+    finally:
+        trace = sampler.stop()
+    result = window.result
+    assert result is not None
+    samples = result.iterations * cfg.batch_size
+    energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
+    idle_energy = window_energy(sampler.name, trace, idle.t0, idle.t1, idle.counter_j) if idle else None
+    idle_w = idle_energy.energy_j / idle_energy.duration_s if idle_energy and idle_energy.energy_j is not None else None
+    validity = check(result, energy, idle_w, min_window_s)
+
+    metrics = {
+        **_window_metrics(result, latencies, cfg.batch_size),
         "model_size_mb": evidence["model_size_mb"],
         "quantized_linear_layers": evidence["quantized_linear_layers"],
         "linear_layers": evidence["linear_layers"],
         **memory.read(),
         **quality,
-        **energy_metrics,
+        **energy_metrics(energy, idle_energy, result.duration_s, samples),
     }
     tags = {
         "eaq.device": str(device),
@@ -114,6 +137,28 @@ def benchmark(cfg: EaqConfig) -> BenchmarkResult:
         "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"]),
         "eaq.window.start_unix_s": f"{result.start_unix_s:.3f}",
         "eaq.window.end_unix_s": f"{result.end_unix_s:.3f}",
-        **energy_tags,
+        "eaq.energy": energy.status,
+        "eaq.energy.sampler": energy.sampler,
     }
-    return BenchmarkResult(metrics=metrics, tags=tags, device=describe_device(device))
+    if not quality:
+        tags["eaq.quality.reason"] = "dataset is synthetic token ids: no quality figures for meaningless text"
+    if energy.energy_j is None:
+        tags["eaq.energy.reason"] = energy.reason
+    else:
+        tags |= {"eaq.energy.source": energy.source, "eaq.valid": str(validity.valid).lower()}
+        tags |= {"eaq.valid.reasons": "; ".join(validity.reasons)} if validity.reasons else {}
+        tags |= {"eaq.energy.notes": "; ".join(energy.notes)} if energy.notes else {}
+        metrics |= {"valid": float(validity.valid), **validity.facts}
+    files = []
+    if trace.times:
+        files = [artifact_dir / "power_trace.csv", artifact_dir / "power_trace.png"]
+        write_csv(trace, files[0], origin=result.t0)
+        title = f"{cfg.run_name}: {energy.sampler}, window {result.duration_s:.1f} s"
+        write_png(trace, files[1], (result.t0, result.t1), (idle.t0, idle.t1) if idle else None, title)
+    if flops and energy.energy_j:
+        extra_metrics, extra_tags = roofline_metrics(cfg, device, precision.matmul, flops, energy.energy_j, result.iterations)
+        metrics |= extra_metrics
+        tags |= extra_tags
+    if cfg.trials.cooldown_s:
+        time.sleep(cfg.trials.cooldown_s)
+    return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=files)

@@ -19,7 +19,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from eaq.config import validate
 from eaq.errors import EaqError
-from eaq.tasks.benchmark import BenchmarkResult, benchmark
+from eaq.tasks.benchmark import benchmark
+from eaq.tasks.result import TaskResult
+from eaq.tasks.roofline import run_calibration
 from eaq.tracking import TrackedRun, config_hash, flatten, open_store
 from eaq.tracking.callbacks import parent_run_id
 from eaq.tracking.environment import capture
@@ -34,19 +36,25 @@ def _report_error(exc: BaseException, debug: bool) -> None:
     print(f"error: {exc}", file=sys.stderr)
 
 
-def summary_line(name: str, result: BenchmarkResult) -> str:
+def summary_line(name: str, result: TaskResult) -> str:
     m, t = result.metrics, result.tags
-    quality = ", ".join(f"{k.removeprefix('quality_')} {v:.4f}" for k, v in m.items() if k.startswith("quality_"))
+    if "latency_mean_ms" not in m:
+        return f"{name}: " + ", ".join(f"{k} {v:.4g}" for k, v in m.items())
+    quality = [f"{k.removeprefix('quality_')} {v:.4f}" for k, v in m.items() if k.startswith("quality_")]
     energy = (
-        f"{m['energy_per_sample_mj']:.2f} mJ/sample"
+        f"{m['energy_per_sample_mj']:.2f} mJ/sample at {m['power_mean_w']:.0f} W ({t['eaq.energy.source']}, valid={t['eaq.valid']})"
         if "energy_per_sample_mj" in m
         else f"energy unavailable ({t.get('eaq.energy.reason', '')})"
     )
-    return (
-        f"{name}: {m['latency_mean_ms']:.2f} ms/batch (p50 {m['latency_p50_ms']:.2f}, p99 {m['latency_p99_ms']:.2f}), "
-        f"{m['throughput_samples_per_s']:.1f} samples/s, model {m['model_size_mb']:.1f} MB, "
-        f"peak RSS {m['memory_peak_rss_mb']:.0f} MB, {quality}, {energy}"
-    )
+    parts = [
+        f"{m['latency_mean_ms']:.2f} ms/batch (p50 {m['latency_p50_ms']:.2f}, p99 {m['latency_p99_ms']:.2f})",
+        f"{m['throughput_samples_per_s']:.1f} samples/s",
+        f"model {m['model_size_mb']:.1f} MB",
+        f"peak RSS {m['memory_peak_rss_mb']:.0f} MB",
+        *quality,
+        energy,
+    ]
+    return f"{name}: " + ", ".join(parts)
 
 
 def run_job(cfg: DictConfig) -> None:
@@ -75,10 +83,13 @@ def run_job(cfg: DictConfig) -> None:
         run.log_params(flatten(resolved))
         run.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
         run.log_artifacts(output_dir / ".hydra", ".hydra")
-        result = benchmark(validate(cfg))
+        config = validate(cfg)
+        result = run_calibration(config) if config.task == "calibrate" else benchmark(config, output_dir)
         run.log_metrics(result.metrics)
         run.set_tags(result.tags)
         run.log_dict(capture(result.device), "env.json")
+        for file in result.files:
+            run.log_artifact(file)
     except KeyboardInterrupt as exc:
         run.end("KILLED", exc)
         raise

@@ -50,6 +50,9 @@ class TrackedRun:
     def log_dict(self, data: dict[str, Any], artifact_file: str) -> None:
         self.log_text(json.dumps(data, indent=2, sort_keys=True, default=str), artifact_file)
 
+    def log_artifact(self, file: Path) -> None:
+        self.client.log_artifact(self.run_id, str(file))
+
     def log_artifacts(self, folder: Path, artifact_path: str) -> None:
         if folder.is_dir():
             self.client.log_artifacts(self.run_id, str(folder), artifact_path)

@@ -1,0 +1,84 @@
+"""A window's energy from what the sampler saw: counter delta first, trace integrals as checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eaq.measure.trace import PowerTrace
+
+# Trace channel used when a sampler has no counter, best first.
+PRIMARY_CHANNELS = ("power_instant_w", "power_rapl_w", "power_smi_w", "power_average_w")
+
+
+@dataclass(frozen=True)
+class WindowEnergy:
+    status: str  # "measured" or "unavailable"
+    sampler: str
+    reason: str = ""
+    energy_j: float | None = None
+    # What energy_j is: "energy_counter" or "<channel> integral".
+    source: str = ""
+    # Integral of each trace channel over the window, for cross-checks (J).
+    integrals_j: dict[str, float] = field(default_factory=dict)
+    power_w: dict[str, float] = field(default_factory=dict)
+    duration_s: float = 0.0
+    samples: int = 0
+    expected_samples: int = 0
+    sensor_updates: int = 0
+    notes: tuple[str, ...] = ()
+
+
+def window_energy(
+    sampler: str, trace: PowerTrace, t0: float, t1: float, counter_j: tuple[float | None, float | None]
+) -> WindowEnergy:
+    """``counter_j`` is the cumulative counter read at the window's start and end."""
+    integrals = {ch: e for ch in trace.channels if (e := trace.integral_j(ch, t0, t1)) is not None}
+    primary = next((ch for ch in PRIMARY_CHANNELS if ch in trace.channels), None)
+    start, end = counter_j
+    energy, source = None, ""
+    if start is not None and end is not None and end >= start:
+        energy, source = end - start, "energy_counter"
+    elif start is not None and end is not None:
+        trace.note("the energy counter went backwards (reset or wrap); energy from the power trace instead")
+    if energy is None and primary in integrals:
+        energy, source = integrals[primary], f"{primary} integral"
+    notes = tuple(trace.notes)
+    if energy is None:
+        reason = "; ".join(notes) or "the sampler recorded no counter and no power samples covering the window"
+        return WindowEnergy(status="unavailable", sampler=sampler, reason=reason, duration_s=t1 - t0, notes=notes)
+    duration = t1 - t0
+    return WindowEnergy(
+        status="measured",
+        sampler=sampler,
+        energy_j=energy,
+        source=source,
+        integrals_j=integrals,
+        power_w=trace.stats_w(primary, t0, t1) if primary else {},
+        duration_s=duration,
+        samples=trace.between(t0, t1),
+        expected_samples=int(duration / trace.interval_s) if trace.interval_s else 0,
+        sensor_updates=trace.sensor_updates(t0, t1),
+        notes=notes,
+    )
+
+
+def energy_metrics(energy: WindowEnergy, idle: WindowEnergy | None, duration_s: float, samples: int) -> dict[str, float]:
+    """The energy block of a run's metrics (empty when unavailable); names in eaq/metrics.py."""
+    if energy.energy_j is None:
+        return {}
+    total = energy.energy_j
+    metrics = {
+        "energy_total_j": total,
+        "energy_per_sample_mj": total / samples * 1e3,
+        "samples_per_j": samples / total if total > 0 else float("nan"),
+        "power_mean_w": total / duration_s,
+    }
+    if "std" in energy.power_w:
+        metrics |= {"power_std_w": energy.power_w["std"], "power_min_w": energy.power_w["min"], "power_max_w": energy.power_w["max"]}
+    for channel, joules in energy.integrals_j.items():
+        metrics[f"energy_{channel.removeprefix('power_').removesuffix('_w')}_integral_j"] = joules
+    if idle is not None and idle.energy_j is not None:
+        idle_w = idle.energy_j / idle.duration_s
+        net = total - idle_w * duration_s
+        metrics |= {"idle_power_w": idle_w, "energy_net_j": net, "energy_net_per_sample_mj": net / samples * 1e3}
+    return metrics

@@ -1,0 +1,47 @@
+"""A background thread that reads a sensor at a fixed interval into a PowerTrace.
+
+Reads go through ctypes (NVML) or plain file reads (RAPL), which release the GIL, so the
+thread costs the measured loop little; ``docs/results`` holds the measured overhead.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from eaq.measure.trace import PowerTrace
+
+# One read: channel values, and the sensor's own timestamp (seconds) where it gives one.
+Read = Callable[[], tuple[dict[str, float], float | None]]
+
+
+class Poller:
+    def __init__(self, read: Read, interval_s: float, trace: PowerTrace, name: str = "eaq-power-poller") -> None:
+        self._read = read
+        self._interval = interval_s
+        self._trace = trace
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        trace.interval_s = interval_s
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        deadline = time.perf_counter()
+        while not self._stop.is_set():
+            now = time.perf_counter()
+            try:
+                values, sensor_time = self._read()
+            except Exception as exc:  # a failed read is a gap in the trace, not a crashed run
+                self._trace.note(f"a power read failed: {type(exc).__name__}: {exc}")
+                values, sensor_time = {}, None
+            if values:
+                self._trace.add(now, values, sensor_time)
+            deadline += self._interval
+            self._stop.wait(max(0.0, deadline - time.perf_counter()))

@@ -1,0 +1,102 @@
+"""Efficiency against what the device can do: FLOPs of a forward pass over its measured peak FLOP/J.
+
+The peak is measured, not taken from a datasheet: a large square matrix product in the
+run's matmul format, timed and metered in a measurement window long enough for the
+sensor (calibration), cached per device and format. A model's forward FLOPs are counted
+by torch's FlopCounterMode on the fp32 model (the math is the same in every precision).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from eaq.measure.energy import window_energy
+from eaq.measure.samplers import Sampler
+from eaq.measure.window import MeasurementWindow
+
+log = logging.getLogger(__name__)
+CALIBRATION_SIZE = 8192
+
+
+def forward_flops(forward: Callable[[], object]) -> int:
+    with FlopCounterMode(display=False) as counter:
+        forward()
+    return int(counter.get_total_flops())
+
+
+@dataclass(frozen=True)
+class Calibration:
+    device_name: str
+    matmul: str
+    size: int
+    tflops: float
+    flop_per_j: float
+    power_mean_w: float
+    duration_s: float
+    measured_unix_s: float
+
+
+def _matmul_step(matmul: str, size: int, device: torch.device) -> Callable[[], object]:
+    if matmul == "int8":
+        a = torch.randint(-128, 127, (size, size), dtype=torch.int8, device=device)
+        b = torch.randint(-128, 127, (size, size), dtype=torch.int8, device=device).t()
+        return lambda: torch._int_mm(a, b)
+    dtype = getattr(torch, matmul)
+    a = torch.randn(size, size, dtype=dtype, device=device)
+    b = torch.randn(size, size, dtype=dtype, device=device)
+    return lambda: torch.mm(a, b)
+
+
+def calibrate(device: torch.device, matmul: str, sampler: Sampler, min_duration_s: float = 5.0, size: int = CALIBRATION_SIZE) -> Calibration | None:
+    """Peak FLOP/J of a ``size``^3 product; None when the sampler measures no energy."""
+    step = _matmul_step(matmul, size, device)
+    for _ in range(3):
+        step()  # warm-up: kernels chosen, clocks up
+    sampler.start()
+    try:
+        with MeasurementWindow(device, sampler) as window:
+            iterations, start = 0, time.perf_counter()
+            while time.perf_counter() - start < min_duration_s:
+                step()
+                iterations += 1
+            window.iterations = iterations
+    finally:
+        trace = sampler.stop()
+    result = window.result
+    assert result is not None
+    energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
+    if energy.energy_j is None:
+        return None
+    flops = 2 * size**3 * result.iterations
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    return Calibration(
+        device_name=name,
+        matmul=matmul,
+        size=size,
+        tflops=flops / result.duration_s / 1e12,
+        flop_per_j=flops / energy.energy_j,
+        power_mean_w=energy.energy_j / result.duration_s,
+        duration_s=result.duration_s,
+        measured_unix_s=time.time(),
+    )
+
+
+def calibration_path(cache_dir: str | Path, device_key: str, matmul: str) -> Path:
+    return Path(cache_dir) / f"roofline-{device_key}-{matmul}.json"
+
+
+def load_calibration(path: Path) -> Calibration | None:
+    return Calibration(**json.loads(path.read_text())) if path.exists() else None
+
+
+def save_calibration(path: Path, calibration: Calibration) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(calibration), indent=2))

@@ -1,0 +1,42 @@
+"""Write a power trace as CSV and as a PNG with the measurement window marked."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from eaq.measure.trace import PowerTrace
+
+
+def write_csv(trace: PowerTrace, path: Path, origin: float) -> None:
+    """One row per sample: seconds since ``origin`` (the window start), then each channel in W."""
+    channels = sorted(trace.channels)
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["t_s", *channels])
+        for i, t in enumerate(trace.times):
+            writer.writerow([f"{t - origin:.4f}", *(f"{trace.channels[c][i]:.3f}" for c in channels)])
+
+
+def write_png(trace: PowerTrace, path: Path, window: tuple[float, float], idle_window: tuple[float, float] | None, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display needed
+    import matplotlib.pyplot as plt
+
+    origin = window[0]
+    fig, ax = plt.subplots(figsize=(9, 3.5), dpi=110)
+    times = [t - origin for t in trace.times]
+    for channel, values in sorted(trace.channels.items()):
+        ax.plot(times, values, linewidth=0.9, label=channel.removesuffix("_w").replace("_", " "))
+    ax.axvspan(0, window[1] - origin, color="tab:green", alpha=0.12, label="measurement window")
+    if idle_window:
+        ax.axvspan(idle_window[0] - origin, idle_window[1] - origin, color="tab:gray", alpha=0.15, label="idle baseline")
+    ax.set_xlabel("time from window start (s)")
+    ax.set_ylabel("power (W)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

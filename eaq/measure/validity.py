@@ -1,0 +1,89 @@
+"""Is a window's energy trustworthy? Each failed check is one readable reason.
+
+Thresholds follow what was measured on an H100 here and in published work (Yang et al.,
+SC'24: A100/H100 power readings cover ~25% of each 100 ms period, so short windows mislead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eaq.measure.energy import WindowEnergy
+from eaq.measure.window import WindowResult
+
+MIN_SENSOR_UPDATES = 20
+MIN_COVERAGE = 0.99
+MAX_COUNTER_DISAGREEMENT = 0.03
+MAX_CLOCK_DRIFT = 0.10
+# NVML clock-event reasons that are expected under load: GPU idle and the software power cap.
+BENIGN_CLOCK_EVENTS = 0x1 | 0x4
+CLOCK_EVENT_NAMES = {
+    0x2: "applications clocks setting",
+    0x8: "hardware slowdown",
+    0x10: "sync boost",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake",
+    0x100: "display clock setting",
+}
+
+
+@dataclass(frozen=True)
+class Validity:
+    reasons: tuple[str, ...]
+    facts: dict[str, float]
+
+    @property
+    def valid(self) -> bool:
+        return not self.reasons
+
+
+def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None, min_window_s: float) -> Validity:
+    reasons: list[str] = []
+    facts: dict[str, float] = {}
+    if energy.status != "measured" or energy.energy_j is None:
+        return Validity((), facts)
+    if window.duration_s < min_window_s:
+        reasons.append(f"window {window.duration_s:.2f} s is shorter than the minimum {min_window_s:g} s")
+    if energy.sensor_updates:
+        facts["sensor_updates"] = energy.sensor_updates
+        if energy.sensor_updates < MIN_SENSOR_UPDATES:
+            reasons.append(f"only {energy.sensor_updates} sensor updates in the window (need {MIN_SENSOR_UPDATES})")
+    if energy.expected_samples:
+        coverage = energy.samples / energy.expected_samples
+        facts["poll_coverage"] = coverage
+        if coverage < MIN_COVERAGE:
+            reasons.append(f"the poller got {coverage:.1%} of the expected samples (need {MIN_COVERAGE:.0%})")
+    instant = energy.integrals_j.get("power_instant_w")
+    if energy.source == "energy_counter" and instant:
+        disagreement = abs(instant - energy.energy_j) / energy.energy_j
+        facts["counter_vs_instant_disagreement"] = disagreement
+        if disagreement > MAX_COUNTER_DISAGREEMENT:
+            reasons.append(f"energy counter and instant-power integral disagree by {disagreement:.1%}")
+    reasons += _device_reasons(window, energy, idle_power_w, facts)
+    return Validity(tuple(reasons), facts)
+
+
+def _device_reasons(window: WindowResult, energy: WindowEnergy, idle_w: float | None, facts: dict[str, float]) -> list[str]:
+    reasons = []
+    before, after = window.before, window.after
+    for name, stem, unit in (("temperature_c", "gpu_temperature", "c"), ("sm_clock_mhz", "sm_clock", "mhz")):
+        if name in before and name in after:
+            facts[f"{stem}_start_{unit}"], facts[f"{stem}_end_{unit}"] = before[name], after[name]
+    events = int(before.get("clock_event_reasons", 0)) | int(after.get("clock_event_reasons", 0))
+    bad = [label for bit, label in CLOCK_EVENT_NAMES.items() if events & bit and not bit & BENIGN_CLOCK_EVENTS]
+    if bad:
+        reasons.append(f"clocks were held back by {', '.join(bad)}")
+    clock0, clock1 = before.get("sm_clock_mhz"), after.get("sm_clock_mhz")
+    if clock0 and clock1 and abs(clock1 - clock0) / clock0 > MAX_CLOCK_DRIFT:
+        reasons.append(f"SM clock drifted from {clock0:.0f} to {clock1:.0f} MHz")
+    others = max(before.get("other_processes", 0), after.get("other_processes", 0))
+    if others:
+        reasons.append(f"{others:.0f} other process(es) were using the GPU")
+    mean_w = energy.energy_j / window.duration_s if energy.energy_j is not None else None
+    limit = after.get("power_limit_w")
+    if mean_w is not None and limit and mean_w > limit * 1.02:
+        reasons.append(f"mean power {mean_w:.0f} W is above the power limit {limit:.0f} W")
+    if mean_w is not None and idle_w and mean_w < idle_w * 0.98:
+        reasons.append(f"mean power {mean_w:.1f} W is below the idle baseline {idle_w:.1f} W")
+    return reasons

@@ -1,0 +1,77 @@
+"""Roofline efficiency of a run, and the ``task=calibrate`` job that measures the peak.
+
+The peak FLOP/J per device and matmul format is measured once (a large matrix product in
+a measurement window) and cached in ``paths.cache_dir``; ``task=calibrate`` re-measures.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+
+import torch
+
+from eaq.config import EaqConfig
+from eaq.device import resolve_device
+from eaq.errors import EaqError
+from eaq.measure import measures_energy, select_sampler
+from eaq.measure.roofline import CALIBRATION_SIZE, Calibration, calibrate, calibration_path, load_calibration, save_calibration
+from eaq.precision import get_precision
+from eaq.tasks.result import TaskResult, describe_device
+
+log = logging.getLogger(__name__)
+
+
+def _device_key(device: torch.device) -> str:
+    if device.type == "cuda":
+        return str(torch.cuda.get_device_properties(device).uuid)
+    return "cpu"
+
+
+def _measure(cfg: EaqConfig, device: torch.device, matmul: str) -> Calibration | None:
+    sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)
+    if not measures_energy(sampler):
+        return None
+    size = CALIBRATION_SIZE if device.type == "cuda" else 2048  # a CPU needs minutes for 8192^3
+    calibration = calibrate(device, matmul, sampler, size=size)
+    if calibration is not None:
+        save_calibration(calibration_path(cfg.paths.cache_dir, _device_key(device), matmul), calibration)
+    return calibration
+
+
+def roofline_metrics(
+    cfg: EaqConfig, device: torch.device, matmul: str, flops_per_batch: int, energy_j: float, iterations: int
+) -> tuple[dict[str, float], dict[str, str]]:
+    path = calibration_path(cfg.paths.cache_dir, _device_key(device), matmul)
+    calibration = load_calibration(path) or _measure(cfg, device, matmul)
+    if calibration is None:
+        return {"forward_flops_per_batch": float(flops_per_batch)}, {}
+    achieved = flops_per_batch * iterations / energy_j
+    metrics = {
+        "forward_flops_per_batch": float(flops_per_batch),
+        "achieved_flop_per_j": achieved,
+        "peak_flop_per_j": calibration.flop_per_j,
+        "peak_tflops": calibration.tflops,
+        "roofline_efficiency": achieved / calibration.flop_per_j,
+        "energy_roofline_limit_per_sample_mj": flops_per_batch / cfg.batch_size / calibration.flop_per_j * 1e3,
+    }
+    return metrics, {"eaq.roofline.calibration": f"{calibration.matmul} {calibration.size}^3 on {calibration.device_name}"}
+
+
+def run_calibration(cfg: EaqConfig) -> TaskResult:
+    """``python -m eaq.run task=calibrate precision=bf16``: measure and cache the peak FLOP/J."""
+    device = resolve_device(cfg.device)
+    precision = get_precision(cfg.precision.name, device)
+    calibration = _measure(cfg, device, precision.matmul)
+    if calibration is None:
+        raise EaqError(
+            f"task=calibrate needs a sampler that measures energy, and sampler={cfg.sampler.name} measures none on {device}; "
+            "run it on a GPU with sampler=nvml (or a CPU with readable RAPL and sampler=rapl)."
+        )
+    metrics = {"peak_flop_per_j": calibration.flop_per_j, "peak_tflops": calibration.tflops, "power_mean_w": calibration.power_mean_w}
+    tags = {f"eaq.calibration.{k}": str(v) for k, v in asdict(calibration).items()}
+    log.info("calibration: %s", calibration)
+    return TaskResult(metrics=metrics, tags={"eaq.kind": "calibrate", **tags}, device=describe_device(device), files=[])
+
+
+__all__ = ["roofline_metrics", "run_calibration"]

@@ -1,0 +1,218 @@
+"""The energy path on a machine with no GPU: samplers driven through an NVML test double,
+RAPL through a fake powercap tree, and the analysis and validity checks on known inputs."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from eaq.errors import ConfigError
+from eaq.measure import MeasurementWindow, NoSampler, PowerTrace, WindowResult, check, energy_metrics, select_sampler, window_energy
+from eaq.measure.energy import WindowEnergy
+from eaq.measure.nvml import NvmlSampler, nvml_uuid
+from eaq.measure.rapl import RaplSampler
+from eaq.measure.trace_export import write_csv, write_png
+from fake_nvml import FakeNvml
+
+CPU = torch.device("cpu")
+
+
+def _session(fake: FakeNvml, seconds: float, before: float = 0.1, interval_s: float = 0.005):
+    """Start the sampler, idle ``before`` s, measure a ``seconds`` window, stop; return what the run sees."""
+    sampler = NvmlSampler("1234-abcd", interval_s=interval_s, nvml=fake)
+    sampler.start()
+    time.sleep(before)
+    with MeasurementWindow(CPU, sampler) as window:
+        time.sleep(seconds)
+    time.sleep(0.05)
+    trace = sampler.stop()
+    result = window.result
+    return result, trace, window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
+
+
+def test_counter_is_the_primary_figure_and_instant_agrees() -> None:
+    result, trace, energy = _session(FakeNvml(schedule=[(0.0, 300.0)]), seconds=0.5)
+    assert energy.status == "measured" and energy.source == "energy_counter"
+    assert energy.energy_j == pytest.approx(300 * result.duration_s, rel=0.05)
+    assert energy.integrals_j["power_instant_w"] == pytest.approx(energy.energy_j, rel=0.05)
+    assert energy.sensor_updates > 20 and energy.samples > 0.8 * energy.expected_samples
+    assert energy.power_w["mean"] == pytest.approx(300, rel=0.01)
+
+
+def test_averaged_field_lags_a_power_step_and_undercounts() -> None:
+    # Idle 80 W, then 400 W from 0.3 s: the 1 s trailing average has not caught up in the window.
+    fake = FakeNvml(schedule=[(0.0, 80.0), (0.3, 400.0)], average_s=1.0)
+    _, _, energy = _session(fake, seconds=0.5, before=0.35)
+    assert energy.energy_j == pytest.approx(400 * energy.duration_s, rel=0.05)
+    assert energy.integrals_j["power_average_w"] < 0.8 * energy.energy_j
+
+
+def test_uuid_not_index_selects_the_gpu() -> None:
+    fake = FakeNvml()
+    _session(fake, seconds=0.05)
+    assert fake.uuids == ["GPU-1234-abcd"]
+    assert nvml_uuid("GPU-x") == "GPU-x" and nvml_uuid("MIG-y") == "MIG-y"
+
+
+def test_missing_instant_field_falls_back_to_average_with_a_note() -> None:
+    _, trace, energy = _session(FakeNvml(unsupported={"instant"}), seconds=0.2)
+    assert "power_instant_w" not in trace.channels and "power_average_w" in trace.channels
+    assert any("no instant power field" in n for n in energy.notes)
+    assert energy.source == "energy_counter"  # the counter still rules
+
+
+def test_missing_counter_falls_back_to_the_instant_integral() -> None:
+    result, _, energy = _session(FakeNvml(unsupported={"nvmlDeviceGetTotalEnergyConsumption"}), seconds=0.3)
+    assert energy.source == "power_instant_w integral"
+    assert energy.energy_j == pytest.approx(300 * result.duration_s, rel=0.05)
+    assert any("energy counter unreadable" in n for n in energy.notes)
+
+
+def test_nvml_errors_mid_run_leave_gaps_and_notes_not_a_crash() -> None:
+    # The counter works at the window start, then fails; the poller's reads fail after 20 calls.
+    fake = FakeNvml(fail_after={"nvmlDeviceGetTotalEnergyConsumption": 1, "nvmlDeviceGetFieldValues": 20})
+    _, trace, energy = _session(fake, seconds=0.3, before=0.0)
+    assert any("a power read failed" in n for n in trace.notes)
+    assert any("energy counter unreadable" in n for n in trace.notes)
+    # Neither counter nor a trace covering the window: unavailable, with the reasons.
+    assert energy.status == "unavailable" and "energy counter unreadable" in energy.reason
+
+
+def test_counter_going_backwards_falls_back_to_the_trace() -> None:
+    trace = PowerTrace(interval_s=0.1)
+    for i in range(11):
+        trace.add(i * 0.1, {"power_instant_w": 200.0})
+    energy = window_energy("nvml", trace, 0.2, 0.8, (1000.0, 10.0))
+    assert energy.source == "power_instant_w integral" and energy.energy_j == pytest.approx(120.0)
+    assert any("went backwards" in n for n in energy.notes)
+
+
+def test_trapezoid_integral_interpolates_at_the_window_edges() -> None:
+    trace = PowerTrace()
+    for t, w in [(0.0, 0.0), (1.0, 100.0), (2.0, 100.0)]:
+        trace.add(t, {"p": w})
+    # 0.5-1.0 s ramps 50 -> 100 W (37.5 J), 1.0-1.5 s holds 100 W (50 J).
+    assert trace.integral_j("p", 0.5, 1.5) == pytest.approx(87.5)
+    assert trace.integral_j("p", 0.0, 2.0) == pytest.approx(150.0)
+    assert trace.integral_j("p", -1.0, 1.0) is None  # not covered
+
+
+def _rapl_tree(root: Path, package_uj: int, dram_uj: int, max_uj: int = 1000) -> None:
+    for folder, name, value in [("intel-rapl:0", "package-0", package_uj), ("intel-rapl:0/intel-rapl:0:0", "core", 5),
+                                ("intel-rapl:0/intel-rapl:0:1", "dram", dram_uj)]:
+        path = root / folder
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "name").write_text(name + "\n")
+        (path / "energy_uj").write_text(f"{value}\n")
+        (path / "max_energy_range_uj").write_text(f"{max_uj}\n")
+
+
+def test_rapl_sums_package_and_dram_and_survives_counter_wrap(tmp_path: Path) -> None:
+    # The kernel exposes subzones both nested and flat; here flat, as in sysfs.
+    _rapl_tree(tmp_path, package_uj=900, dram_uj=100)
+    for sub in ("intel-rapl:0:0", "intel-rapl:0:1"):
+        (tmp_path / "intel-rapl:0" / sub).rename(tmp_path / sub)
+    sampler = RaplSampler(root=tmp_path)
+    assert sampler.available() is None
+    zones = {z.name for z in sampler._zones}
+    assert zones == {"intel-rapl:0:package-0", "intel-rapl:0:1:dram"}  # core is inside the package
+    start = sampler.energy_j()
+    (tmp_path / "intel-rapl:0" / "energy_uj").write_text("100\n")  # wrapped: 900 -> 1000 -> 100
+    (tmp_path / "intel-rapl:0:1" / "energy_uj").write_text("150\n")
+    assert (sampler.energy_j() - start) * 1e6 == pytest.approx(200 + 50)
+
+
+def test_rapl_unreadable_is_a_reason_not_a_crash(tmp_path: Path) -> None:
+    assert "no RAPL zones" in RaplSampler(root=tmp_path).available()
+
+
+def test_sampler_selection_on_this_cpu_machine() -> None:
+    auto = select_sampler("auto", CPU)
+    assert isinstance(auto, NoSampler) and "no energy sensor for cpu" in auto.reason
+    with pytest.raises(ConfigError, match="measures a CUDA GPU but this run is on cpu"):
+        select_sampler("nvml", CPU)
+    with pytest.raises(ConfigError, match="valid: auto, nvml, nvidia_smi, rapl, none"):
+        select_sampler("smi", CPU)
+    if not Path("/sys/class/powercap/intel-rapl:0/energy_uj").exists():
+        with pytest.raises(ConfigError, match="sampler=rapl cannot run here"):
+            select_sampler("rapl", CPU)
+
+
+def test_window_reports_energy_unavailable_on_this_machine() -> None:
+    sampler = select_sampler("auto", CPU)
+    sampler.start()
+    with MeasurementWindow(CPU, sampler) as window:
+        time.sleep(0.02)
+    trace = sampler.stop()
+    result = window.result
+    energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
+    assert energy.status == "unavailable" and energy.energy_j is None and "no energy sensor" in energy.reason
+    assert energy_metrics(energy, None, result.duration_s, 10) == {}
+
+
+def _window(duration: float, before: dict | None = None, after: dict | None = None) -> WindowResult:
+    return WindowResult(0.0, duration, 10.0, 10.0 + duration, 100, (0.0, 1.0), before or {}, after or {})
+
+
+def _energy(joules: float, duration: float, instant: float | None = None, updates: int = 60, samples: int = 400, expected: int = 400) -> WindowEnergy:
+    return WindowEnergy("measured", "nvml", energy_j=joules, source="energy_counter", duration_s=duration,
+                        integrals_j={"power_instant_w": instant if instant is not None else joules},
+                        samples=samples, expected_samples=expected, sensor_updates=updates)
+
+
+def test_a_clean_window_is_valid() -> None:
+    facts = {"temperature_c": 50, "sm_clock_mhz": 1980, "clock_event_reasons": 0x4, "power_limit_w": 700, "other_processes": 0}
+    validity = check(_window(6.0, facts, facts), _energy(1800.0, 6.0), idle_power_w=80.0, min_window_s=5.0)
+    assert validity.valid, validity.reasons
+    assert validity.facts["gpu_temperature_start_c"] == 50 and validity.facts["poll_coverage"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("window", "energy", "idle", "expected"),
+    [
+        (_window(2.0), _energy(600.0, 2.0), None, "shorter than the minimum 5 s"),
+        (_window(6.0), _energy(1800.0, 6.0, updates=12), None, "only 12 sensor updates"),
+        (_window(6.0), _energy(1800.0, 6.0, samples=300), None, "the poller got 75.0% of the expected samples"),
+        (_window(6.0), _energy(1800.0, 6.0, instant=1700.0), None, "disagree by 5.6%"),
+        (_window(6.0, after={"clock_event_reasons": 0x40}), _energy(1800.0, 6.0), None, "hardware thermal slowdown"),
+        (_window(6.0, {"sm_clock_mhz": 1980}, {"sm_clock_mhz": 1500}), _energy(1800.0, 6.0), None, "SM clock drifted"),
+        (_window(6.0, after={"other_processes": 2}), _energy(1800.0, 6.0), None, "2 other process(es)"),
+        (_window(6.0, after={"power_limit_w": 250}), _energy(1800.0, 6.0), None, "above the power limit"),
+        (_window(6.0), _energy(300.0, 6.0), 80.0, "below the idle baseline"),
+    ],
+)
+def test_each_validity_check_flags_with_a_reason(window, energy, idle, expected) -> None:
+    validity = check(window, energy, idle_power_w=idle, min_window_s=5.0)
+    assert not validity.valid and any(expected in r for r in validity.reasons), validity.reasons
+
+
+def test_net_energy_subtracts_the_idle_baseline() -> None:
+    idle = _energy(400.0, 5.0)  # 80 W
+    metrics = energy_metrics(_energy(1800.0, 6.0), idle, duration_s=6.0, samples=600)
+    assert metrics["idle_power_w"] == pytest.approx(80.0)
+    assert metrics["energy_net_j"] == pytest.approx(1800 - 480)
+    assert metrics["energy_per_sample_mj"] == pytest.approx(3000.0)
+    assert metrics["samples_per_j"] == pytest.approx(600 / 1800)
+
+
+def test_trace_files_are_written(tmp_path: Path) -> None:
+    trace = PowerTrace()
+    for i in range(50):
+        trace.add(i * 0.1, {"power_instant_w": 100.0 + i, "power_average_w": 100.0})
+    write_csv(trace, tmp_path / "t.csv", origin=1.0)
+    write_png(trace, tmp_path / "t.png", (1.0, 4.0), (0.0, 0.5), "test")
+    lines = (tmp_path / "t.csv").read_text().splitlines()
+    assert lines[0] == "t_s,power_average_w,power_instant_w" and lines[1].startswith("-1.0000,")
+    assert len(lines) == 51 and (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_poller_thread_is_gone_after_stop() -> None:
+    import threading
+
+    _session(FakeNvml(), seconds=0.05)
+    assert not any(t.name == "eaq-power-poller" for t in threading.enumerate())
+    assert os.getpid()
