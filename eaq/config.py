@@ -71,6 +71,8 @@ class SamplerConfig:
     name: str = "auto"
     # Background poll interval of the power trace (nvml, nvidia_smi; rapl polls at least every 50 ms).
     interval_ms: float = 15.0
+    # Run nvidia-smi (power.draw, the old method) beside nvml over the same windows, to compare.
+    compare_nvidia_smi: bool = False
 
 
 @dataclass
@@ -125,6 +127,8 @@ class EaqConfig:
     # Trial index: repeats a configuration and seeds it.
     trial: int = 1
     device: str = "auto"
+    # Measure in a fresh process (default), so no compiler, allocator or GPU state leaks between runs.
+    isolate: bool = True
     # ``benchmark`` (default) or ``calibrate`` (measure and cache the device's peak FLOP/J).
     task: str = "benchmark"
     # Show full tracebacks instead of one-sentence errors.

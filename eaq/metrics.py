@@ -62,6 +62,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("peak_tflops", "TFLOP/s", "Throughput of that calibration matmul."),
     Metric("roofline_efficiency", "fraction", "achieved_flop_per_j / peak_flop_per_j."),
     Metric("energy_roofline_limit_per_sample_mj", "mJ", "The least energy a sample could take at the peak FLOP/J: forward FLOPs per sample / peak_flop_per_j."),
+    Metric("isolation_overhead_s", "s", "Starting the fresh process a run measures in (interpreter + imports); outside every measurement."),
     Metric("sweep_runs", "count", "Sweep parent runs: child runs in the sweep."),
     Metric("sweep_runs_failed", "count", "Sweep parent runs: child runs that did not finish."),
 )

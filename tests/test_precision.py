@@ -77,3 +77,28 @@ def test_unknown_and_unsupported_precisions_are_refused_not_substituted() -> Non
         get_precision("int3", CPU)
     with pytest.raises(UnsupportedPrecisionError, match="use device=cpu or device=cuda"):
         get_precision("int8", torch.device("meta"))
+
+
+def test_gpt2_conv1d_becomes_linear_with_identical_outputs() -> None:
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.pytorch_utils import Conv1D
+
+    from eaq.models.conv1d import convert_conv1d
+
+    config = AutoConfig.for_model("gpt2", vocab_size=1000, n_embd=64, n_layer=2, n_head=2)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    ids = torch.randint(0, 1000, (2, 16))
+    before = model(input_ids=ids).logits
+    assert convert_conv1d(model) == 8  # 2 blocks x (c_attn, c_proj, mlp.c_fc, mlp.c_proj)
+    assert not any(isinstance(m, Conv1D) for m in model.modules())
+    assert torch.allclose(model(input_ids=ids).logits, before, atol=1e-5)
+
+
+def test_int8_covers_every_gpt2_block_and_keeps_misaligned_heads_by_rule() -> None:
+    model = load_model(TINY_GPT2).model  # vocab 30522 is not a multiple of 16: lm_head stays fp32
+    int8 = _apply("int8", model)
+    facts = proof(int8)
+    assert facts["linear_layers"] == 9 and facts["quantized_linear_layers"] == 8
+    assert type(int8.lm_head.weight.data) in (torch.Tensor, nn.Parameter)
+    assert int8.lm_head.weight.data_ptr() == int8.transformer.wte.weight.data_ptr()  # tie intact

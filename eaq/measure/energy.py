@@ -32,7 +32,7 @@ def window_energy(
     sampler: str, trace: PowerTrace, t0: float, t1: float, counter_j: tuple[float | None, float | None]
 ) -> WindowEnergy:
     """``counter_j`` is the cumulative counter read at the window's start and end."""
-    integrals = {ch: e for ch in trace.channels if (e := trace.integral_j(ch, t0, t1)) is not None}
+    integrals = trace.integrals_j(t0, t1)
     primary = next((ch for ch in PRIMARY_CHANNELS if ch in trace.channels), None)
     start, end = counter_j
     energy, source = None, ""

@@ -37,8 +37,12 @@ class NvmlSampler:
 
     name = "nvml"
 
-    def __init__(self, uuid: str | None, interval_s: float = 0.015, nvml: ModuleType | None = None) -> None:
+    def __init__(
+        self, uuid: str | None, interval_s: float = 0.015, nvml: ModuleType | None = None, companion: Any = None
+    ) -> None:
         self.uuid = uuid
+        # Another sampler run over the same session (nvidia-smi), whose trace is kept for comparison.
+        self.companion = companion
         self.interval_s = interval_s
         self._nvml = nvml
         self._handle: Any = None
@@ -99,6 +103,8 @@ class NvmlSampler:
         self._probe_fields()
         self._poller = Poller(self._read, self.interval_s, self.trace)
         self._poller.start()
+        if self.companion is not None:
+            self.companion.start()
 
     def energy_j(self) -> float | None:
         """Cumulative energy counter (J); None where the GPU has none or the read failed."""
@@ -113,6 +119,9 @@ class NvmlSampler:
         if self._poller is not None:
             self._poller.stop()
             self._poller = None
+        if self.companion is not None:
+            self.trace.companions.append(self.companion.stop())
+            self.companion = None
         return self.trace
 
     # -- facts for validity checks ----------------------------------------------------

@@ -72,18 +72,20 @@ def _uuid(device: torch.device) -> str | None:
     return str(torch.cuda.get_device_properties(device).uuid)
 
 
-def _make(name: str, device: torch.device, interval_s: float) -> Sampler:
+def _make(name: str, device: torch.device, interval_s: float, compare_nvidia_smi: bool = False) -> Sampler:
     if name == "nvml":
-        return NvmlSampler(_uuid(device), interval_s)
+        companion = NvidiaSmiSampler(_uuid(device), max(interval_s, 0.02)) if compare_nvidia_smi else None
+        return NvmlSampler(_uuid(device), interval_s, companion=companion)
     if name == "nvidia_smi":
         return NvidiaSmiSampler(_uuid(device), interval_s)
     return RaplSampler(interval_s=max(interval_s, 0.05))
 
 
-def select_sampler(name: str, device: torch.device, interval_s: float = 0.015) -> Sampler:
+def select_sampler(name: str, device: torch.device, interval_s: float = 0.015, compare_nvidia_smi: bool = False) -> Sampler:
     """``auto``: NVML for a CUDA run, RAPL for a CPU run, else none with the reason.
 
     A sampler named explicitly that cannot run here is an error, not a silent fallback.
+    ``compare_nvidia_smi`` runs nvidia-smi beside NVML, for the old method's figure.
     """
     if name not in SAMPLERS:
         raise ConfigError(f"sampler {name!r} does not exist; valid: {', '.join(SAMPLERS)}.")
@@ -91,8 +93,10 @@ def select_sampler(name: str, device: torch.device, interval_s: float = 0.015) -
         return NoSampler()
     if name in ("nvml", "nvidia_smi") and device.type != "cuda":
         raise ConfigError(f"sampler={name} measures a CUDA GPU but this run is on {device}; use sampler=rapl, auto or none.")
+    if compare_nvidia_smi and name != "nvml":
+        raise ConfigError("sampler.compare_nvidia_smi=true runs beside sampler=nvml; choose sampler=nvml.")
     if name != "auto":
-        sampler = _make(name, device, interval_s)
+        sampler = _make(name, device, interval_s, compare_nvidia_smi)
         reason = sampler.available()
         if reason:
             raise ConfigError(f"sampler={name} cannot run here: {reason}; use sampler=auto or sampler=none.")

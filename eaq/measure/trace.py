@@ -23,6 +23,8 @@ class PowerTrace:
     interval_s: float = 0.0
     # Why a field fell back or a read failed, once each: logged with the run.
     notes: list[str] = field(default_factory=list)
+    # Traces of other samplers run alongside over the same windows (nvidia-smi, to compare).
+    companions: list[PowerTrace] = field(default_factory=list)
 
     def add(self, t: float, values: dict[str, float], sensor_time: float | None = None) -> None:
         self.times.append(t)
@@ -47,6 +49,13 @@ class PowerTrace:
         times = np.asarray(self.times[: len(self.sensor_times)])
         inside = np.asarray(self.sensor_times)[(times >= t0) & (times <= t1)]
         return int(np.unique(inside).size)
+
+    def integrals_j(self, t0: float, t1: float) -> dict[str, float]:
+        """Energy of every channel, companions' included, over [t0, t1], where the samples cover it."""
+        found = {ch: e for ch in self.channels if (e := self.integral_j(ch, t0, t1)) is not None}
+        for companion in self.companions:
+            found |= companion.integrals_j(t0, t1)
+        return found
 
     def integral_j(self, channel: str, t0: float, t1: float) -> float | None:
         """Trapezoidal energy of a power channel over [t0, t1], interpolating at both ends."""

@@ -25,6 +25,7 @@ from transformers import (
 )
 
 from eaq.config import ModelConfig
+from eaq.models.conv1d import convert_conv1d
 from eaq.errors import ModelLoadError
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,9 @@ def load_model(cfg: ModelConfig, with_tokenizer: bool = True) -> LoadedModel:
         except OSError as exc:
             raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
         source = location
+    converted = convert_conv1d(model)
+    if converted:
+        log.info("converted %d GPT-2 Conv1D layers to nn.Linear (identical math) so quantizers cover them", converted)
     if tokenizer is not None and model.config.pad_token_id is None:
         model.config.pad_token_id = tokenizer.pad_token_id
     log.info("loaded %s (%s weights) from %s", cfg.name, cfg.weights, source)

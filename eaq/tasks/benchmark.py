@@ -73,7 +73,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     # Everything that can be refused is checked before the model loads.
     device = resolve_device(cfg.device)
     precision = get_precision(cfg.precision.name, device)
-    sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)
+    sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
     measuring = measures_energy(sampler)
     min_window_s, idle_s = _auto(cfg.trials.min_duration_s, measuring), _auto(cfg.trials.idle_s, measuring)
     text = cfg.dataset.kind == "text"

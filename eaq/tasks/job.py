@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from eaq.config import validate
 from eaq.errors import EaqError
 from eaq.tasks.benchmark import benchmark
+from eaq.tasks.isolation import run_isolated
 from eaq.tasks.result import TaskResult
 from eaq.tasks.roofline import run_calibration
 from eaq.tracking import TrackedRun, config_hash, flatten, open_store
@@ -84,7 +85,12 @@ def run_job(cfg: DictConfig) -> None:
         run.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
         run.log_artifacts(output_dir / ".hydra", ".hydra")
         config = validate(cfg)
-        result = run_calibration(config) if config.task == "calibrate" else benchmark(config, output_dir)
+        task = run_calibration if config.task == "calibrate" else benchmark
+        if config.isolate:
+            result, overhead_s = run_isolated(task, config, output_dir)
+            result.metrics["isolation_overhead_s"] = overhead_s
+        else:
+            result = task(config, output_dir)
         run.log_metrics(result.metrics)
         run.set_tags(result.tags)
         run.log_dict(capture(result.device), "env.json")

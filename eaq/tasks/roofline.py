@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict
+from pathlib import Path
 
 import torch
 
@@ -58,7 +59,7 @@ def roofline_metrics(
     return metrics, {"eaq.roofline.calibration": f"{calibration.matmul} {calibration.size}^3 on {calibration.device_name}"}
 
 
-def run_calibration(cfg: EaqConfig) -> TaskResult:
+def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     """``python -m eaq.run task=calibrate precision=bf16``: measure and cache the peak FLOP/J."""
     device = resolve_device(cfg.device)
     precision = get_precision(cfg.precision.name, device)

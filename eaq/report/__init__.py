@@ -1,0 +1,1 @@
+"""Read-only views of what MLflow holds: tables of runs. Never imports models."""
