@@ -80,6 +80,9 @@ class TrialsConfig:
     """Measurement protocol of one run."""
 
     warmup_iters: int = 3
+    # Then keep warming up until latency and power settle (null: when energy is measured).
+    warmup_settle: bool | None = None
+    warmup_max_s: float = 10.0
     # The timed loop runs at least this many iterations ...
     iters: int = 20
     # ... and keeps going until this many seconds have passed (null: 5 s when energy is
@@ -164,6 +167,7 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("trials.warmup_iters", obj.trials.warmup_iters, 0)
     _positive("trials.min_duration_s", obj.trials.min_duration_s, 0)
     _positive("trials.idle_s", obj.trials.idle_s, 0)
+    _positive("trials.warmup_max_s", obj.trials.warmup_max_s, 0)
     _positive("trials.cooldown_s", obj.trials.cooldown_s, 0)
     _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
     _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)

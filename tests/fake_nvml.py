@@ -93,7 +93,9 @@ class FakeNvml:
             if name in self.unsupported:
                 answers.append(SimpleNamespace(nvmlReturn=self.NVML_ERROR_NOT_SUPPORTED, value=None, timestamp=0))
                 continue
-            watts = self.watts(t) if name == "instant" else self._average(t)
+            # Real readings jitter from one update to the next; +-0.5 W marks each update.
+            jitter = 0.5 if round(t / self.update_s) % 2 else -0.5
+            watts = self.watts(t) + jitter if name == "instant" else self._average(t)
             answers.append(SimpleNamespace(nvmlReturn=self.NVML_SUCCESS, value=SimpleNamespace(uiVal=int(watts * 1e3)), timestamp=int(t * 1e6)))
         return answers
 

@@ -57,7 +57,7 @@ def window_energy(
         duration_s=duration,
         samples=trace.between(t0, t1),
         expected_samples=int(duration / trace.interval_s) if trace.interval_s else 0,
-        sensor_updates=trace.sensor_updates(t0, t1),
+        sensor_updates=trace.updates(primary, t0, t1) if primary else 0,
         notes=notes,
     )
 

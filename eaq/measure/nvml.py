@@ -83,20 +83,17 @@ class NvmlSampler:
                 self.trace.note(f"this GPU has no {wanted[field_id]} power field (NVML return {answer.nvmlReturn})")
 
     # -- sampling ---------------------------------------------------------------------
-    def _read(self) -> tuple[dict[str, float], float | None]:
+    def _read(self) -> dict[str, float]:
         nvml = self._nvml
         if not self._fields:
-            return {"power_average_w": nvml.nvmlDeviceGetPowerUsage(self._handle) / 1e3}, None
+            return {"power_average_w": nvml.nvmlDeviceGetPowerUsage(self._handle) / 1e3}
         values: dict[str, float] = {}
-        sensor_time = None
         for field_id, answer in zip(self._fields, nvml.nvmlDeviceGetFieldValues(self._handle, self._fields), strict=True):
             if answer.nvmlReturn != nvml.NVML_SUCCESS:
                 continue
             name = "power_instant_w" if field_id == nvml.NVML_FI_DEV_POWER_INSTANT else "power_average_w"
             values[name] = answer.value.uiVal / 1e3
-            if name == "power_instant_w":
-                sensor_time = answer.timestamp / 1e6
-        return values, sensor_time
+        return values
 
     def start(self) -> None:
         self._open()
@@ -120,7 +117,10 @@ class NvmlSampler:
             self._poller.stop()
             self._poller = None
         if self.companion is not None:
-            self.trace.companions.append(self.companion.stop())
+            companion = self.companion.stop()
+            self.trace.companions.append(companion)
+            for note in companion.notes:
+                self.trace.note(f"{self.companion.name}: {note}")
             self.companion = None
         return self.trace
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from eaq.measure.trace import PowerTrace
 
-# One read: channel values, and the sensor's own timestamp (seconds) where it gives one.
-Read = Callable[[], tuple[dict[str, float], float | None]]
+# One read: a value per channel (W).
+Read = Callable[[], dict[str, float]]
 
 
 class Poller:
@@ -37,11 +37,11 @@ class Poller:
         while not self._stop.is_set():
             now = time.perf_counter()
             try:
-                values, sensor_time = self._read()
+                values = self._read()
             except Exception as exc:  # a failed read is a gap in the trace, not a crashed run
                 self._trace.note(f"a power read failed: {type(exc).__name__}: {exc}")
-                values, sensor_time = {}, None
+                values = {}
             if values:
-                self._trace.add(now, values, sensor_time)
+                self._trace.add(now, values)
             deadline += self._interval
             self._stop.wait(max(0.0, deadline - time.perf_counter()))

@@ -8,6 +8,7 @@ wrap-corrected total that the window reads at its ends.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,14 +72,12 @@ class RaplSampler:
                 zone.update()
             return sum(z.total_uj for z in self._zones)
 
-    def _read(self) -> tuple[dict[str, float], float | None]:
-        import time
-
+    def _read(self) -> dict[str, float]:
         now, total = time.perf_counter(), self._total_uj()
         last, self._last = self._last, (now, total)
         if last is None or now <= last[0]:
-            return {}, None
-        return {"power_rapl_w": (total - last[1]) / 1e6 / (now - last[0])}, None
+            return {}
+        return {"power_rapl_w": (total - last[1]) / 1e6 / (now - last[0])}
 
     def start(self) -> None:
         reason = self.available() if not self._zones else None

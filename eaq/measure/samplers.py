@@ -25,6 +25,8 @@ SAMPLERS = ("auto", "nvml", "nvidia_smi", "rapl", "none")
 
 class Sampler(Protocol):
     name: str
+    # Filled while the sampler runs; read after stop() (or, for warm-up, while it runs).
+    trace: PowerTrace
 
     def available(self) -> str | None: ...
 

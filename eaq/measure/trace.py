@@ -11,27 +11,23 @@ import numpy as np
 class PowerTrace:
     """Samples from one sampler session, timestamped with ``time.perf_counter()`` seconds.
 
-    ``channels`` maps a field name (``power_instant_w``, ``power_average_w``, ``rapl_package_w``...)
-    to one value per timestamp (NaN where that read failed). ``sensor_times`` holds the
-    sensor's own timestamp of each instant-power reading where it has one, to count how
-    often the sensor really updated, which is slower than we poll.
+    ``channels`` maps a field name (``power_instant_w``, ``power_average_w``, ``power_rapl_w``...)
+    to one value per timestamp. We poll faster than the sensor updates (~100 ms on recent
+    NVIDIA GPUs), so how often a channel's value changed tells how often it really updated.
     """
 
     times: list[float] = field(default_factory=list)
     channels: dict[str, list[float]] = field(default_factory=dict)
-    sensor_times: list[float] = field(default_factory=list)
     interval_s: float = 0.0
     # Why a field fell back or a read failed, once each: logged with the run.
     notes: list[str] = field(default_factory=list)
     # Traces of other samplers run alongside over the same windows (nvidia-smi, to compare).
     companions: list[PowerTrace] = field(default_factory=list)
 
-    def add(self, t: float, values: dict[str, float], sensor_time: float | None = None) -> None:
+    def add(self, t: float, values: dict[str, float]) -> None:
         self.times.append(t)
         for name, value in values.items():
             self.channels.setdefault(name, []).append(value)
-        if sensor_time is not None:
-            self.sensor_times.append(sensor_time)
 
     def note(self, message: str) -> None:
         if message not in self.notes:
@@ -42,13 +38,13 @@ class PowerTrace:
         times = np.asarray(self.times)
         return int(((times >= t0) & (times <= t1)).sum())
 
-    def sensor_updates(self, t0: float, t1: float) -> int:
-        """Distinct sensor timestamps among the samples inside [t0, t1]."""
-        if not self.sensor_times:
+    def updates(self, channel: str, t0: float, t1: float) -> int:
+        """How many times the channel's value changed inside [t0, t1]: the sensor's real updates."""
+        if channel not in self.channels:
             return 0
-        times = np.asarray(self.times[: len(self.sensor_times)])
-        inside = np.asarray(self.sensor_times)[(times >= t0) & (times <= t1)]
-        return int(np.unique(inside).size)
+        times = np.asarray(self.times)
+        inside = np.asarray(self.channels[channel])[(times >= t0) & (times <= t1)]
+        return int(np.count_nonzero(np.diff(inside)))
 
     def integrals_j(self, t0: float, t1: float) -> dict[str, float]:
         """Energy of every channel, companions' included, over [t0, t1], where the samples cover it."""
@@ -73,10 +69,13 @@ class PowerTrace:
         return float(np.sum((w[1:] + w[:-1]) * np.diff(t)) / 2)
 
     def stats_w(self, channel: str, t0: float, t1: float) -> dict[str, float]:
+        """Mean/std/min/max over [t0, t1]; safe to call while a poller is still appending."""
         if channel not in self.channels:
             return {}
-        times = np.asarray(self.times)
-        watts = np.asarray(self.channels[channel], dtype=np.float64)
+        values = self.channels[channel]
+        n = min(len(self.times), len(values))
+        times = np.asarray(self.times[:n])
+        watts = np.asarray(values[:n], dtype=np.float64)
         inside = watts[(times >= t0) & (times <= t1) & ~np.isnan(watts)]
         if inside.size == 0:
             return {}

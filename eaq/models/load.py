@@ -98,7 +98,8 @@ def _not_found(location: str) -> str:
 def load_model(cfg: ModelConfig, with_tokenizer: bool = True) -> LoadedModel:
     """Load in fp32, eval mode; precisions transform the model afterwards."""
     auto_class = _AUTO_CLASSES[cfg.head]
-    location = resolve_location(cfg.name_or_path)
+    # Random weights read nothing from name_or_path but, when text needs one, its tokenizer.
+    location = resolve_location(cfg.name_or_path) if cfg.weights == "pretrained" else "random"
     if cfg.weights == "pretrained" and _looks_local(location):
         _check_local(location, "model.name_or_path")  # before the tokenizer: name the real problem
     tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path) if with_tokenizer else None

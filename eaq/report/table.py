@@ -1,4 +1,4 @@
-"""``python -m eaq.report.table --uri sqlite:///outputs/mlflow.db [--columns ...]``: runs as a table.
+"""``python -m eaq.report.table --uri sqlite:///outputs/mlflow.db [--preset energy]``: runs as a table.
 
 Reads MLflow only. Prints Markdown (or CSV with ``--csv``) with one row per finished
 benchmark run: its config choices and the chosen metrics.
@@ -12,11 +12,21 @@ import sys
 import mlflow
 import pandas as pd
 
-DEFAULT_COLUMNS = (
-    "params.model.name", "params.precision.name", "params.batch_size", "params.seq_len", "params.trial",
-    "metrics.latency_mean_ms", "metrics.throughput_samples_per_s", "metrics.energy_per_sample_mj",
-    "metrics.power_mean_w", "metrics.idle_power_w", "tags.eaq.valid",
-)
+CONFIG = ("params.model.name", "params.precision.name", "params.batch_size", "params.seq_len", "params.trial")
+PRESETS: dict[str, tuple[str, ...]] = {
+    "default": (*CONFIG, "metrics.latency_mean_ms", "metrics.throughput_samples_per_s", "metrics.energy_per_sample_mj",
+                "metrics.power_mean_w", "metrics.idle_power_w", "tags.eaq.valid"),
+    # Issue 3's evidence: the four energy figures side by side, with the checks behind them.
+    "energy": (*CONFIG, "metrics.latency_mean_ms", "metrics.window_duration_s", "metrics.energy_total_j",
+               "metrics.energy_instant_integral_j", "metrics.energy_average_integral_j", "metrics.energy_smi_integral_j",
+               "metrics.idle_power_w", "metrics.power_mean_w", "metrics.energy_per_sample_mj",
+               "metrics.energy_net_per_sample_mj", "metrics.sensor_updates", "metrics.poll_coverage",
+               "metrics.counter_vs_instant_disagreement", "metrics.roofline_efficiency", "metrics.peak_flop_per_j",
+               "metrics.isolation_overhead_s", "metrics.warmup_duration_s", "tags.eaq.valid", "tags.eaq.valid.reasons"),
+    "overhead": (*CONFIG, "params.sampler.name", "metrics.latency_mean_ms", "metrics.latency_p50_ms",
+                 "metrics.latency_std_ms", "metrics.window_iterations", "metrics.poll_coverage"),
+}
+DEFAULT_COLUMNS = PRESETS["default"]
 
 
 def runs_table(uri: str, experiment: str = "eaq", columns: tuple[str, ...] = DEFAULT_COLUMNS) -> pd.DataFrame:
@@ -27,17 +37,19 @@ def runs_table(uri: str, experiment: str = "eaq", columns: tuple[str, ...] = DEF
     runs = runs[runs["status"] == "FINISHED"]
     present = [c for c in columns if c in runs.columns]
     table = runs[present].rename(columns=lambda c: c.split(".", 1)[1])
-    return table.sort_values([c for c in ("model.name", "precision.name", "batch_size", "trial") if c in table.columns])
+    keys = [c for c in ("model.name", "precision.name", "batch_size", "sampler.name", "trial") if c in table.columns]
+    return table.sort_values(keys)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db")
     parser.add_argument("--experiment", default="eaq")
-    parser.add_argument("--columns", nargs="*", default=list(DEFAULT_COLUMNS))
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="default", help="a named set of columns")
+    parser.add_argument("--columns", nargs="*", help="MLflow columns (params.x, metrics.y, tags.z); overrides --preset")
     parser.add_argument("--csv", action="store_true")
     args = parser.parse_args(argv)
-    table = runs_table(args.uri, args.experiment, tuple(args.columns))
+    table = runs_table(args.uri, args.experiment, tuple(args.columns or PRESETS[args.preset]))
     if table.empty:
         print(f"no finished benchmark runs in experiment {args.experiment!r} at {args.uri}", file=sys.stderr)
         return 1

@@ -31,7 +31,9 @@ from eaq.measure import (
     select_sampler,
     window_energy,
 )
+from eaq.measure.energy import PRIMARY_CHANNELS
 from eaq.measure.roofline import forward_flops
+from eaq.measure.warmup import warm_up
 from eaq.measure.trace_export import write_csv, write_png
 from eaq.models import LoadedModel, load_model
 from eaq.precision import get_precision, proof
@@ -39,6 +41,9 @@ from eaq.tasks.result import TaskResult, describe_device
 from eaq.tasks.roofline import roofline_metrics
 
 log = logging.getLogger(__name__)
+# The sampler runs this long before the first window and after the last, so every
+# window has trace samples on both sides (nvidia-smi delivers its first line late).
+TRACE_MARGIN_S = 0.3
 
 
 def _batches(cfg: EaqConfig, loaded: LoadedModel, device: torch.device) -> Batches:
@@ -47,6 +52,10 @@ def _batches(cfg: EaqConfig, loaded: LoadedModel, device: torch.device) -> Batch
         return make_synthetic(loaded.model.config.vocab_size, rows, cfg.batch_size, cfg.seq_len, device, cfg.trial)
     assert loaded.tokenizer is not None
     return make_batches(load_texts(cfg.dataset), loaded.tokenizer, cfg.batch_size, cfg.seq_len, device)
+
+
+def _primary(trace) -> str:
+    return next((ch for ch in PRIMARY_CHANNELS if ch in trace.channels), "")
 
 
 def _auto(value: float | None, measuring: bool) -> float:
@@ -101,16 +110,20 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     memory = PeakMemory(device)
     memory.reset()
     idle = None
+    settle = cfg.trials.warmup_settle if cfg.trials.warmup_settle is not None else measuring
     sampler.start()
     try:
+        time.sleep(TRACE_MARGIN_S if measuring else 0.0)
         if idle_s > 0:
             with MeasurementWindow(device, sampler) as idle_window:
                 time.sleep(idle_s)
             idle = idle_window.result
-        run_timed(step, timed, device, cfg.trials.warmup_iters, 0.0, label="warm-up")
+        power = lambda t0, t1: sampler.trace.stats_w(_primary(sampler.trace), t0, t1).get("mean")  # noqa: E731
+        warm = warm_up(step, timed, device, cfg.trials.warmup_iters, settle, power, max_s=cfg.trials.warmup_max_s)
         with MeasurementWindow(device, sampler) as window:
             latencies = run_timed(step, timed, device, cfg.trials.iters, min_window_s)
             window.iterations = len(latencies)
+        time.sleep(TRACE_MARGIN_S if measuring else 0.0)
     finally:
         trace = sampler.stop()
     result = window.result
@@ -123,6 +136,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
     metrics = {
         **_window_metrics(result, latencies, cfg.batch_size),
+        "warmup_iterations": warm.iterations,
+        "warmup_duration_s": warm.duration_s,
         "model_size_mb": evidence["model_size_mb"],
         "quantized_linear_layers": evidence["quantized_linear_layers"],
         "linear_layers": evidence["linear_layers"],
@@ -139,6 +154,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.window.end_unix_s": f"{result.end_unix_s:.3f}",
         "eaq.energy": energy.status,
         "eaq.energy.sampler": energy.sampler,
+        "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
     }
     if not quality:
         tags["eaq.quality.reason"] = "dataset is synthetic token ids: no quality figures for meaningless text"
