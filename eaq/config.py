@@ -92,6 +92,10 @@ class TrialsConfig:
     idle_s: float | None = None
     # Pause after the run so the next run of a sweep starts from a cool device.
     cooldown_s: float = 0.0
+    # After the window: this many pairs of blocks with the sampler off and on, in one
+    # process, to measure what sampling costs the loop (0: skip).
+    overhead_pairs: int = 0
+    overhead_iters: int = 300
     # Compare with the device's peak FLOP/J (a cached matmul calibration) when energy is measured.
     roofline: bool = True
     # Quality is computed on at most this many batches (null: the whole dataset).
@@ -168,6 +172,8 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("trials.min_duration_s", obj.trials.min_duration_s, 0)
     _positive("trials.idle_s", obj.trials.idle_s, 0)
     _positive("trials.warmup_max_s", obj.trials.warmup_max_s, 0)
+    _positive("trials.overhead_pairs", obj.trials.overhead_pairs, 0)
+    _positive("trials.overhead_iters", obj.trials.overhead_iters)
     _positive("trials.cooldown_s", obj.trials.cooldown_s, 0)
     _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
     _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)

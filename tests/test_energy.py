@@ -216,3 +216,24 @@ def test_poller_thread_is_gone_after_stop() -> None:
     _session(FakeNvml(), seconds=0.05)
     assert not any(t.name == "eaq-power-poller" for t in threading.enumerate())
     assert os.getpid()
+
+
+def test_overhead_check_pairs_blocks_and_sees_a_slow_sampler() -> None:
+    from eaq.measure.overhead import sampler_overhead
+
+    class SlowingSampler(NoSampler):
+        """Stands for a sampler that costs the loop: each step is 1 ms slower while it runs."""
+
+        def start(self) -> None:
+            active.append(True)
+
+        def stop(self) -> PowerTrace:
+            active.pop()
+            return self.trace
+
+    active: list[bool] = []
+    step = lambda _: time.sleep(0.002 + (0.001 if active else 0.0))  # noqa: E731
+    cost = sampler_overhead(step, [0], CPU, SlowingSampler, pairs=4, iters=20)
+    assert cost.pairs == 4 and 30 < cost.overhead_pct < 70  # ~+50% by construction
+    free = sampler_overhead(lambda _: time.sleep(0.002), [0], CPU, NoSampler, pairs=4, iters=20)
+    assert abs(free.overhead_pct) < 15

@@ -32,6 +32,7 @@ from eaq.measure import (
     window_energy,
 )
 from eaq.measure.energy import PRIMARY_CHANNELS
+from eaq.measure.overhead import sampler_overhead
 from eaq.measure.roofline import forward_flops
 from eaq.measure.warmup import warm_up
 from eaq.measure.trace_export import write_csv, write_png
@@ -175,6 +176,15 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         extra_metrics, extra_tags = roofline_metrics(cfg, device, precision.matmul, flops, energy.energy_j, result.iterations)
         metrics |= extra_metrics
         tags |= extra_tags
+    if cfg.trials.overhead_pairs and measuring:
+        make = lambda: select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)  # noqa: E731
+        cost = sampler_overhead(step, timed, device, make, cfg.trials.overhead_pairs, cfg.trials.overhead_iters)
+        metrics |= {
+            "sampler_overhead_pct": cost.overhead_pct,
+            "sampler_overhead_spread_pct": cost.spread_pct,
+            "latency_sampler_off_ms": cost.off_ms,
+            "latency_sampler_on_ms": cost.on_ms,
+        }
     if cfg.trials.cooldown_s:
         time.sleep(cfg.trials.cooldown_s)
     return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=files)

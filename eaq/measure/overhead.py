@@ -1,0 +1,66 @@
+"""What running a sampler costs the measured loop, measured in one process.
+
+Separate runs cannot show a 1% effect: on a GPU at batch 1, where Python dispatch
+dominates, run-to-run spread between fresh processes was ±20% (docs/results). So the
+check alternates blocks with the sampler off and on inside one process, in ABBA order
+to cancel drift, and reports the median of the paired on/off ratios.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from eaq.measure.samplers import Sampler
+from eaq.measure.timing import run_timed
+
+
+@dataclass(frozen=True)
+class Overhead:
+    off_ms: float
+    on_ms: float
+    # Median over block pairs of (on / off - 1), in percent.
+    overhead_pct: float
+    # Half the interquartile range of the paired ratios: the resolution of the figure.
+    spread_pct: float
+    pairs: int
+
+
+def _block(step: Callable[[Any], object], inputs: Sequence[Any], device: torch.device, iters: int, sampler: Sampler | None) -> float:
+    if sampler is not None:
+        sampler.start()
+    try:
+        latencies = run_timed(step, inputs, device, iters, 0.0, label="overhead")
+    finally:
+        if sampler is not None:
+            sampler.stop()
+    return statistics.fmean(latencies) * 1e3
+
+
+def sampler_overhead(
+    step: Callable[[Any], object],
+    inputs: Sequence[Any],
+    device: torch.device,
+    make_sampler: Callable[[], Sampler],
+    pairs: int,
+    iters: int,
+) -> Overhead:
+    offs, ons, ratios = [], [], []
+    for i in range(pairs):
+        order = (False, True) if i % 2 == 0 else (True, False)
+        result = {on: _block(step, inputs, device, iters, make_sampler() if on else None) for on in order}
+        offs.append(result[False])
+        ons.append(result[True])
+        ratios.append(result[True] / result[False] - 1)
+    q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0], 0, ratios[0])
+    return Overhead(
+        off_ms=statistics.median(offs),
+        on_ms=statistics.median(ons),
+        overhead_pct=statistics.median(ratios) * 100,
+        spread_pct=(q3 - q1) / 2 * 100,
+        pairs=pairs,
+    )
