@@ -11,8 +11,11 @@ import pytest
 import torch
 
 from eaq.errors import ConfigError
-from eaq.measure import MeasurementWindow, NoSampler, PowerTrace, WindowResult, check, energy_metrics, select_sampler, window_energy
-from eaq.measure.energy import WindowEnergy
+from eaq.measure.energy import WindowEnergy, energy_metrics, window_energy
+from eaq.measure.samplers import NoSampler, select_sampler
+from eaq.measure.trace import PowerTrace
+from eaq.measure.validity import check
+from eaq.measure.window import MeasurementWindow, WindowResult
 from eaq.measure.nvml import NvmlSampler, nvml_uuid
 from eaq.measure.rapl import RaplSampler
 from eaq.measure.trace_export import write_csv, write_png
@@ -210,12 +213,19 @@ def test_trace_files_are_written(tmp_path: Path) -> None:
     assert len(lines) == 51 and (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_poller_thread_is_gone_after_stop() -> None:
-    import threading
+def test_polling_runs_in_its_own_process_and_leaves_none_behind() -> None:
+    import psutil
 
-    _session(FakeNvml(), seconds=0.05)
-    assert not any(t.name == "eaq-power-poller" for t in threading.enumerate())
-    assert os.getpid()
+    fake = FakeNvml()
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)
+    sampler.start()
+    children = psutil.Process(os.getpid()).children()
+    assert any("eaq.measure.poll_process" in " ".join(c.cmdline()) for c in children)
+    time.sleep(0.1)
+    trace = sampler.stop()
+    assert len(trace.times) > 5
+    assert "nvmlDeviceGetFieldValues" not in fake.calls  # the parent never polled: the child did
+    assert not psutil.Process(os.getpid()).children()
 
 
 def test_overhead_check_pairs_blocks_and_sees_a_slow_sampler() -> None:

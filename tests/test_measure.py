@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from eaq.measure import LatencyStats, MeasurementWindow, NoSampler, PeakMemory, run_timed
+from eaq.measure.memory import PeakMemory
+from eaq.measure.samplers import NoSampler
+from eaq.measure.stats import LatencyStats
+from eaq.measure.timing import run_timed
+from eaq.measure.window import MeasurementWindow
 
 CPU = torch.device("cpu")
 

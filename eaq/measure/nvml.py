@@ -7,7 +7,8 @@ the instant field (``NVML_FI_DEV_POWER_INSTANT``) agreed with the counter within
 the window's energy is the counter delta; the instant field, polled in the background, is
 the trace and the cross-check; the averaged field is kept to show the difference. Where a
 GPU lacks a field, the sampler falls back (instant -> average) and says so in the trace.
-A counter read costs ~4 ms, so it is read only at the two ends of a window.
+A counter read costs ~4 ms, so it is read only at the two ends of a window. The polling
+runs in its own process (``poll_process``), so it costs the measured loop no GIL time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 from types import ModuleType
 from typing import Any
 
-from eaq.measure.poller import Poller
+from eaq.measure.poll_process import PollProcess
 from eaq.measure.trace import PowerTrace
 
 
@@ -32,6 +33,50 @@ def nvml_uuid(torch_uuid: str) -> str:
     return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
 
 
+class NvmlReader:
+    """Picklable recipe for the polling process: opens NVML there and reads the power fields."""
+
+    def __init__(self, uuid: str, nvml: ModuleType | None = None) -> None:
+        self.uuid = uuid
+        self.nvml = nvml  # a test double, or None for the real pynvml
+
+    def __call__(self) -> _FieldRead:
+        nvml = self.nvml or _import_pynvml()
+        nvml.nvmlInit()
+        return _FieldRead(nvml, nvml.nvmlDeviceGetHandleByUUID(nvml_uuid(self.uuid)))
+
+
+class _FieldRead:
+    """Reads the power fields this GPU answers; ``notes`` says which it lacks."""
+
+    def __init__(self, nvml: Any, handle: Any) -> None:
+        self.nvml, self.handle = nvml, handle
+        self.notes: list[str] = []
+        self.fields: list[int] = []
+        wanted = {nvml.NVML_FI_DEV_POWER_INSTANT: "instant", nvml.NVML_FI_DEV_POWER_AVERAGE: "average"}
+        try:
+            answers = nvml.nvmlDeviceGetFieldValues(handle, list(wanted))
+        except nvml.NVMLError as exc:
+            self.notes.append(f"power fields unreadable ({exc}); trace from nvmlDeviceGetPowerUsage (1 s average)")
+            return
+        for field_id, answer in zip(wanted, answers, strict=True):
+            if answer.nvmlReturn == nvml.NVML_SUCCESS:
+                self.fields.append(field_id)
+            else:
+                self.notes.append(f"this GPU has no {wanted[field_id]} power field (NVML return {answer.nvmlReturn})")
+
+    def __call__(self) -> dict[str, float]:
+        nvml = self.nvml
+        if not self.fields:
+            return {"power_average_w": nvml.nvmlDeviceGetPowerUsage(self.handle) / 1e3}
+        values: dict[str, float] = {}
+        for field_id, answer in zip(self.fields, nvml.nvmlDeviceGetFieldValues(self.handle, self.fields), strict=True):
+            if answer.nvmlReturn == nvml.NVML_SUCCESS:
+                name = "power_instant_w" if field_id == nvml.NVML_FI_DEV_POWER_INSTANT else "power_average_w"
+                values[name] = answer.value.uiVal / 1e3
+        return values
+
+
 class NvmlSampler:
     """One GPU, found by UUID (CUDA_VISIBLE_DEVICES reorders indices; UUIDs are stable)."""
 
@@ -41,16 +86,22 @@ class NvmlSampler:
         self, uuid: str | None, interval_s: float = 0.015, nvml: ModuleType | None = None, companion: Any = None
     ) -> None:
         self.uuid = uuid
-        # Another sampler run over the same session (nvidia-smi), whose trace is kept for comparison.
-        self.companion = companion
         self.interval_s = interval_s
+        self._nvml_given = nvml
         self._nvml = nvml
         self._handle: Any = None
-        self._poller: Poller | None = None
-        self._fields: list[int] = []
-        self.trace = PowerTrace()
+        self._poll: PollProcess | None = None
+        # Another sampler run over the same session (nvidia-smi), whose trace is kept for comparison.
+        self.companion = companion
+        self._trace = PowerTrace()
 
-    # -- set-up -----------------------------------------------------------------------
+    @property
+    def trace(self) -> PowerTrace:
+        """The samples so far (drained from the polling process; outside windows only)."""
+        if self._poll is not None:
+            self._poll.drain()
+        return self._trace
+
     def available(self) -> str | None:
         try:
             self._open()
@@ -59,6 +110,7 @@ class NvmlSampler:
         return None
 
     def _open(self) -> None:
+        """The parent's own handle: for the counter reads at window ends and the snapshots."""
         if self._handle is not None:
             return
         nvml = self._nvml = self._nvml or _import_pynvml()
@@ -67,39 +119,15 @@ class NvmlSampler:
             raise ValueError("no CUDA device UUID given; the nvml sampler measures the GPU a run uses")
         self._handle = nvml.nvmlDeviceGetHandleByUUID(nvml_uuid(self.uuid))
 
-    def _probe_fields(self) -> None:
-        """Keep the power fields this GPU answers; note each one it lacks."""
-        nvml = self._nvml
-        wanted = {nvml.NVML_FI_DEV_POWER_INSTANT: "instant", nvml.NVML_FI_DEV_POWER_AVERAGE: "average"}
-        try:
-            answers = nvml.nvmlDeviceGetFieldValues(self._handle, list(wanted))
-        except nvml.NVMLError as exc:
-            self.trace.note(f"power fields unreadable ({exc}); trace from nvmlDeviceGetPowerUsage (1 s average)")
-            return
-        for field_id, answer in zip(wanted, answers, strict=True):
-            if answer.nvmlReturn == nvml.NVML_SUCCESS:
-                self._fields.append(field_id)
-            else:
-                self.trace.note(f"this GPU has no {wanted[field_id]} power field (NVML return {answer.nvmlReturn})")
-
-    # -- sampling ---------------------------------------------------------------------
-    def _read(self) -> dict[str, float]:
-        nvml = self._nvml
-        if not self._fields:
-            return {"power_average_w": nvml.nvmlDeviceGetPowerUsage(self._handle) / 1e3}
-        values: dict[str, float] = {}
-        for field_id, answer in zip(self._fields, nvml.nvmlDeviceGetFieldValues(self._handle, self._fields), strict=True):
-            if answer.nvmlReturn != nvml.NVML_SUCCESS:
-                continue
-            name = "power_instant_w" if field_id == nvml.NVML_FI_DEV_POWER_INSTANT else "power_average_w"
-            values[name] = answer.value.uiVal / 1e3
-        return values
-
     def start(self) -> None:
         self._open()
-        self._probe_fields()
-        self._poller = Poller(self._read, self.interval_s, self.trace)
-        self._poller.start()
+        assert self.uuid is not None
+        self._poll = PollProcess(NvmlReader(self.uuid, self._nvml_given), self.interval_s, self._trace)
+        try:
+            self._poll.start()
+        except RuntimeError as exc:
+            self._trace.note(f"no power trace: {exc}")
+            self._poll = None
         if self.companion is not None:
             self.companion.start()
 
@@ -109,20 +137,20 @@ class NvmlSampler:
         try:
             return nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle) / 1e3
         except nvml.NVMLError as exc:
-            self.trace.note(f"energy counter unreadable ({exc}); energy from the power trace instead")
+            self._trace.note(f"energy counter unreadable ({exc}); energy from the power trace instead")
             return None
 
     def stop(self) -> PowerTrace:
-        if self._poller is not None:
-            self._poller.stop()
-            self._poller = None
+        if self._poll is not None:
+            self._poll.stop()
+            self._poll = None
         if self.companion is not None:
             companion = self.companion.stop()
-            self.trace.companions.append(companion)
+            self._trace.companions.append(companion)
             for note in companion.notes:
-                self.trace.note(f"{self.companion.name}: {note}")
+                self._trace.note(f"{self.companion.name}: {note}")
             self.companion = None
-        return self.trace
+        return self._trace
 
     # -- facts for validity checks ----------------------------------------------------
     def snapshot(self) -> dict[str, float]:

@@ -19,22 +19,16 @@ from eaq.config import EaqConfig
 from eaq.data import Batches, load_texts, make_batches, make_synthetic
 from eaq.device import resolve_device
 from eaq.evaluate import cached_reference, collect_outputs, fidelity, reference_key
-from eaq.measure import (
-    LatencyStats,
-    MeasurementWindow,
-    PeakMemory,
-    WindowResult,
-    check,
-    energy_metrics,
-    measures_energy,
-    run_timed,
-    select_sampler,
-    window_energy,
-)
-from eaq.measure.energy import PRIMARY_CHANNELS
+from eaq.measure.energy import PRIMARY_CHANNELS, energy_metrics, window_energy
+from eaq.measure.memory import PeakMemory
 from eaq.measure.overhead import sampler_overhead
 from eaq.measure.roofline import forward_flops
+from eaq.measure.samplers import measures_energy, select_sampler
+from eaq.measure.stats import LatencyStats
+from eaq.measure.timing import run_timed
+from eaq.measure.validity import check
 from eaq.measure.warmup import warm_up
+from eaq.measure.window import MeasurementWindow, WindowResult
 from eaq.measure.trace_export import write_csv, write_png
 from eaq.models import LoadedModel, load_model
 from eaq.precision import get_precision, proof

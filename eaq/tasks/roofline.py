@@ -15,7 +15,7 @@ import torch
 from eaq.config import EaqConfig
 from eaq.device import resolve_device
 from eaq.errors import EaqError
-from eaq.measure import measures_energy, select_sampler
+from eaq.measure.samplers import measures_energy, select_sampler
 from eaq.measure.roofline import CALIBRATION_SIZE, Calibration, calibrate, calibration_path, load_calibration, save_calibration
 from eaq.precision import get_precision
 from eaq.tasks.result import TaskResult, describe_device
