@@ -247,3 +247,19 @@ def test_overhead_check_pairs_blocks_and_sees_a_slow_sampler() -> None:
     assert cost.pairs == 4 and 30 < cost.overhead_pct < 70  # ~+50% by construction
     free = sampler_overhead(lambda _: time.sleep(0.002), [0], CPU, NoSampler, pairs=4, iters=20)
     assert abs(free.overhead_pct) < 15
+
+
+def test_overhead_check_freezes_a_pausable_sampler_instead_of_restarting_it() -> None:
+    from eaq.measure.overhead import sampler_overhead
+
+    fake = FakeNvml()
+    made: list[NvmlSampler] = []
+
+    def make() -> NvmlSampler:
+        made.append(NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake))
+        return made[-1]
+
+    cost = sampler_overhead(lambda _: time.sleep(0.001), [0], CPU, make, pairs=3, iters=10)
+    assert len(made) == 1 and cost.pairs == 3  # one polling process for the whole check
+    assert abs(cost.overhead_pct) < 50
+    assert len(made[0].trace.times) > 0

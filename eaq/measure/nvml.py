@@ -131,6 +131,11 @@ class NvmlSampler:
         if self.companion is not None:
             self.companion.start()
 
+    def pause(self, paused: bool) -> None:
+        """Stop or resume polling without ending the session (the overhead check's off/on)."""
+        if self._poll is not None:
+            self._poll.pause(paused)
+
     def energy_j(self) -> float | None:
         """Cumulative energy counter (J); None where the GPU has none or the read failed."""
         nvml = self._nvml

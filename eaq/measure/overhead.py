@@ -2,8 +2,11 @@
 
 Separate runs cannot show a 1% effect: on a GPU at batch 1, where Python dispatch
 dominates, run-to-run spread between fresh processes was ±20% (docs/results). So the
-check alternates blocks with the sampler off and on inside one process, in ABBA order
-to cancel drift, and reports the median of the paired on/off ratios.
+check alternates short blocks with the sampler off and on inside one process, in ABBA
+order to cancel drift, and reports the median of the paired on/off ratios of each block's
+median latency. A sampler that can pause (the NVML polling process: SIGSTOP/SIGCONT) runs
+through the whole check and is only frozen for the "off" blocks, so no start-up cost or
+disturbance sits between blocks; others are started and stopped around each "on" block.
 """
 
 from __future__ import annotations
@@ -23,22 +26,15 @@ from eaq.measure.timing import run_timed
 class Overhead:
     off_ms: float
     on_ms: float
-    # Median over block pairs of (on / off - 1), in percent.
+    # Median over block pairs of (on / off - 1) of the blocks' median latencies, in percent.
     overhead_pct: float
     # Half the interquartile range of the paired ratios: the resolution of the figure.
     spread_pct: float
     pairs: int
 
 
-def _block(step: Callable[[Any], object], inputs: Sequence[Any], device: torch.device, iters: int, sampler: Sampler | None) -> float:
-    if sampler is not None:
-        sampler.start()
-    try:
-        latencies = run_timed(step, inputs, device, iters, 0.0, label="overhead")
-    finally:
-        if sampler is not None:
-            sampler.stop()
-    return statistics.fmean(latencies) * 1e3
+def _median_ms(step: Callable[[Any], object], inputs: Sequence[Any], device: torch.device, iters: int) -> float:
+    return statistics.median(run_timed(step, inputs, device, iters, 0.0, label="overhead")) * 1e3
 
 
 def sampler_overhead(
@@ -50,12 +46,29 @@ def sampler_overhead(
     iters: int,
 ) -> Overhead:
     offs, ons, ratios = [], [], []
-    for i in range(pairs):
-        order = (False, True) if i % 2 == 0 else (True, False)
-        result = {on: _block(step, inputs, device, iters, make_sampler() if on else None) for on in order}
-        offs.append(result[False])
-        ons.append(result[True])
-        ratios.append(result[True] / result[False] - 1)
+    sampler = make_sampler()
+    pausable = hasattr(sampler, "pause")
+    if pausable:
+        sampler.start()
+    try:
+        for i in range(pairs):
+            result = {}
+            for on in (False, True) if i % 2 == 0 else (True, False):
+                if pausable:
+                    sampler.pause(not on)
+                elif on:
+                    sampler = make_sampler()
+                    sampler.start()
+                result[on] = _median_ms(step, inputs, device, iters)
+                if on and not pausable:
+                    sampler.stop()
+            offs.append(result[False])
+            ons.append(result[True])
+            ratios.append(result[True] / result[False] - 1)
+    finally:
+        if pausable:
+            sampler.pause(False)
+            sampler.stop()
     q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0], 0, ratios[0])
     return Overhead(
         off_ms=statistics.median(offs),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import pickle
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -106,6 +107,11 @@ class PollProcess:
             raise RuntimeError(message[1] if message else "the power-polling process exited at start")
         for note in message[1]:
             self._trace.note(note)
+
+    def pause(self, paused: bool) -> None:
+        """Freeze (SIGSTOP) or resume (SIGCONT) the child: on/off without restart costs, for the overhead check."""
+        if self._process is not None:
+            os.kill(self._process.pid, signal.SIGSTOP if paused else signal.SIGCONT)
 
     def _take(self, message: tuple[str, Any]) -> bool:
         """Store one message; False once the child said it is done."""
