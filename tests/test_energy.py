@@ -263,3 +263,14 @@ def test_overhead_check_freezes_a_pausable_sampler_instead_of_restarting_it() ->
     assert len(made) == 1 and cost.pairs == 3  # one polling process for the whole check
     assert abs(cost.overhead_pct) < 50
     assert len(made[0].trace.times) > 0
+
+
+def test_a_long_session_keeps_polling_past_a_pipe_full_of_samples() -> None:
+    # ~2000 samples pickle to far more than a 64 KB pipe holds: the child must keep them
+    # until asked rather than block on a full pipe and stop sampling.
+    sampler = NvmlSampler("1234-abcd", interval_s=0.001, nvml=FakeNvml())
+    sampler.start()
+    time.sleep(2.0)
+    trace = sampler.stop()
+    assert len(trace.times) > 1500
+    assert max(b - a for a, b in zip(trace.times, trace.times[1:])) < 0.1

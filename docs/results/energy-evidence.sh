@@ -5,7 +5,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 bash docs/results/gpu-install.sh
-E=/tmp/eaq-energy
+E=/tmp/eaq-energy; rm -rf $E
 python3 -m eaq.run -m model=distilbert_base_random,gpt2_small_random precision=fp32,bf16 batch_size=8,64 \
   dataset=synthetic seq_len=128 sampler=nvml_vs_smi trials=gpu_energy paths.output_dir=$E 2>&1 | grep -v "it/s"
 python3 -m eaq.report.table --uri sqlite:///$E/mlflow.db --preset energy > $OUT/energy_table.md

@@ -5,7 +5,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 bash docs/results/gpu-install.sh
-O=/tmp/eaq-overhead
+O=/tmp/eaq-overhead; rm -rf $O
 python3 -m eaq.run -m model=distilbert_base_random,gpt2_small_random precision=bf16 batch_size=1 \
   dataset=synthetic seq_len=128 sampler=nvml trials=gpu_energy trials.roofline=false \
   trials.overhead_pairs=40 trials.overhead_iters=200 paths.output_dir=$O 2>&1 | grep -v "it/s"

@@ -8,9 +8,11 @@ but a pipe, which the parent drains only outside the measurement window (``drain
 The child is ``python -m eaq.measure.poll_process``, started with ``subprocess`` rather
 than ``multiprocessing`` so it does not re-import the parent's main module (and torch with
 it). It receives a pickled reader factory on stdin and builds the reader itself, so a
-sensor handle such as NVML's is opened in the child; it sends length-prefixed pickled
-messages on stdout and stops when its stdin closes. Both sides timestamp with
-``perf_counter`` (CLOCK_MONOTONIC, system-wide on Linux), so the traces line up.
+sensor handle such as NVML's is opened in the child. It keeps its samples until asked:
+one byte ``d`` on its stdin asks for them (length-prefixed pickled messages on stdout),
+and the closing of its stdin ends it. Sending only on request means a long window never
+fills the pipe and blocks the poller. Both sides timestamp with ``perf_counter``
+(CLOCK_MONOTONIC, system-wide on Linux), so the traces line up.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from eaq.measure.trace import PowerTrace
 
 # Builds, inside the child, a function that reads every channel once: {"power_instant_w": 231.5, ...}.
 MakeReader = Callable[[], Callable[[], dict[str, float]]]
-BATCH_S = 0.25
 START_TIMEOUT_S = 60.0
+DRAIN = b"d"
 _HEADER = struct.Struct("!I")
 
 
@@ -41,15 +43,25 @@ def _send(stream: IO[bytes], message: tuple[str, Any]) -> None:
     stream.flush()
 
 
+def _read_exact(stream: IO[bytes], size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = stream.read(left)
+        if not chunk:
+            return None  # end of stream
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 def _receive(stream: IO[bytes]) -> tuple[str, Any] | None:
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        return None
-    return pickle.loads(stream.read(_HEADER.unpack(header)[0]))
+    header = _read_exact(stream, _HEADER.size)
+    blob = header and _read_exact(stream, _HEADER.unpack(header)[0])
+    return pickle.loads(blob) if blob else None
 
 
 def _child() -> None:
-    """The polling loop; sleeps in select() on stdin, whose closing means stop."""
+    """The polling loop; sleeps in select() on stdin: a ``d`` asks for the samples, EOF means stop."""
     out, stdin = sys.stdout.buffer, sys.stdin.buffer
     received = _receive(stdin)
     assert received is not None
@@ -61,8 +73,8 @@ def _child() -> None:
         return
     _send(out, ("ready", list(getattr(read, "notes", []))))
     batch: list[tuple[float, dict[str, float]]] = []
-    notes: set[str] = set()
-    sent = deadline = time.perf_counter()
+    notes: list[str] = []
+    deadline = time.perf_counter()
     while True:
         now = time.perf_counter()
         try:
@@ -70,16 +82,15 @@ def _child() -> None:
         except Exception as exc:  # a failed read is a gap in the trace, not a dead sampler
             message = f"a power read failed: {type(exc).__name__}: {exc}"
             if message not in notes:
-                notes.add(message)
-                _send(out, ("note", message))
-        if now - sent >= BATCH_S:
-            _send(out, ("samples", batch))
-            batch, sent = [], now
+                notes.append(message)
         deadline += interval_s
-        if select.select([stdin], [], [], max(0.0, deadline - time.perf_counter()))[0]:
-            break  # stdin closed (or written to): the parent wants us to stop
-    _send(out, ("samples", batch))
-    _send(out, ("done", None))
+        while select.select([stdin], [], [], max(0.0, deadline - time.perf_counter()))[0]:
+            request = os.read(stdin.fileno(), 1)
+            _send(out, ("samples", (batch, notes)))
+            batch = []
+            if request != DRAIN:  # end of stdin: the parent wants us to stop
+                _send(out, ("done", None))
+                return
 
 
 class PollProcess:
@@ -113,26 +124,31 @@ class PollProcess:
         if self._process is not None:
             os.kill(self._process.pid, signal.SIGSTOP if paused else signal.SIGCONT)
 
-    def _take(self, message: tuple[str, Any]) -> bool:
-        """Store one message; False once the child said it is done."""
+    def _take(self, message: tuple[str, Any] | None) -> bool:
+        """Store one message; False at the end (the child said done, or its pipe closed)."""
+        if message is None:
+            return False
         kind, payload = message
         if kind == "samples":
-            for t, values in payload:
+            samples, notes = payload
+            for t, values in samples:
                 if values:
                     self._trace.add(t, values)
-        elif kind == "note":
-            self._trace.note(payload)
+            for note in notes:
+                self._trace.note(note)
         return kind != "done"
 
     def drain(self) -> None:
-        """Move the samples sent so far into the trace (never call inside a measurement window)."""
+        """Fetch the samples taken so far into the trace (never call inside a measurement window)."""
         if self._process is None:
             return
-        stdout = self._process.stdout
-        while select.select([stdout], [], [], 0)[0]:
-            message = _receive(stdout)
-            if message is None or not self._take(message):
-                return
+        assert self._process.stdin is not None and self._process.stdout is not None
+        try:
+            self._process.stdin.write(DRAIN)
+            self._process.stdin.flush()
+        except BrokenPipeError:
+            return
+        self._take(_receive(self._process.stdout))
 
     def stop(self) -> None:
         process, self._process = self._process, None
@@ -141,7 +157,7 @@ class PollProcess:
         assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.close()
-            while (message := _receive(process.stdout)) is not None and self._take(message):
+            while self._take(_receive(process.stdout)):
                 pass
             process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
