@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from eaq.device import synchronize
 from eaq.measure.energy import window_energy
 from eaq.measure.samplers import Sampler
 from eaq.measure.window import MeasurementWindow
@@ -67,6 +68,8 @@ def calibrate(device: torch.device, matmul: str, sampler: Sampler, min_duration_
             while time.perf_counter() - start < min_duration_s:
                 step()
                 iterations += 1
+                if iterations % 8 == 0:
+                    synchronize(device)  # else the queue runs far past min_duration_s
             window.iterations = iterations
     finally:
         trace = sampler.stop()

@@ -26,9 +26,10 @@ def write_png(trace: PowerTrace, path: Path, window: tuple[float, float], idle_w
 
     origin = window[0]
     fig, ax = plt.subplots(figsize=(9, 3.5), dpi=110)
-    times = [t - origin for t in trace.times]
-    for channel, values in sorted(trace.channels.items()):
-        ax.plot(times, values, linewidth=0.9, label=channel.removesuffix("_w").replace("_", " "))
+    for part in (trace, *trace.companions):  # companions: nvidia-smi polled beside NVML
+        times = [t - origin for t in part.times]
+        for channel, values in sorted(part.channels.items()):
+            ax.plot(times, values, linewidth=0.9, label=channel.removesuffix("_w").replace("_", " "))
     ax.axvspan(0, window[1] - origin, color="tab:green", alpha=0.12, label="measurement window")
     if idle_window:
         ax.axvspan(idle_window[0] - origin, idle_window[1] - origin, color="tab:gray", alpha=0.15, label="idle baseline")
