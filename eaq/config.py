@@ -140,6 +140,8 @@ class EaqConfig:
     task: str = "benchmark"
     # Show full tracebacks instead of one-sentence errors.
     debug: bool = False
+    # In a sweep, skip configurations that already FINISHED (same config hash) in the store.
+    resume: bool = True
     # The MLflow run name; readable, e.g. minilm-int8-b32-t2.
     run_name: str = "${model.name}-${precision.name}-b${batch_size}-t${trial}"
 

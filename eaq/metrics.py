@@ -92,7 +92,9 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.weights", "'pretrained' or 'random' (random-weight results measure speed and energy, not task quality)."),
     ("eaq.proof.stored_dtypes", "Share of stored elements per dtype after the precision is applied."),
     ("eaq.device", "The torch device the run used."),
-    ("eaq.error", "Error class and message of a FAILED run."),
+    ("eaq.error", "Error class and message of a FAILED (or KILLED) run."),
+    ("eaq.kind", "'benchmark', 'calibrate', or 'sweep' (a multirun's parent run)."),
+    ("eaq.env.<fact>", "git_commit, git_dirty, torch, transformers, torchao, device_name, gpu_uuid; all of it in env.json (secrets redacted)."),
 )
 
 

@@ -100,3 +100,35 @@ def test_failing_job_in_sweep_leaves_others_finished_and_exits_non_zero(out: Pat
     statuses = sorted(r.info.status for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark")
     assert statuses == ["FAILED", "FINISHED"]
     assert not any(r.info.status == "RUNNING" for r in all_runs(out))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["model=hub", "model.name_or_path=/no/such/model"], "model.name_or_path '/no/such/model' does not exist"),
+        (["model=hub", "model.name_or_path=some-org/not-cached"], "pass model.name_or_path=DIR"),
+        (["dataset.path=/no/such/texts.txt"], "dataset.path='/no/such/texts.txt' does not exist"),
+        (["model=hub", "model.name_or_path=/tmp"], "'/tmp' is not a model folder"),
+        (["tracking.uri=sqlite:////proc/eaq/mlflow.db"], "could not be opened"),
+        (["tracking.uri=http://127.0.0.1:9"], "cannot be reached"),
+    ],
+)
+def test_bad_input_gets_one_sentence_no_traceback_and_no_running_run(out: Path, overrides: list[str], expected: str) -> None:
+    result = run_eaq(out, *FAST, *overrides)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert expected in result.stderr and "Traceback" not in result.stderr
+    if (out / "mlflow.db").exists():
+        assert not any(r.info.status == "RUNNING" for r in all_runs(out))
+
+
+def test_malformed_dataset_names_file_and_line(out: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"a fine sentence\nanother one\n\xff\xfe not utf-8\n")
+    result = run_eaq(out, *FAST, f"dataset.path={bad}")
+    assert result.returncode == 2 and f"{bad}, line 3: the file is not valid UTF-8" in result.stderr
+    assert all(r.info.status == "FAILED" for r in all_runs(out))
+
+
+def test_debug_shows_the_traceback(out: Path) -> None:
+    result = run_eaq(out, *FAST, "dataset.path=/no/such/texts.txt", "debug=true")
+    assert result.returncode == 2 and "Traceback" in result.stderr

@@ -175,3 +175,28 @@ class NvmlSampler:
             except Exception:  # an unsupported query leaves that fact out; checks skip it
                 continue
         return facts
+
+
+def gpu_facts(uuid: str, nvml: ModuleType | None = None) -> dict[str, str]:
+    """Driver, power limit, persistence mode and clocks of one GPU, for env.json (what is readable)."""
+    try:
+        nvml = nvml or _import_pynvml()
+        nvml.nvmlInit()
+        handle = nvml.nvmlDeviceGetHandleByUUID(nvml_uuid(uuid))
+    except Exception as exc:  # no NVML here: say so rather than fail the run
+        return {"nvml": f"unavailable ({type(exc).__name__})"}
+    reads = {
+        "driver": lambda: nvml.nvmlSystemGetDriverVersion(),
+        "power_limit_w": lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1e3,
+        "persistence_mode": lambda: nvml.nvmlDeviceGetPersistenceMode(handle),
+        "sm_clock_max_mhz": lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM),
+        "mem_clock_max_mhz": lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM),
+        "applications_sm_clock_mhz": lambda: nvml.nvmlDeviceGetApplicationsClock(handle, nvml.NVML_CLOCK_SM),
+    }
+    facts = {}
+    for name, read in reads.items():
+        try:
+            facts[name] = str(read())
+        except Exception:  # a query this GPU or driver does not answer
+            continue
+    return facts

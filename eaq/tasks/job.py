@@ -8,6 +8,7 @@ carries on and the sweep callback reports the failures and the exit code at the 
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import traceback
@@ -24,8 +25,9 @@ from eaq.tasks.isolation import run_isolated
 from eaq.tasks.result import TaskResult
 from eaq.tasks.roofline import run_calibration
 from eaq.tracking import TrackedRun, config_hash, flatten, open_store
-from eaq.tracking.callbacks import parent_run_id
-from eaq.tracking.environment import capture
+from eaq.tracking.callbacks import parent_run_id, record_skip
+from eaq.tracking.environment import capture, summary_tags
+from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
 
 log = logging.getLogger(__name__)
 GROUPS = ("model", "precision", "dataset", "sampler", "trials")
@@ -71,18 +73,27 @@ def run_job(cfg: DictConfig) -> None:
         _report_error(exc, debug)
         sys.exit(2)
 
+    digest = config_hash(resolved)
+    if multirun and resolved.get("resume", True):
+        done = finished_run(client, experiment_id, digest)
+        if done is not None:
+            record_skip(hydra_cfg.sweep.dir, done)
+            log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
+            return
     choices = {f"eaq.group.{g}": str(hydra_cfg.runtime.choices.get(g)) for g in GROUPS}
     run = TrackedRun(
         client,
         experiment_id,
         run_name=str(resolved["run_name"]),
-        tags={**choices, "eaq.config_hash": config_hash(resolved), "eaq.kind": "benchmark"},
+        tags={**choices, "eaq.config_hash": digest, "eaq.kind": "benchmark"},
         parent_run_id=parent_run_id(hydra_cfg.sweep.dir) if multirun else None,
     )
     output_dir = Path(hydra_cfg.runtime.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
     try:
         run.log_params(flatten(resolved))
-        run.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
+        (output_dir / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        run.log_artifact(output_dir / CONFIG_FILE)
         run.log_artifacts(output_dir / ".hydra", ".hydra")
         config = validate(cfg)
         task = run_calibration if config.task == "calibrate" else benchmark
@@ -93,7 +104,10 @@ def run_job(cfg: DictConfig) -> None:
             result = task(config, output_dir)
         run.log_metrics(result.metrics)
         run.set_tags(result.tags)
-        run.log_dict(capture(result.device), "env.json")
+        env = capture(result.device, digest)
+        (output_dir / ENV_FILE).write_text(json.dumps(env, indent=2, sort_keys=True, default=str))
+        run.log_artifact(output_dir / ENV_FILE)
+        run.set_tags(summary_tags(env))
         for file in result.files:
             run.log_artifact(file)
     except KeyboardInterrupt as exc:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import torch
 
+from eaq.measure.nvml import gpu_facts
+
 
 @dataclass
 class TaskResult:
@@ -27,5 +29,7 @@ def describe_device(device: torch.device) -> dict[str, str]:
             "gpu_capability": f"{props.major}.{props.minor}",
             "gpu_memory_gb": f"{props.total_memory / 1e9:.1f}",
             "cuda": str(torch.version.cuda),
+            "cudnn": str(torch.backends.cudnn.version()),
+            **gpu_facts(str(props.uuid)),
         }
     return info

@@ -23,6 +23,13 @@ from eaq.tracking.store import open_store
 
 log = logging.getLogger(__name__)
 PARENT_ID_FILE = "mlflow_parent_run_id.txt"
+SKIPPED_FILE = "skipped_runs.txt"
+
+
+def record_skip(sweep_dir: str, run_id: str) -> None:
+    """A job that resume skipped leaves the id of the run it matched, for the sweep's summary."""
+    with (Path(sweep_dir) / SKIPPED_FILE).open("a") as handle:
+        handle.write(run_id + "\n")
 
 
 def parent_run_id(sweep_dir: str) -> str | None:
@@ -65,7 +72,12 @@ class MlflowSweepCallback(Callback):
         failed = [r for r in children if r.info.status != "FINISHED"]
         self.parent.log_metrics({"sweep_runs": len(children), "sweep_runs_failed": len(failed)})
         self.parent.end("FAILED" if failed else "FINISHED")
-        print(f"sweep: {len(children) - len(failed)} of {len(children)} runs finished (parent run {self.parent.run_id})")
+        skipped_file = Path(HydraConfig.get().sweep.dir) / SKIPPED_FILE
+        skipped = len(skipped_file.read_text().split()) if skipped_file.exists() else 0
+        print(
+            f"sweep: {len(children) - len(failed)} of {len(children)} runs finished (parent run {self.parent.run_id})"
+            + (f"; {skipped} skipped, already FINISHED with the same config (resume=false to rerun them)" if skipped else "")
+        )
         if failed:
             for r in failed:
                 print(f"  {r.info.status}: {r.info.run_name}: {r.data.tags.get('eaq.error', 'no error recorded')}", file=sys.stderr)

@@ -1,14 +1,24 @@
-"""What a run executed on: package versions, machine, code revision."""
+"""What a run executed on: code revision, packages, machine, device; secrets redacted.
+
+Written as ``env.json`` beside the resolved config (job folder and MLflow artifacts), so
+``python -m eaq.diff`` can say what differed between two runs besides their configs.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import platform
+import re
 import subprocess
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("torch", "transformers", "torchao", "mlflow", "hydra-core", "omegaconf", "nvidia-ml-py", "eaq")
+PACKAGES = ("torch", "transformers", "torchao", "mlflow", "mlflow-skinny", "hydra-core", "omegaconf", "nvidia-ml-py", "eaq")
+# Environment variables whose names say they hold a secret: their values never leave the process.
+SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+REDACTED = "<redacted>"
 
 
 def _version(package: str) -> str:
@@ -16,6 +26,12 @@ def _version(package: str) -> str:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "not installed"
+
+
+def _installed() -> list[str]:
+    """``pip freeze`` without pip: every installed distribution as name==version."""
+    found = {(d.metadata["Name"] or "").lower(): d.version for d in metadata.distributions()}
+    return sorted(f"{name}=={version}" for name, version in found.items() if name)
 
 
 def _cpu_model() -> str:
@@ -30,23 +46,54 @@ def _cpu_model() -> str:
 
 def _git(root: Path) -> dict[str, str]:
     def run(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout
 
     try:
-        commit = run("rev-parse", "HEAD")
-        dirty = bool(run("status", "--porcelain", "--untracked-files=no"))
+        commit = run("rev-parse", "HEAD").strip()
+        diff = run("diff", "HEAD")
     except (OSError, subprocess.SubprocessError):
-        return {"commit": "unknown", "dirty": "unknown"}
-    return {"commit": commit or "unknown", "dirty": str(dirty).lower() if commit else "unknown"}
-
-
-def capture(device: dict[str, Any]) -> dict[str, Any]:
-    """Environment facts for ``env.json``; ``device`` comes from the caller, which knows torch."""
+        return {"commit": "unknown", "dirty": "unknown", "diff_sha256": ""}
+    if not commit:
+        return {"commit": "unknown", "dirty": "unknown", "diff_sha256": ""}
     return {
+        "commit": commit,
+        "dirty": str(bool(diff)).lower(),
+        # Two dirty trees with the same hash ran the same code.
+        "diff_sha256": hashlib.sha256(diff.encode()).hexdigest()[:16] if diff else "",
+    }
+
+
+def redacted_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
+    environ = dict(os.environ if environ is None else environ)
+    return {k: (REDACTED if SECRET_NAME.search(k) else v) for k, v in sorted(environ.items())}
+
+
+def capture(device: dict[str, Any], config_hash: str) -> dict[str, Any]:
+    """Environment facts; ``device`` comes from the task, which knows torch and the GPU."""
+    return {
+        "config_hash": config_hash,
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "hostname": platform.node(),
         "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
         "packages": {p: _version(p) for p in PACKAGES},
+        "pip_freeze": _installed(),
         "git": _git(Path(__file__).resolve().parents[2]),
         "device": device,
+        "environ": redacted_environ(),
+    }
+
+
+def summary_tags(env: dict[str, Any]) -> dict[str, str]:
+    """The few facts worth a tag of their own (searchable in the MLflow UI)."""
+    device = env["device"]
+    return {
+        "eaq.env.git_commit": env["git"]["commit"],
+        "eaq.env.git_dirty": env["git"]["dirty"],
+        "eaq.env.torch": env["packages"]["torch"],
+        "eaq.env.transformers": env["packages"]["transformers"],
+        "eaq.env.torchao": env["packages"]["torchao"],
+        "eaq.env.device_name": device.get("gpu_name", env["cpu"]),
+        **({"eaq.env.gpu_uuid": device["gpu_uuid"]} if "gpu_uuid" in device else {}),
     }

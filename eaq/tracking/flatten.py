@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 # Settings that change where results go or how errors print, not what is measured.
-NOT_MEASUREMENT = ("tracking", "paths", "debug", "run_name")
+NOT_MEASUREMENT = ("tracking", "paths", "debug", "run_name", "resume")
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, str]:

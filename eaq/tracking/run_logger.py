@@ -6,7 +6,6 @@ runs in one process (a Hydra multirun) never leak state into each other.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,19 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 PARENT_TAG = "mlflow.parentRunId"
+# What every run leaves in its job folder and as artifacts: the resolved config and environment.
+CONFIG_FILE = "config.yaml"
+ENV_FILE = "env.json"
+
+
+def finished_run(client: MlflowClient, experiment_id: str, config_hash: str) -> str | None:
+    """The id of a FINISHED benchmark run with this config hash, if there is one."""
+    found = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`eaq.config_hash` = '{config_hash}' and attributes.status = 'FINISHED'",
+        max_results=1,
+    )
+    return found[0].info.run_id if found else None
 
 
 class TrackedRun:
@@ -46,9 +58,6 @@ class TrackedRun:
 
     def log_text(self, text: str, artifact_file: str) -> None:
         self.client.log_text(self.run_id, text, artifact_file)
-
-    def log_dict(self, data: dict[str, Any], artifact_file: str) -> None:
-        self.log_text(json.dumps(data, indent=2, sort_keys=True, default=str), artifact_file)
 
     def log_artifact(self, file: Path) -> None:
         self.client.log_artifact(self.run_id, str(file))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import urllib.request
 from pathlib import Path
 
 from mlflow.exceptions import MlflowException
@@ -13,8 +14,17 @@ from eaq.errors import EaqError
 log = logging.getLogger(__name__)
 
 
-def _ensure_parent_dir(uri: str) -> None:
-    if uri.startswith("sqlite:///"):
+def _check_reachable(uri: str) -> None:
+    """Fail in seconds on a dead server, not after MLflow's minutes of retries."""
+    if uri.startswith(("http://", "https://")):
+        try:
+            urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5).close()
+        except OSError as exc:
+            raise EaqError(
+                f"the MLflow server tracking.uri={uri} cannot be reached ({exc}); start it, or pass "
+                f"tracking.uri=sqlite:///<absolute path>.db for a local store."
+            ) from exc
+    elif uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
 
 
@@ -24,8 +34,8 @@ def open_store(uri: str, experiment: str, artifact_location: str) -> tuple[Mlflo
     Call it in the parent process before parallel jobs start: concurrent first writes to
     a fresh SQLite store race in its schema migration.
     """
-    _ensure_parent_dir(uri)
     try:
+        _check_reachable(uri)
         client = MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(experiment)
         if found is not None:
@@ -39,6 +49,8 @@ def open_store(uri: str, experiment: str, artifact_location: str) -> tuple[Mlflo
             if found is None:
                 raise
             return client, found.experiment_id
+    except EaqError:
+        raise
     except (MlflowException, OSError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise EaqError(

@@ -1,0 +1,136 @@
+"""``python -m eaq.diff A B``: what differs between two runs, and does it matter?
+
+A and B are MLflow run ids, run names, or job folders (the folder a run wrote, holding
+``config.yaml`` and ``env.json``). Prints the resolved-config differences by group, then
+the environment differences, and exits 0 when the measurement-relevant configuration is
+identical, 1 when it differs (``--env``: environment differences count too), 2 when a run
+cannot be found. ``--sweep PARENT`` shows which keys vary across a sweep's runs.
+Reads only job folders and MLflow, never a model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from eaq.errors import EaqError
+from eaq.tracking.flatten import NOT_MEASUREMENT, flatten
+from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, PARENT_TAG
+
+# Environment facts that differ between any two runs and say nothing about the measurement.
+VOLATILE_ENV = ("config_hash", "environ.", "hostname")
+
+
+def _from_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    config = yaml.safe_load((folder / CONFIG_FILE).read_text())
+    env_file = folder / ENV_FILE
+    return config, json.loads(env_file.read_text()) if env_file.exists() else {}
+
+
+def _find_run(client: MlflowClient, ref: str):
+    try:
+        return client.get_run(ref)
+    except MlflowException:
+        pass
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(experiments, filter_string=f"attributes.run_name = '{ref}'", order_by=["attributes.start_time DESC"])
+    if not runs:
+        raise EaqError(f"{ref!r} is neither a job folder nor a run id or run name in the store; pass one of those.")
+    return runs[0]
+
+
+def _from_run(client: MlflowClient, run) -> tuple[dict[str, Any], dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        config = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, CONFIG_FILE, tmp)).read_text())
+        try:
+            env = json.loads(Path(client.download_artifacts(run.info.run_id, ENV_FILE, tmp)).read_text())
+        except (MlflowException, OSError):
+            env = {}  # a run that failed before its environment was captured
+    return config, env
+
+
+def load(ref: str, client: MlflowClient) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(resolved config, environment) of a job folder, run id or run name."""
+    folder = Path(ref)
+    if (folder / CONFIG_FILE).exists():
+        return _from_folder(folder)
+    return _from_run(client, _find_run(client, ref))
+
+
+def differences(a: dict[str, str], b: dict[str, str]) -> dict[str, tuple[str | None, str | None]]:
+    return {k: (a.get(k), b.get(k)) for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)}
+
+
+def measurement_config(config: dict[str, Any]) -> dict[str, str]:
+    return flatten({k: v for k, v in config.items() if k not in NOT_MEASUREMENT})
+
+
+def comparable_env(env: dict[str, Any]) -> dict[str, str]:
+    flat = flatten({k: v for k, v in env.items() if k != "pip_freeze"})
+    flat |= {f"pip.{line.split('==')[0]}": line.split("==", 1)[-1] for line in env.get("pip_freeze", [])}
+    return {k: v for k, v in flat.items() if not k.startswith(VOLATILE_ENV)}
+
+
+def _print_grouped(title: str, diffs: dict[str, tuple[str | None, str | None]]) -> None:
+    print(f"{title}: {'identical' if not diffs else f'{len(diffs)} difference(s)'}")
+    groups: dict[str, list[str]] = defaultdict(list)
+    for key, (left, right) in diffs.items():
+        groups[key.split(".", 1)[0]].append(f"    {key}: {left if left is not None else '(absent)'} -> {right if right is not None else '(absent)'}")
+    for group, lines in sorted(groups.items()):
+        print(f"  [{group}]")
+        print("\n".join(lines))
+
+
+def compare(a: str, b: str, client: MlflowClient, count_env: bool) -> int:
+    config_a, env_a = load(a, client)
+    config_b, env_b = load(b, client)
+    config_diff = differences(measurement_config(config_a), measurement_config(config_b))
+    env_diff = differences(comparable_env(env_a), comparable_env(env_b))
+    _print_grouped("configuration", config_diff)
+    _print_grouped("environment", env_diff)
+    return int(bool(config_diff) or (count_env and bool(env_diff)))
+
+
+def sweep(parent: str, client: MlflowClient) -> int:
+    run = _find_run(client, parent)
+    children = client.search_runs([run.info.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{run.info.run_id}'")
+    configs = {c.info.run_name: measurement_config(_from_run(client, c)[0]) for c in children}
+    keys = sorted(set().union(*configs.values())) if configs else []
+    varying = {k: sorted({cfg.get(k, "(absent)") for cfg in configs.values()}) for k in keys}
+    varying = {k: v for k, v in varying.items() if len(v) > 1}
+    print(f"sweep {run.info.run_name}: {len(configs)} runs; {len(varying)} key(s) vary")
+    for key, values in varying.items():
+        print(f"  {key}: {', '.join(values)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].strip("`"))
+    parser.add_argument("runs", nargs="*", help="two run ids, run names or job folders")
+    parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking store")
+    parser.add_argument("--env", action="store_true", help="environment differences also make the exit code 1")
+    parser.add_argument("--sweep", metavar="PARENT", help="show what varies across a sweep's runs")
+    args = parser.parse_args(argv)
+    client = MlflowClient(tracking_uri=args.uri)
+    try:
+        if args.sweep:
+            return sweep(args.sweep, client)
+        if len(args.runs) != 2:
+            parser.error("give two runs (ids, names or job folders), or --sweep PARENT")
+        return compare(args.runs[0], args.runs[1], client, args.env)
+    except EaqError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

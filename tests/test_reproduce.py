@@ -1,0 +1,88 @@
+"""Re-run, config diff and resume, on real runs in a real store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import FAST, REPO, all_runs, run_eaq
+from eaq.diff import main as diff_main
+from eaq.tracking.environment import REDACTED, redacted_environ
+
+
+def _job_folders(out: Path) -> list[Path]:
+    return sorted((out / "runs").iterdir())
+
+
+def test_rerun_reproduces_and_diff_tells_what_differs(out: Path, capsys) -> None:
+    uri = f"sqlite:///{out}/mlflow.db"
+    assert run_eaq(out, *FAST).returncode == 0
+    assert run_eaq(out, *FAST, "batch_size=8").returncode == 0
+    original, changed = _job_folders(out)
+    rerun = subprocess.run(
+        [sys.executable, "-m", "eaq.rerun", str(original), "--uri", uri], cwd=REPO, capture_output=True, text=True
+    )
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    again = next(f for f in _job_folders(out) if f not in (original, changed))
+
+    capsys.readouterr()
+    assert diff_main([str(original), str(again), "--uri", uri]) == 0
+    assert "configuration: identical" in capsys.readouterr().out
+
+    by_name = {r.info.run_name: r.info.run_id for r in all_runs(out)}
+    assert diff_main([str(original), by_name["bert-tiny-random-fp32-b8-t1"], "--uri", uri]) == 1
+    shown = capsys.readouterr().out
+    assert "configuration: 1 difference(s)" in shown and "batch_size: 4 -> 8" in shown
+
+    assert diff_main(["no-such-run", "x", "--uri", uri]) == 2
+
+
+def test_environment_is_captured_and_secrets_never_land(out: Path, monkeypatch) -> None:
+    env = os.environ | {"HF_TOKEN": "hf_supersecret", "MY_API_KEY": "k-123", "DB_PASSWORD": "pw"}
+    cmd = [sys.executable, "-m", "eaq.run", *FAST, f"paths.output_dir={out}"]
+    assert subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True).returncode == 0
+    (folder,) = _job_folders(out)
+    text = (folder / "env.json").read_text()
+    assert "hf_supersecret" not in text and "k-123" not in text and '"pw"' not in text
+    captured = json.loads(text)
+    assert captured["environ"]["HF_TOKEN"] == REDACTED and captured["environ"]["MY_API_KEY"] == REDACTED
+    assert captured["packages"]["torch"] and any(p.startswith("torch==") for p in captured["pip_freeze"])
+    assert captured["git"]["commit"] and captured["config_hash"]
+    (run,) = all_runs(out)
+    assert run.data.tags["eaq.env.torch"] == captured["packages"]["torch"]
+    assert redacted_environ({"PATH": "/bin", "GITHUB_TOKEN": "x"}) == {"GITHUB_TOKEN": REDACTED, "PATH": "/bin"}
+
+
+def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path) -> None:
+    sweep = ["-m", "trial=1,2,3", *FAST]
+    cmd = [sys.executable, "-m", "eaq.run", *sweep, f"paths.output_dir={out}"]
+    process = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline:  # kill it (Ctrl-C) once the first run has finished
+        # Read the store only after the sweep created it: a second first-writer races its migration.
+        if list(out.glob("multirun/*/mlflow_parent_run_id.txt")) and any(r.info.status == "FINISHED" and r.data.tags.get("eaq.kind") == "benchmark" for r in all_runs(out)):
+            break
+        time.sleep(0.5)
+    os.killpg(process.pid, signal.SIGINT)
+    process.wait(timeout=120)
+    before = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
+    assert 1 <= sum(r.info.status == "FINISHED" for r in before) < 3
+    assert not any(r.info.status == "RUNNING" for r in all_runs(out))
+    assert any(r.info.status == "KILLED" for r in before)  # the run Ctrl-C interrupted
+    leftover = subprocess.run(["pgrep", "-f", f"paths.output_dir={out}"], capture_output=True, text=True).stdout
+    assert not leftover.strip(), "processes of the killed sweep are still running"
+
+    result = run_eaq(out, *sweep)
+    assert result.returncode == 0, result.stderr[-2000:]
+    finished = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark" and r.info.status == "FINISHED"]
+    hashes = [r.data.tags["eaq.config_hash"] for r in finished]
+    assert len(hashes) == 3 and len(set(hashes)) == 3  # every trial once: none lost, none repeated
+    assert "skipped, already FINISHED" in result.stdout + result.stderr
+
+    parents = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "sweep" and r.info.status == "FINISHED"]
+    assert diff_main(["--sweep", parents[0].info.run_id, "--uri", f"sqlite:///{out}/mlflow.db"]) == 0
