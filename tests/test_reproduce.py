@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from conftest import FAST, REPO, all_runs, run_eaq
 from eaq.diff import main as diff_main
 from eaq.tracking.environment import REDACTED, redacted_environ
@@ -68,14 +70,18 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
         if list(out.glob("multirun/*/mlflow_parent_run_id.txt")) and any(r.info.status == "FINISHED" and r.data.tags.get("eaq.kind") == "benchmark" for r in all_runs(out)):
             break
         time.sleep(0.5)
+    # Every process of the sweep at this moment: the job, its isolated measuring process, samplers.
+    family = [process.pid, *(p.pid for p in psutil.Process(process.pid).children(recursive=True))]
+    assert len(family) >= 2
     os.killpg(process.pid, signal.SIGINT)
     process.wait(timeout=120)
+    time.sleep(2)
     before = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
     assert 1 <= sum(r.info.status == "FINISHED" for r in before) < 3
     assert not any(r.info.status == "RUNNING" for r in all_runs(out))
     assert any(r.info.status == "KILLED" for r in before)  # the run Ctrl-C interrupted
-    leftover = subprocess.run(["pgrep", "-f", f"paths.output_dir={out}"], capture_output=True, text=True).stdout
-    assert not leftover.strip(), "processes of the killed sweep are still running"
+    alive = [pid for pid in family if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert not alive, f"processes of the killed sweep still running: {alive}"
 
     result = run_eaq(out, *sweep)
     assert result.returncode == 0, result.stderr[-2000:]
