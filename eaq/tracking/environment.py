@@ -53,7 +53,7 @@ def _git(root: Path) -> dict[str, str]:
         diff = run("diff", "HEAD")
     except (OSError, subprocess.SubprocessError):
         return {"commit": "unknown", "dirty": "unknown", "diff_sha256": ""}
-    if not commit:
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):  # not a git checkout (a copied tree, an sdist)
         return {"commit": "unknown", "dirty": "unknown", "diff_sha256": ""}
     return {
         "commit": commit,
