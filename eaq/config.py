@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from eaq.errors import ConfigError
 
 HEADS = ("embedding", "sequence_classification", "causal_lm")
-DATASET_KINDS = ("text", "synthetic")
+DATASET_KINDS = ("text", "tsv", "jsonl", "synthetic")
 TASKS = ("benchmark", "calibrate")
 WEIGHTS = ("pretrained", "random")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
@@ -40,6 +40,9 @@ class ModelConfig:
     architecture: dict[str, Any] = field(default_factory=dict)
     # Seeds random weights, so every precision and trial of a sweep sees the same network.
     seed: int = 0
+    # A linear classifier (safetensors: weight, bias) on the mean-pooled embedding of an
+    # embedding model, making it a sequence classifier; ``package:<file>`` for heads eaq ships.
+    classifier_head: str | None = None
 
 
 @dataclass
@@ -56,10 +59,14 @@ class DatasetConfig:
     """Evaluation data: what quality is computed on and what batches the timed loop feeds."""
 
     name: str = "sample"
-    # ``text``: a file with one sentence per line (``package:`` means the file eaq ships).
+    # ``text``: a file with one example per line (``package:`` means the file eaq ships);
+    # ``tsv`` / ``jsonl``: labelled examples (see text_column, label_column);
     # ``synthetic``: random token ids, for speed and energy work only (no quality figures).
     kind: str = "text"
     path: str | None = "package:sample_sentences.txt"
+    text_column: str = "sentence"
+    # null: the file has no labels (quality is then agreement with fp32 only).
+    label_column: str | None = "label"
     # Use at most this many texts (null: all); for synthetic data, how many rows to draw.
     max_samples: int | None = None
 
@@ -180,8 +187,8 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
     _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)
     _one_of("task", obj.task, TASKS)
-    if obj.dataset.kind == "text" and not obj.dataset.path:
-        raise ConfigError("dataset.kind=text needs dataset.path: a text file with one sentence per line.")
+    if obj.dataset.kind != "synthetic" and not obj.dataset.path:
+        raise ConfigError(f"dataset.kind={obj.dataset.kind} needs dataset.path: the file to read.")
     _positive("trials.quality_max_batches", obj.trials.quality_max_batches)
     _positive("dataset.max_samples", obj.dataset.max_samples)
     _one_of("model.head", obj.model.head, HEADS)

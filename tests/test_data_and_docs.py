@@ -9,7 +9,7 @@ import torch
 
 from conftest import REPO
 from eaq.config import DatasetConfig
-from eaq.data import load_texts, make_batches
+from eaq.data import load_examples, make_batches
 from eaq.errors import DataError
 from eaq.evaluate import cached_reference, reference_key
 from eaq.metrics import markdown
@@ -18,9 +18,9 @@ from transformers import AutoTokenizer
 
 
 def test_sample_dataset_is_the_committed_sentences() -> None:
-    texts = load_texts(DatasetConfig())
+    texts = load_examples(DatasetConfig()).texts
     assert len(texts) == 320 and len(set(texts)) == 320
-    assert load_texts(DatasetConfig(max_samples=10)) == texts[:10]
+    assert load_examples(DatasetConfig(max_samples=10)).texts == texts[:10]
 
 
 @pytest.mark.parametrize(
@@ -31,13 +31,13 @@ def test_malformed_text_files_name_file_and_problem(tmp_path: Path, content: byt
     path = tmp_path / "texts.txt"
     path.write_bytes(content)
     with pytest.raises(DataError, match=message) as info:
-        load_texts(DatasetConfig(path=str(path)))
+        load_examples(DatasetConfig(path=str(path)))
     assert str(path) in str(info.value)
 
 
 def test_missing_file_is_refused() -> None:
     with pytest.raises(DataError, match="does not exist"):
-        load_texts(DatasetConfig(path="/no/such.txt"))
+        load_examples(DatasetConfig(path="/no/such.txt"))
 
 
 def test_batches_have_fixed_shapes_and_cycle_short_data() -> None:

@@ -20,6 +20,8 @@ class Batches:
     batches: list[dict[str, torch.Tensor]]
     # Number of real texts (before cycling to fill the first batch).
     num_texts: int
+    # Class labels aligned with the rows of ``batches`` (on the CPU), or None.
+    labels: torch.Tensor | None = None
 
     def full(self) -> list[dict[str, torch.Tensor]]:
         """Batches of exactly ``batch_size`` rows, the ones the timed loop cycles through."""
@@ -33,11 +35,13 @@ def make_batches(
     batch_size: int,
     seq_len: int,
     device: torch.device,
+    labels: list[int] | None = None,
 ) -> Batches:
     """Fewer texts than one batch are cycled so that at least one full batch exists."""
     num_texts = len(texts)
     if num_texts < batch_size:
         texts = [texts[i % num_texts] for i in range(batch_size)]
+        labels = [labels[i % num_texts] for i in range(batch_size)] if labels else None
     encoded = tokenizer(
         texts, padding="max_length", truncation=True, max_length=seq_len, return_tensors="pt"
     )
@@ -46,7 +50,7 @@ def make_batches(
         {k: encoded[k][start : start + batch_size].to(device) for k in keys}
         for start in range(0, len(texts), batch_size)
     ]
-    return Batches(batches=batches, num_texts=num_texts)
+    return Batches(batches=batches, num_texts=num_texts, labels=torch.tensor(labels) if labels else None)
 
 
 def make_synthetic(

@@ -1,12 +1,29 @@
-"""Read evaluation texts: one sentence per line, from eaq's own file or the user's."""
+"""Read evaluation examples: texts and, where the file has them, integer labels.
+
+Formats (``dataset.kind``): ``text`` (one example per line, eaq's own file or the
+user's), ``tsv`` (a header row naming ``text_column`` and ``label_column``, GLUE style,
+no quoting), ``jsonl`` (one JSON object per line with those keys). A malformed file fails
+with a sentence naming the file, the line and what was expected.
+"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from eaq.config import DatasetConfig
 from eaq.errors import DataError
+
+
+@dataclass
+class Examples:
+    texts: list[str]
+    # One integer class per text, or None for unlabelled data.
+    labels: list[int] | None
+    # Where they came from (a file path, or the name of a file eaq ships).
+    source: str
 
 
 def _read(path: str) -> tuple[str, str]:
@@ -19,7 +36,7 @@ def _read(path: str) -> tuple[str, str]:
         return resource.read_text(encoding="utf-8"), name
     file = Path(path).expanduser()
     if not file.is_file():
-        raise DataError(f"dataset.path={path!r} does not exist or is not a file; pass a text file with one sentence per line.")
+        raise DataError(f"dataset.path={path!r} does not exist or is not a file; pass a {_WHAT} file.")
     try:
         return file.read_text(encoding="utf-8"), str(file)
     except UnicodeDecodeError as exc:
@@ -27,11 +44,73 @@ def _read(path: str) -> tuple[str, str]:
         raise DataError(f"{file}, line {line}: the file is not valid UTF-8; save it as UTF-8.") from exc
 
 
-def load_texts(cfg: DatasetConfig) -> list[str]:
-    """The non-empty lines of the dataset file, at most ``max_samples`` of them."""
+_WHAT = "text, TSV or JSONL"
+
+
+def _label(value: object, name: str, line: int, column: str) -> int:
+    try:
+        if isinstance(value, bool) or float(str(value)) != int(str(value)):
+            raise ValueError
+        return int(str(value))
+    except ValueError:
+        raise DataError(f"{name}, line {line}: {column}={value!r} is not an integer class label.") from None
+
+
+def _tsv(text: str, name: str, cfg: DatasetConfig) -> Examples:
+    lines = text.splitlines()
+    header = lines[0].split("\t")
+    wanted = [cfg.text_column, *([cfg.label_column] if cfg.label_column else [])]
+    missing = [c for c in wanted if c not in header]
+    if missing:
+        raise DataError(f"{name}, line 1: the header has no column {', '.join(map(repr, missing))}; it has {header}.")
+    text_at, label_at = header.index(cfg.text_column), header.index(cfg.label_column) if cfg.label_column else None
+    texts, labels = [], []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != len(header):
+            raise DataError(f"{name}, line {number}: {len(fields)} tab-separated fields, expected {len(header)} as in the header.")
+        texts.append(fields[text_at].strip())
+        if label_at is not None:
+            labels.append(_label(fields[label_at], name, number, cfg.label_column or ""))
+    return Examples(texts, labels if label_at is not None else None, name)
+
+
+def _jsonl(text: str, name: str, cfg: DatasetConfig) -> Examples:
+    texts, labels = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{name}, line {number}: not a JSON object ({exc.msg}).") from None
+        if not isinstance(record, dict) or cfg.text_column not in record:
+            raise DataError(f"{name}, line {number}: expected a JSON object with key {cfg.text_column!r}.")
+        texts.append(str(record[cfg.text_column]))
+        if cfg.label_column:
+            if cfg.label_column not in record:
+                raise DataError(f"{name}, line {number}: expected key {cfg.label_column!r} (set dataset.label_column=null for unlabelled data).")
+            labels.append(_label(record[cfg.label_column], name, number, cfg.label_column))
+    return Examples(texts, labels if cfg.label_column else None, name)
+
+
+def load_examples(cfg: DatasetConfig) -> Examples:
+    """The examples of the dataset file, at most ``max_samples`` of them."""
+    assert cfg.path is not None  # validated: text kinds need a path
     text, name = _read(cfg.path)
-    lines = [line.strip() for line in text.splitlines()]
-    texts = [line for line in lines if line]
-    if not texts:
-        raise DataError(f"{name} has no text: expected one sentence per line.")
-    return texts[: cfg.max_samples] if cfg.max_samples else texts
+    if not text.strip():
+        raise DataError(f"{name} has no text: expected a {_WHAT} file with at least one example.")
+    if cfg.kind == "tsv":
+        examples = _tsv(text, name, cfg)
+    elif cfg.kind == "jsonl":
+        examples = _jsonl(text, name, cfg)
+    else:
+        examples = Examples([line.strip() for line in text.splitlines() if line.strip()], None, name)
+    if not examples.texts:
+        raise DataError(f"{name} has no examples after its header: expected at least one row.")
+    limit = cfg.max_samples
+    if limit:
+        examples = Examples(examples.texts[:limit], examples.labels[:limit] if examples.labels else None, name)
+    return examples

