@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from eaq.errors import ConfigError
 
 HEADS = ("embedding", "sequence_classification", "causal_lm")
-DATASET_KINDS = ("text", "tsv", "jsonl", "synthetic")
+DATASET_KINDS = ("text", "tsv", "jsonl", "raw", "synthetic")
 TASKS = ("benchmark", "calibrate")
 WEIGHTS = ("pretrained", "random")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
@@ -61,14 +61,18 @@ class DatasetConfig:
     name: str = "sample"
     # ``text``: a file with one example per line (``package:`` means the file eaq ships);
     # ``tsv`` / ``jsonl``: labelled examples (see text_column, label_column);
+    # ``raw``: one long text (WikiText), tokenized as one stream, for causal-LM perplexity;
     # ``synthetic``: random token ids, for speed and energy work only (no quality figures).
     kind: str = "text"
     path: str | None = "package:sample_sentences.txt"
     text_column: str = "sentence"
     # null: the file has no labels (quality is then agreement with fp32 only).
     label_column: str | None = "label"
-    # Use at most this many texts (null: all); for synthetic data, how many rows to draw.
+    # Use at most this many texts (null: all); for synthetic data, how many rows to draw;
+    # for raw text, how many rows of seq_len tokens.
     max_samples: int | None = None
+    # Raw text: perplexity windows advance by this many tokens (null: seq_len // 2); windows are seq_len long.
+    perplexity_stride: int | None = None
 
 
 @dataclass

@@ -37,6 +37,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("quality_agreement_with_fp32", "fraction", "Classifiers: share of inputs whose predicted class equals the fp32 model's."),
     Metric("quality_kl_from_fp32", "nats", "Classifiers: mean KL divergence of the fp32 model's class distribution from this precision's."),
     Metric("quality_accuracy", "fraction", "Classifiers on labelled data: share of inputs classified as labelled."),
+    Metric("quality_perplexity", "1", "Causal LMs on raw text: sliding-window perplexity (windows of seq_len tokens, dataset.perplexity_stride apart)."),
+    Metric("quality_perplexity_tokens", "count", "Tokens scored for quality_perplexity."),
     Metric("quality_top1_agreement_with_fp32", "fraction", "Causal LMs: share of positions whose top-1 next token equals the fp32 model's."),
     Metric("energy_total_j", "J", "Energy over the window: the sampler's counter delta (NVML, RAPL), else the integral of its power trace (tag eaq.energy.source says which). Absent when eaq.energy is 'unavailable'."),
     Metric("energy_per_sample_mj", "mJ", "energy_total_j per sample processed in the window."),

@@ -66,3 +66,23 @@ def make_synthetic(
         for s in range(0, rows, batch_size)
     ]
     return Batches(batches=batches, num_texts=rows)
+
+
+def make_stream(
+    text: str, tokenizer: PreTrainedTokenizerBase, batch_size: int, seq_len: int, device: torch.device, max_rows: int | None
+) -> tuple[Batches, torch.Tensor]:
+    """One long text as consecutive rows of ``seq_len`` tokens, and the token stream itself."""
+    ids = tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"][0]
+    rows = ids.numel() // seq_len
+    if max_rows:
+        rows = min(rows, max_rows)
+    rows = max(rows, 1)
+    stream = ids[: rows * seq_len]
+    matrix = stream[: rows * seq_len].reshape(rows, seq_len) if stream.numel() >= seq_len else stream[None]
+    if matrix.shape[0] < batch_size:
+        matrix = matrix.repeat((batch_size + matrix.shape[0] - 1) // matrix.shape[0], 1)[:batch_size]
+    batches = [
+        {"input_ids": chunk.to(device), "attention_mask": torch.ones_like(chunk).to(device)}
+        for chunk in matrix.split(batch_size)
+    ]
+    return Batches(batches=batches, num_texts=rows), stream.to(device)

@@ -106,6 +106,8 @@ def load_examples(cfg: DatasetConfig) -> Examples:
         examples = _tsv(text, name, cfg)
     elif cfg.kind == "jsonl":
         examples = _jsonl(text, name, cfg)
+    elif cfg.kind == "raw":
+        return Examples([text], None, name)  # one stream; max_samples applies to token rows
     else:
         examples = Examples([line.strip() for line in text.splitlines() if line.strip()], None, name)
     if not examples.texts:

@@ -16,9 +16,10 @@ from pathlib import Path
 import torch
 
 from eaq.config import EaqConfig
-from eaq.data import Batches, Examples, load_examples, make_batches, make_synthetic
+from eaq.data import Batches, Examples, load_examples, make_batches, make_stream, make_synthetic
 from eaq.device import resolve_device
 from eaq.evaluate import accuracy, cached_reference, collect_outputs, fidelity, reference_key
+from eaq.evaluate.perplexity import perplexity
 from eaq.measure.energy import PRIMARY_CHANNELS, energy_metrics, window_energy
 from eaq.measure.memory import PeakMemory
 from eaq.measure.overhead import sampler_overhead
@@ -41,12 +42,17 @@ log = logging.getLogger(__name__)
 TRACE_MARGIN_S = 0.3
 
 
-def _batches(cfg: EaqConfig, loaded: LoadedModel, examples: Examples | None, device: torch.device) -> Batches:
+def _batches(
+    cfg: EaqConfig, loaded: LoadedModel, examples: Examples | None, device: torch.device
+) -> tuple[Batches, torch.Tensor | None]:
+    """The batches, and for raw text the token stream that perplexity is computed on."""
     if examples is None:
         rows = cfg.dataset.max_samples or cfg.batch_size
-        return make_synthetic(loaded.model.config.vocab_size, rows, cfg.batch_size, cfg.seq_len, device, cfg.trial)
+        return make_synthetic(loaded.model.config.vocab_size, rows, cfg.batch_size, cfg.seq_len, device, cfg.trial), None
     assert loaded.tokenizer is not None
-    return make_batches(examples.texts, loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels)
+    if cfg.dataset.kind == "raw":
+        return make_stream(examples.texts[0], loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, cfg.dataset.max_samples)
+    return make_batches(examples.texts, loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels), None
 
 
 def _primary(trace) -> str:
@@ -87,7 +93,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
     loaded = load_model(cfg.model, with_tokenizer=text)
     model, head = loaded.model.to(device), cfg.model.head
-    batches = _batches(cfg, loaded, examples, device)
+    batches, stream = _batches(cfg, loaded, examples, device)
     timed = batches.full()
     flops = forward_flops(lambda: model(**timed[0])) if measuring and cfg.trials.roofline else None
     quality_batches = batches.batches[: cfg.trials.quality_max_batches]
@@ -105,6 +111,10 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         quality = fidelity(head, outputs, reference)
         if batches.labels is not None:
             quality |= accuracy(head, outputs, batches.labels)
+        if stream is not None and head == "causal_lm":
+            stride = cfg.dataset.perplexity_stride or max(1, cfg.seq_len // 2)
+            result = perplexity(model, stream, cfg.seq_len, stride)
+            quality |= {"quality_perplexity": result.perplexity, "quality_perplexity_tokens": result.tokens}
 
     step = lambda batch: model(**batch)  # noqa: E731
     memory = PeakMemory(device)
