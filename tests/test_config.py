@@ -73,3 +73,12 @@ def test_unknown_precision_lists_the_valid_ones() -> None:
 def test_config_is_plain_yaml_round_trippable() -> None:
     cfg = _compose("paths.root=/x")
     assert OmegaConf.to_yaml(cfg, resolve=True)
+
+
+def test_real_data_presets_point_beside_the_checkout(monkeypatch) -> None:
+    monkeypatch.delenv("EAQ_DATA_DIR", raising=False)
+    cfg = validate(_compose("paths.root=/repo", "dataset=sst2", "model=minilm_sst2"))
+    assert cfg.dataset.path == "/repo/../shared/data/sst2/dev.tsv" and cfg.dataset.kind == "tsv"
+    assert cfg.model.classifier_head == "package:minilm_sst2.safetensors"
+    monkeypatch.setenv("EAQ_DATA_DIR", "/data")
+    assert validate(_compose("paths.root=/repo", "dataset=wikitext2")).dataset.path == "/data/wikitext2/wiki.test.raw"

@@ -66,3 +66,33 @@ def test_reference_is_computed_once_then_read_from_cache(tmp_path: Path) -> None
 
 def test_metric_docs_are_generated_from_the_schema() -> None:
     assert (REPO / "docs" / "metrics.md").read_text() == markdown(), "run: python -m eaq.metrics > docs/metrics.md"
+
+
+@pytest.mark.parametrize(
+    ("kind", "content", "message"),
+    [
+        ("tsv", b"text\tlabel\nfine\t1\n", "line 1: the header has no column 'sentence'"),
+        ("tsv", b"sentence\tlabel\nfine\t1\nbad\tpositive\n", "line 3: label='positive' is not an integer class label"),
+        ("tsv", b"sentence\tlabel\nfine\t1\ntoo\tmany\tfields\n", "line 3: 3 tab-separated fields, expected 2"),
+        ("tsv", b"", "has no text"),
+        ("tsv", b"sentence\tlabel\n", "has no examples after its header"),
+        ("tsv", b"sentence\tlabel\nok\t1\n\xe9t\xe9\t0\n", "line 3: the file is not valid UTF-8"),
+        ("jsonl", b'{"sentence": "a", "label": 1}\n{"sentence": "b"}\n', "line 2: expected key 'label'"),
+        ("jsonl", b'{"sentence": "a", "label": 1}\nnot json\n', "line 2: not a JSON object"),
+        ("jsonl", b'{"sentence": "a", "label": 1.5}\n', "line 1: label=1.5 is not an integer class label"),
+    ],
+)
+def test_malformed_labelled_files_name_file_line_and_expectation(tmp_path: Path, kind: str, content: bytes, message: str) -> None:
+    path = tmp_path / f"data.{kind}"
+    path.write_bytes(content)
+    with pytest.raises(DataError, match=message) as info:
+        load_examples(DatasetConfig(kind=kind, path=str(path)))
+    assert str(path) in str(info.value)
+
+
+def test_jsonl_and_tsv_read_texts_and_labels(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"sentence": "good", "label": 1}\n\n{"sentence": "bad", "label": 0}\n')
+    examples = load_examples(DatasetConfig(kind="jsonl", path=str(tmp_path / "a.jsonl")))
+    assert examples.texts == ["good", "bad"] and examples.labels == [1, 0]
+    (tmp_path / "b.tsv").write_text("sentence\tlabel\ngood \t1\n")
+    assert load_examples(DatasetConfig(kind="tsv", path=str(tmp_path / "b.tsv"))).texts == ["good"]

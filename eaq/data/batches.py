@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from eaq.data.token_cache import TokenCache
+
 
 @dataclass
 class Batches:
@@ -29,6 +31,11 @@ class Batches:
         return [b for b in self.batches if b["input_ids"].shape[0] == size]
 
 
+def _encode(texts: list[str], tokenizer: PreTrainedTokenizerBase, seq_len: int) -> dict[str, torch.Tensor]:
+    encoded = tokenizer(texts, padding="max_length", truncation=True, max_length=seq_len, return_tensors="pt")
+    return {k: encoded[k] for k in ("input_ids", "attention_mask")}
+
+
 def make_batches(
     texts: list[str],
     tokenizer: PreTrainedTokenizerBase,
@@ -36,21 +43,19 @@ def make_batches(
     seq_len: int,
     device: torch.device,
     labels: list[int] | None = None,
+    cache: TokenCache | None = None,
 ) -> Batches:
     """Fewer texts than one batch are cycled so that at least one full batch exists."""
+    encode = lambda: _encode(texts, tokenizer, seq_len)  # noqa: E731
+    encoded = cache.get(encode) if cache else encode()
     num_texts = len(texts)
-    if num_texts < batch_size:
-        texts = [texts[i % num_texts] for i in range(batch_size)]
-        labels = [labels[i % num_texts] for i in range(batch_size)] if labels else None
-    encoded = tokenizer(
-        texts, padding="max_length", truncation=True, max_length=seq_len, return_tensors="pt"
-    )
-    keys = [k for k in ("input_ids", "attention_mask") if k in encoded]
+    rows = torch.arange(max(num_texts, batch_size)) % num_texts  # cycle short data
+    label_tensor = torch.tensor(labels)[rows] if labels else None
     batches = [
-        {k: encoded[k][start : start + batch_size].to(device) for k in keys}
-        for start in range(0, len(texts), batch_size)
+        {k: v[rows[start : start + batch_size]].to(device) for k, v in encoded.items()}
+        for start in range(0, len(rows), batch_size)
     ]
-    return Batches(batches=batches, num_texts=num_texts, labels=torch.tensor(labels) if labels else None)
+    return Batches(batches=batches, num_texts=num_texts, labels=label_tensor)
 
 
 def make_synthetic(
@@ -69,10 +74,17 @@ def make_synthetic(
 
 
 def make_stream(
-    text: str, tokenizer: PreTrainedTokenizerBase, batch_size: int, seq_len: int, device: torch.device, max_rows: int | None
+    text: str,
+    tokenizer: PreTrainedTokenizerBase,
+    batch_size: int,
+    seq_len: int,
+    device: torch.device,
+    max_rows: int | None,
+    cache: TokenCache | None = None,
 ) -> tuple[Batches, torch.Tensor]:
     """One long text as consecutive rows of ``seq_len`` tokens, and the token stream itself."""
-    ids = tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"][0]
+    encode = lambda: {"ids": tokenizer(text, return_tensors="pt", add_special_tokens=False, verbose=False)["input_ids"][0]}  # noqa: E731
+    ids = (cache.get(encode) if cache else encode())["ids"]
     rows = ids.numel() // seq_len
     if max_rows:
         rows = min(rows, max_rows)

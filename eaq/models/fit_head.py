@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     examples = load_examples(DatasetConfig(name="train", kind="tsv", path=args.train))
     start = time.perf_counter()
-    features = embed(examples.texts)
+    features = embed(examples.texts).clone()  # out of inference mode: the fit needs autograd
     print(f"embedded {len(examples.texts)} sentences in {time.perf_counter() - start:.0f} s")
     labels = torch.tensor(examples.labels)
     head = fit(features, labels)

@@ -8,6 +8,7 @@ the trace shows both and the window's edges have samples on either side.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from dataclasses import asdict
@@ -17,6 +18,7 @@ import torch
 
 from eaq.config import EaqConfig
 from eaq.data import Batches, Examples, load_examples, make_batches, make_stream, make_synthetic
+from eaq.data.token_cache import TokenCache, tokenizer_identity
 from eaq.device import resolve_device
 from eaq.evaluate import accuracy, cached_reference, collect_outputs, fidelity, reference_key
 from eaq.evaluate.perplexity import perplexity
@@ -44,15 +46,22 @@ TRACE_MARGIN_S = 0.3
 
 def _batches(
     cfg: EaqConfig, loaded: LoadedModel, examples: Examples | None, device: torch.device
-) -> tuple[Batches, torch.Tensor | None]:
-    """The batches, and for raw text the token stream that perplexity is computed on."""
+) -> tuple[tuple[Batches, torch.Tensor | None], TokenCache | None]:
+    """(The batches, and for raw text the token stream perplexity is computed on), the token cache used."""
     if examples is None:
         rows = cfg.dataset.max_samples or cfg.batch_size
-        return make_synthetic(loaded.model.config.vocab_size, rows, cfg.batch_size, cfg.seq_len, device, cfg.trial), None
+        return (make_synthetic(loaded.model.config.vocab_size, rows, cfg.batch_size, cfg.seq_len, device, cfg.trial), None), None
     assert loaded.tokenizer is not None
+    content = hashlib.sha256("\n".join(examples.texts).encode()).hexdigest()
+    cache = TokenCache(
+        cfg.paths.cache_dir, tokenizer=tokenizer_identity(loaded.tokenizer), data=content,
+        kind=cfg.dataset.kind, seq_len=cfg.seq_len if cfg.dataset.kind != "raw" else None,
+    )
     if cfg.dataset.kind == "raw":
-        return make_stream(examples.texts[0], loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, cfg.dataset.max_samples)
-    return make_batches(examples.texts, loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels), None
+        found = make_stream(examples.texts[0], loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, cfg.dataset.max_samples, cache)
+    else:
+        found = make_batches(examples.texts, loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels, cache), None
+    return found, cache
 
 
 def _primary(trace) -> str:
@@ -93,7 +102,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
     loaded = load_model(cfg.model, with_tokenizer=text)
     model, head = loaded.model.to(device), cfg.model.head
-    batches, stream = _batches(cfg, loaded, examples, device)
+    (batches, stream), token_cache = _batches(cfg, loaded, examples, device)
     timed = batches.full()
     flops = forward_flops(lambda: model(**timed[0])) if measuring and cfg.trials.roofline else None
     quality_batches = batches.batches[: cfg.trials.quality_max_batches]
@@ -166,6 +175,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.energy.sampler": energy.sampler,
         "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
     }
+    if token_cache is not None:
+        metrics["data_tokenize_s"] = token_cache.seconds
+        tags["eaq.data.token_cache"] = "hit" if token_cache.hit else "miss"
     if not quality:
         tags["eaq.quality.reason"] = "dataset is synthetic token ids: no quality figures for meaningless text"
     if energy.energy_j is None:

@@ -1,0 +1,54 @@
+"""Tokenize once: token tensors cached on disk (safetensors), keyed by everything they depend on.
+
+The key hashes the tokenizer's identity and settings, the exact examples (content, not
+file name) and the length settings; change any of them and the cache misses. Runs of a
+sweep that share data and tokenizer read the tensors instead of tokenizing again; each
+run logs whether it hit and how long preparing its data took.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import PreTrainedTokenizerBase
+
+
+def tokenizer_identity(tokenizer: PreTrainedTokenizerBase) -> dict[str, object]:
+    return {
+        "class": type(tokenizer).__name__,
+        "name_or_path": tokenizer.name_or_path,
+        "size": len(tokenizer),
+        "padding_side": tokenizer.padding_side,
+        "truncation_side": tokenizer.truncation_side,
+        "pad_token": str(tokenizer.pad_token),
+        # The vocabulary itself, in case two tokenizers share a name.
+        "vocab_sha256": hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest(),
+    }
+
+
+class TokenCache:
+    def __init__(self, folder: str | Path, **settings: object) -> None:
+        blob = json.dumps(settings, sort_keys=True, default=str).encode()
+        self.path = Path(folder) / f"tokens-{hashlib.sha256(blob).hexdigest()[:16]}.safetensors"
+        self.hit: bool | None = None
+        self.seconds = 0.0
+
+    def get(self, compute: Callable[[], dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        start = time.perf_counter()
+        self.hit = self.path.exists()
+        if self.hit:
+            tensors = load_file(self.path)
+        else:
+            tensors = {k: v.contiguous() for k, v in compute().items()}
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            save_file(tensors, tmp)
+            tmp.replace(self.path)  # atomic: a parallel job never reads half a file
+        self.seconds = time.perf_counter() - start
+        return tensors

@@ -1,0 +1,69 @@
+"""Quality on the real shared data: SST-2 accuracy of the offline classifier, int8 agreement."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import REPO, all_runs, run_eaq
+from eaq.config import DatasetConfig, ModelConfig
+from eaq.data import load_examples, make_batches
+from eaq.evaluate import accuracy, collect_outputs, fidelity
+from eaq.models import load_model
+from eaq.precision import get_precision
+
+DATA = Path(os.environ.get("EAQ_DATA_DIR", REPO.parent / "shared" / "data"))
+SST2_DEV = DATA / "sst2" / "dev.tsv"
+MINILM_SST2 = ModelConfig(name="minilm-sst2", head="sequence_classification", classifier_head="package:minilm_sst2.safetensors")
+CPU = torch.device("cpu")
+
+pytestmark = pytest.mark.skipif(not SST2_DEV.exists(), reason=f"shared evaluation data not found at {DATA} (set EAQ_DATA_DIR)")
+
+
+def test_minilm_sst2_is_a_real_classifier_and_int8_agrees(capsys) -> None:
+    examples = load_examples(DatasetConfig(name="sst2", kind="tsv", path=str(SST2_DEV)))
+    assert len(examples.texts) == 872 and sum(examples.labels) == 444
+    loaded = load_model(MINILM_SST2)
+    batches = make_batches(examples.texts, loaded.tokenizer, 64, 64, CPU, examples.labels)
+    fp32 = collect_outputs(loaded.model, "sequence_classification", batches.batches)
+    fp32_accuracy = accuracy("sequence_classification", fp32, batches.labels)["quality_accuracy"]
+
+    int8_model = get_precision("int8", CPU).apply(copy.deepcopy(loaded.model), CPU)
+    int8 = collect_outputs(int8_model, "sequence_classification", batches.batches)
+    agreement = fidelity("sequence_classification", int8, fp32)
+    int8_accuracy = accuracy("sequence_classification", int8, batches.labels)["quality_accuracy"]
+    with capsys.disabled():
+        print(f"\nSST-2 dev accuracy, minilm_sst2: fp32 {fp32_accuracy:.4f}, int8 {int8_accuracy:.4f}; "
+              f"int8 agreement with fp32 {agreement['quality_agreement_with_fp32']:.4f}, KL {agreement['quality_kl_from_fp32']:.2e}")
+    assert fp32_accuracy > 0.75  # chance is 0.51 (444 of 872 positive)
+    assert agreement["quality_agreement_with_fp32"] > 0.95
+    assert abs(int8_accuracy - fp32_accuracy) < 0.03
+
+
+def test_sst2_preset_reports_accuracy_through_the_cli(out: Path) -> None:
+    result = run_eaq(out, "model=minilm_sst2", "dataset=sst2", "trials=quick", "batch_size=32", "seq_len=64", "precision=int8")
+    assert result.returncode == 0, result.stderr[-2000:]
+    (run,) = all_runs(out)
+    metrics = run.data.metrics
+    assert 0.5 < metrics["quality_accuracy"] <= 1.0 and metrics["quality_agreement_with_fp32"] > 0.9
+    assert "quality_kl_from_fp32" in metrics
+
+
+def test_token_tensors_are_reused_across_a_sweep_and_invalidated_by_settings(out: Path, capsys) -> None:
+    common = ["model=bert_tiny_random", "dataset=sst2", "trials=quick", "batch_size=32"]
+    result = run_eaq(out, "-m", "trial=1,2", "seq_len=64", *common)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert run_eaq(out, "seq_len=48", *common).returncode == 0
+    runs = sorted(all_runs(out), key=lambda r: r.info.start_time)
+    benchmarks = [r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]
+    caches = [r.data.tags["eaq.data.token_cache"] for r in benchmarks]
+    assert caches == ["miss", "hit", "miss"]  # the second trial reads; a new seq_len tokenizes again
+    miss, hit = (r.data.metrics["data_tokenize_s"] for r in benchmarks[:2])
+    with capsys.disabled():
+        print(f"\nSST-2 dev (872 sentences) token tensors: tokenize {miss * 1e3:.1f} ms, from cache {hit * 1e3:.1f} ms")
+    assert hit < miss
+    assert len(list((out / "cache").glob("tokens-*.safetensors"))) == 2
