@@ -65,6 +65,9 @@ class DatasetConfig:
     # ``synthetic``: random token ids, for speed and energy work only (no quality figures).
     kind: str = "text"
     path: str | None = "package:sample_sentences.txt"
+    # Where ``path`` does not exist: a Hugging Face dataset to read instead through the
+    # `datasets` library (pip install 'eaq[hub]'), as "name[:config]:split".
+    hub: str | None = None
     text_column: str = "sentence"
     # null: the file has no labels (quality is then agreement with fp32 only).
     label_column: str | None = "label"
@@ -191,8 +194,8 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
     _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)
     _one_of("task", obj.task, TASKS)
-    if obj.dataset.kind != "synthetic" and not obj.dataset.path:
-        raise ConfigError(f"dataset.kind={obj.dataset.kind} needs dataset.path: the file to read.")
+    if obj.dataset.kind != "synthetic" and not (obj.dataset.path or obj.dataset.hub):
+        raise ConfigError(f"dataset.kind={obj.dataset.kind} needs dataset.path (the file to read) or dataset.hub.")
     _positive("trials.quality_max_batches", obj.trials.quality_max_batches)
     _positive("dataset.max_samples", obj.dataset.max_samples)
     _one_of("model.head", obj.model.head, HEADS)

@@ -96,3 +96,9 @@ def test_jsonl_and_tsv_read_texts_and_labels(tmp_path: Path) -> None:
     assert examples.texts == ["good", "bad"] and examples.labels == [1, 0]
     (tmp_path / "b.tsv").write_text("sentence\tlabel\ngood \t1\n")
     assert load_examples(DatasetConfig(kind="tsv", path=str(tmp_path / "b.tsv"))).texts == ["good"]
+
+
+def test_missing_local_file_with_a_hub_fallback_says_what_to_do(tmp_path: Path) -> None:
+    cfg = DatasetConfig(kind="tsv", path=str(tmp_path / "absent.tsv"), hub="glue:sst2:validation")
+    with pytest.raises(DataError, match="dataset.path=<local file>"):
+        load_examples(cfg)  # no `datasets` library here, or no hub: either way one actionable sentence

@@ -96,9 +96,40 @@ def _jsonl(text: str, name: str, cfg: DatasetConfig) -> Examples:
     return Examples(texts, labels if cfg.label_column else None, name)
 
 
+def _from_hub(cfg: DatasetConfig) -> Examples:
+    """``cfg.hub`` = "name[:config]:split", read with the `datasets` library."""
+    assert cfg.hub is not None
+    *names, split = cfg.hub.split(":")
+    try:
+        import datasets
+    except ImportError:
+        raise DataError(
+            f"dataset.path={cfg.path!r} does not exist and reading dataset.hub={cfg.hub!r} needs the `datasets` "
+            f"library; install it (pip install 'eaq[hub]') or pass dataset.path=<local file>."
+        ) from None
+    try:
+        rows = datasets.load_dataset(*names, split=split)
+    except Exception as exc:  # offline, unknown name, no such split: all end the same way for the user
+        raise DataError(
+            f"dataset.hub={cfg.hub!r} could not be loaded ({type(exc).__name__}); without the hub, pass "
+            f"dataset.path=<local file> (the preset's default is {cfg.path!r})."
+        ) from exc
+    if cfg.kind == "raw":
+        return Examples(["\n".join(rows[cfg.text_column])], None, cfg.hub)
+    labels = [int(v) for v in rows[cfg.label_column]] if cfg.label_column else None
+    return Examples([str(t) for t in rows[cfg.text_column]], labels, cfg.hub)
+
+
 def load_examples(cfg: DatasetConfig) -> Examples:
-    """The examples of the dataset file, at most ``max_samples`` of them."""
-    assert cfg.path is not None  # validated: text kinds need a path
+    """The examples of the dataset file (or hub dataset), at most ``max_samples`` of them."""
+    assert cfg.path is not None or cfg.hub is not None  # validated: text kinds need a source
+    if cfg.hub and (cfg.path is None or not Path(cfg.path).expanduser().exists()):
+        examples = _from_hub(cfg)
+        limit = cfg.max_samples if cfg.kind != "raw" else None
+        if limit:
+            examples = Examples(examples.texts[:limit], examples.labels[:limit] if examples.labels else None, examples.source)
+        return examples
+    assert cfg.path is not None
     text, name = _read(cfg.path)
     if not text.strip():
         raise DataError(f"{name} has no text: expected a {_WHAT} file with at least one example.")
