@@ -115,7 +115,7 @@ def _from_hub(cfg: DatasetConfig) -> Examples:
             f"dataset.path=<local file> (the preset's default is {cfg.path!r})."
         ) from exc
     if cfg.kind == "raw":
-        return Examples(["\n".join(rows[cfg.text_column])], None, cfg.hub)
+        return Examples(["".join(rows[cfg.text_column])], None, cfg.hub)  # its rows keep their newlines
     labels = [int(v) for v in rows[cfg.label_column]] if cfg.label_column else None
     return Examples([str(t) for t in rows[cfg.text_column]], labels, cfg.hub)
 
