@@ -82,3 +82,8 @@ def test_real_data_presets_point_beside_the_checkout(monkeypatch) -> None:
     assert cfg.model.classifier_head == "package:minilm_sst2.safetensors"
     monkeypatch.setenv("EAQ_DATA_DIR", "/data")
     assert validate(_compose("paths.root=/repo", "dataset=wikitext2")).dataset.path == "/data/wikitext2/wiki.test.raw"
+
+
+def test_hub_presets_compose() -> None:
+    assert validate(_compose("paths.root=/x", "model=distilbert_sst2")).model.head == "sequence_classification"
+    assert validate(_compose("paths.root=/x", "model=gpt2")).model.name_or_path == "gpt2"
