@@ -1,7 +1,9 @@
 """A background thread that reads a sensor at a fixed interval into a PowerTrace.
 
-Reads go through ctypes (NVML) or plain file reads (RAPL), which release the GIL, so the
-thread costs the measured loop little; ``docs/results`` holds the measured overhead.
+Used for RAPL, whose reads are plain file reads of a few microseconds and whose poller
+must run in the measuring process to keep its wrap-corrected counter current. NVML is
+polled from a separate process instead (``poll_process``): as a thread it cost a batch-1
+GPU loop 1.7-3.7% (docs/results/2026-11-22-h100-overhead).
 """
 
 from __future__ import annotations
