@@ -150,6 +150,8 @@ class EaqConfig:
     device: str = "auto"
     # Measure in a fresh process (default), so no compiler, allocator or GPU state leaks between runs.
     isolate: bool = True
+    # Run the model through torch.compile (compiled during warm-up, outside the window).
+    compile: bool = False
     # ``benchmark`` (default) or ``calibrate`` (measure and cache the device's peak FLOP/J).
     task: str = "benchmark"
     # Show full tracebacks instead of one-sentence errors.
@@ -157,12 +159,14 @@ class EaqConfig:
     # In a sweep, skip configurations that already FINISHED (same config hash) in the store.
     resume: bool = True
     # The MLflow run name; readable, e.g. minilm-int8-b32-t2.
-    run_name: str = "${model.name}-${precision.name}-b${batch_size}-t${trial}"
+    run_name: str = "${model.name}-${precision.name}${eaq.when:${compile},-compiled}-b${batch_size}-t${trial}"
 
 
 def register_schemas() -> None:
     """Make the schema the base of ``conf/config.yaml`` (its defaults list names it)."""
     ConfigStore.instance().store(name="eaq_schema", node=EaqConfig)
+    # ${eaq.when:FLAG,TEXT}: TEXT when FLAG is true, else nothing (run names of compiled runs).
+    OmegaConf.register_new_resolver("eaq.when", lambda flag, text: text if flag else "", replace=True)
 
 
 def _positive(name: str, value: int | float | None, minimum: float = 1) -> None:

@@ -95,6 +95,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.energy.sampler", "The sampler that ran (auto records what it picked)."),
     ("eaq.warmup.settled", "'true'/'false' when warm-up ran until latency and power settled; 'not asked' for a fixed count."),
     ("eaq.data.token_cache", "'hit' or 'miss': were the token tensors read from the cache."),
+    ("eaq.compile", "'true' when the timed model ran through torch.compile (compiled during warm-up)."),
     ("eaq.weights", "'pretrained' or 'random' (random-weight results measure speed and energy, not task quality)."),
     ("eaq.proof.stored_dtypes", "Share of stored elements per dtype after the precision is applied."),
     ("eaq.device", "The torch device the run used."),

@@ -132,3 +132,12 @@ def test_malformed_dataset_names_file_and_line(out: Path, tmp_path: Path) -> Non
 def test_debug_shows_the_traceback(out: Path) -> None:
     result = run_eaq(out, *FAST, "dataset.path=/no/such/texts.txt", "debug=true")
     assert result.returncode == 2 and "Traceback" in result.stderr
+
+
+def test_compiled_run_is_named_and_tagged_and_measures(out: Path) -> None:
+    result = run_eaq(out, *FAST, "compile=true", "isolate=false")
+    assert result.returncode == 0, result.stderr[-2000:]
+    (run,) = all_runs(out)
+    assert run.info.run_name == "bert-tiny-random-fp32-compiled-b4-t1"
+    assert run.data.tags["eaq.compile"] == "true" and run.data.params["compile"] == "True"
+    assert run.data.metrics["latency_mean_ms"] > 0

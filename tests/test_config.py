@@ -87,3 +87,7 @@ def test_real_data_presets_point_beside_the_checkout(monkeypatch) -> None:
 def test_hub_presets_compose() -> None:
     assert validate(_compose("paths.root=/x", "model=distilbert_sst2")).model.head == "sequence_classification"
     assert validate(_compose("paths.root=/x", "model=gpt2")).model.name_or_path == "gpt2"
+
+
+def test_compile_shows_in_the_run_name() -> None:
+    assert validate(_compose("paths.root=/x", "compile=true")).run_name == "minilm-fp32-compiled-b32-t1"

@@ -125,7 +125,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             result = perplexity(model, stream, cfg.seq_len, stride)
             quality |= {"quality_perplexity": result.perplexity, "quality_perplexity_tokens": result.tokens}
 
-    step = lambda batch: model(**batch)  # noqa: E731
+    # Compiled after quality is measured on the eager model; compilation happens in warm-up.
+    runner = torch.compile(model) if cfg.compile else model
+    step = lambda batch: runner(**batch)  # noqa: E731
     memory = PeakMemory(device)
     memory.reset()
     idle = None
@@ -173,6 +175,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.window.end_unix_s": f"{result.end_unix_s:.3f}",
         "eaq.energy": energy.status,
         "eaq.energy.sampler": energy.sampler,
+        "eaq.compile": str(cfg.compile).lower(),
         "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
     }
     if token_cache is not None:
