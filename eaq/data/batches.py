@@ -90,7 +90,7 @@ def make_stream(
         rows = min(rows, max_rows)
     rows = max(rows, 1)
     stream = ids[: rows * seq_len]
-    matrix = stream[: rows * seq_len].reshape(rows, seq_len) if stream.numel() >= seq_len else stream[None]
+    matrix = stream.reshape(rows, seq_len) if stream.numel() >= seq_len else stream[None]
     if matrix.shape[0] < batch_size:
         matrix = matrix.repeat((batch_size + matrix.shape[0] - 1) // matrix.shape[0], 1)[:batch_size]
     batches = [

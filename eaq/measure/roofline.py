@@ -9,7 +9,6 @@ by torch's FlopCounterMode on the fp32 model (the math is the same in every prec
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -23,7 +22,6 @@ from eaq.measure.energy import window_energy
 from eaq.measure.samplers import Sampler
 from eaq.measure.window import MeasurementWindow
 
-log = logging.getLogger(__name__)
 CALIBRATION_SIZE = 8192
 
 

@@ -9,7 +9,6 @@ the trace shows both and the window's edges have samples on either side.
 from __future__ import annotations
 
 import hashlib
-import logging
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -38,7 +37,6 @@ from eaq.precision import get_precision, proof
 from eaq.tasks.result import TaskResult, describe_device
 from eaq.tasks.roofline import roofline_metrics
 
-log = logging.getLogger(__name__)
 # The sampler runs this long before the first window and after the last, so every
 # window has trace samples on both sides (nvidia-smi delivers its first line late).
 TRACE_MARGIN_S = 0.3
@@ -122,8 +120,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             quality |= accuracy(head, outputs, batches.labels)
         if stream is not None and head == "causal_lm":
             stride = cfg.dataset.perplexity_stride or max(1, cfg.seq_len // 2)
-            result = perplexity(model, stream, cfg.seq_len, stride)
-            quality |= {"quality_perplexity": result.perplexity, "quality_perplexity_tokens": result.tokens}
+            ppl = perplexity(model, stream, cfg.seq_len, stride)
+            quality |= {"quality_perplexity": ppl.perplexity, "quality_perplexity_tokens": ppl.tokens}
 
     # Compiled after quality is measured on the eager model; compilation happens in warm-up.
     runner = torch.compile(model) if cfg.compile else model
@@ -139,7 +137,10 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             with MeasurementWindow(device, sampler) as idle_window:
                 time.sleep(idle_s)
             idle = idle_window.result
-        power = lambda t0, t1: sampler.trace.stats_w(_primary(sampler.trace), t0, t1).get("mean")  # noqa: E731
+        def power(t0: float, t1: float) -> float | None:
+            trace_so_far = sampler.trace  # drains the polling process once, outside any window
+            return trace_so_far.stats_w(_primary(trace_so_far), t0, t1).get("mean")
+
         warm = warm_up(step, timed, device, cfg.trials.warmup_iters, settle, power, max_s=cfg.trials.warmup_max_s)
         with MeasurementWindow(device, sampler) as window:
             latencies = run_timed(step, timed, device, cfg.trials.iters, min_window_s)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import urllib.request
 from pathlib import Path
 
@@ -10,8 +9,6 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError
-
-log = logging.getLogger(__name__)
 
 
 def _check_reachable(uri: str) -> None:
