@@ -65,10 +65,12 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     cmd = [sys.executable, "-m", "eaq.run", *sweep, f"paths.output_dir={out}"]
     process = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 300
-    while time.time() < deadline:  # kill it (Ctrl-C) once the first run has finished
+    while time.time() < deadline:  # kill it (Ctrl-C) once the first run has finished and the second is under way
         # Read the store only after the sweep created it: a second first-writer races its migration.
-        if list(out.glob("multirun/*/mlflow_parent_run_id.txt")) and any(r.info.status == "FINISHED" and r.data.tags.get("eaq.kind") == "benchmark" for r in all_runs(out)):
-            break
+        if list(out.glob("multirun/*/mlflow_parent_run_id.txt")):
+            statuses = [r.info.status for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
+            if "FINISHED" in statuses and "RUNNING" in statuses:
+                break
         time.sleep(0.5)
     # Every process of the sweep at this moment: the job, its isolated measuring process, samplers.
     family = [process.pid, *(p.pid for p in psutil.Process(process.pid).children(recursive=True))]
