@@ -52,6 +52,9 @@ class PrecisionConfig:
     name: str = "fp32"
     # Human-readable: what executes (recorded with the run).
     description: str = ""
+    # Profile one forward pass after the window and fail the run unless every quantized
+    # layer ran the format's kernel, with no float fallback and no host copy.
+    kernel_check: bool = False
 
 
 @dataclass
@@ -152,6 +155,9 @@ class EaqConfig:
     isolate: bool = True
     # Run the model through torch.compile (compiled during warm-up, outside the window).
     compile: bool = False
+    # Replay the compiled model as CUDA graphs (torch.compile mode "reduce-overhead"):
+    # fewer kernel launches, which matters at small batches. Needs compile=true and a GPU.
+    cuda_graphs: bool = False
     # ``benchmark`` (default) or ``calibrate`` (measure and cache the device's peak FLOP/J).
     task: str = "benchmark"
     # Show full tracebacks instead of one-sentence errors.
@@ -159,7 +165,7 @@ class EaqConfig:
     # In a sweep, skip configurations that already FINISHED (same config hash) in the store.
     resume: bool = True
     # The MLflow run name; readable, e.g. minilm-int8-b32-t2.
-    run_name: str = "${model.name}-${precision.name}${eaq.when:${compile},-compiled}-b${batch_size}-t${trial}"
+    run_name: str = "${model.name}-${precision.name}${eaq.when:${compile},-compiled}${eaq.when:${cuda_graphs},-graphs}-b${batch_size}-t${trial}"
 
 
 def register_schemas() -> None:
@@ -198,6 +204,13 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
     _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)
     _one_of("task", obj.task, TASKS)
+    if obj.cuda_graphs and not obj.compile:
+        raise ConfigError("cuda_graphs=true replays graphs that torch.compile captures: add compile=true, or drop cuda_graphs.")
+    if obj.cuda_graphs and obj.precision.kernel_check:
+        raise ConfigError(
+            "precision.kernel_check=true cannot see the kernels inside a CUDA graph replay: "
+            "check kernels with cuda_graphs=false, then measure with cuda_graphs=true."
+        )
     if obj.dataset.kind != "synthetic" and not (obj.dataset.path or obj.dataset.hub):
         raise ConfigError(f"dataset.kind={obj.dataset.kind} needs dataset.path (the file to read) or dataset.hub.")
     _positive("trials.quality_max_batches", obj.trials.quality_max_batches)

@@ -72,6 +72,8 @@ def test_named_sweep_composes(out: Path) -> None:
     [
         ("batch_size=0", "batch_size=0 is out of range: it must be at least 1."),
         ("device=cuda", "device=cuda was asked for but this machine has no CUDA GPU; use device=cpu or device=auto."),
+        ("precision=fp8", "precision=fp8 runs on cuda, not on cpu; on cpu these run for real: fp32, fp16, bf16, amp_fp16, amp_bf16, int8, int8_weight_only."),
+        ("cuda_graphs=true", "cuda_graphs=true replays graphs that torch.compile captures: add compile=true, or drop cuda_graphs."),
     ],
 )
 def test_bad_value_exits_non_zero_with_one_sentence_and_no_running_run(out: Path, override: str, expected: str) -> None:

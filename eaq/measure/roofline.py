@@ -44,11 +44,19 @@ class Calibration:
 
 
 def _matmul_step(matmul: str, size: int, device: torch.device) -> Callable[[], object]:
+    """One product in the format a precision's GEMMs run in, as the precision runs it."""
     if matmul == "int8":
         a = torch.randint(-128, 127, (size, size), dtype=torch.int8, device=device)
         b = torch.randint(-128, 127, (size, size), dtype=torch.int8, device=device).t()
         return lambda: torch._int_mm(a, b)
-    dtype = getattr(torch, matmul)
+    if matmul == "float8_e4m3fn":  # row-wise scales and a bf16 result, as torchao's fp8 precision
+        a = torch.randn(size, size, device=device).to(torch.float8_e4m3fn)
+        b = torch.randn(size, size, device=device).to(torch.float8_e4m3fn).t()
+        scale_a = torch.ones(size, 1, device=device)
+        scale_b = torch.ones(1, size, device=device)
+        return lambda: torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16)
+    # tf32 is fp32 storage with TF32 tensor-core math; the tf32 precision has switched it on.
+    dtype = torch.float32 if matmul == "tfloat32" else getattr(torch, matmul)
     a = torch.randn(size, size, dtype=dtype, device=device)
     b = torch.randn(size, size, dtype=dtype, device=device)
     return lambda: torch.mm(a, b)

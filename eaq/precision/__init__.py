@@ -8,22 +8,43 @@ import torch
 
 from eaq.errors import UnsupportedPrecisionError
 from eaq.precision.base import Precision
-from eaq.precision.native import bf16, fp16, fp32
+from eaq.precision.native import amp_bf16, amp_fp16, bf16, fp16, fp32, tf32
 from eaq.precision.proof import proof
-from eaq.precision.torchao_quant import Int8Dynamic
+from eaq.precision.torchao_quant import fp8, int4_weight_only, int8, int8_weight_only
 
-PRECISIONS: dict[str, Callable[[], Precision]] = {"fp32": fp32, "fp16": fp16, "bf16": bf16, "int8": Int8Dynamic}
+# Each factory builds the precision for one device (the base dtype of a quantized model
+# differs between CPU and GPU); building one imports nothing heavy.
+PRECISIONS: dict[str, Callable[[torch.device], Precision]] = {
+    "fp32": fp32,
+    "tf32": tf32,
+    "fp16": fp16,
+    "bf16": bf16,
+    "amp_fp16": amp_fp16,
+    "amp_bf16": amp_bf16,
+    "int8": int8,
+    "int8_weight_only": int8_weight_only,
+    "fp8": fp8,
+    "int4_weight_only": int4_weight_only,
+}
 
 
-def get_precision(name: str, device: torch.device) -> Precision:
-    """The precision object, after checking it runs for real on ``device`` (never a stand-in)."""
+def runnable(device: torch.device) -> list[str]:
+    """The precisions that run for real on ``device``."""
+    return [name for name, make in PRECISIONS.items() if make(device).requirements.unmet(name, device) is None]
+
+
+def get_precision(name: str, device: torch.device, tokens: int | None = None) -> Precision:
+    """The precision object, after checking it runs for real on ``device`` (never a stand-in).
+
+    ``tokens`` (batch_size x seq_len) lets shape limits of a kernel be refused up front.
+    """
     if name not in PRECISIONS:
         raise UnsupportedPrecisionError(f"precision {name!r} does not exist; valid: {', '.join(PRECISIONS)}.")
-    precision = PRECISIONS[name]()
-    reason = precision.supports(device)
+    precision = PRECISIONS[name](device)
+    reason = precision.requirements.unmet(name, device, tokens)
     if reason:
-        raise UnsupportedPrecisionError(reason)
+        raise UnsupportedPrecisionError(f"{reason}; on {device} these run for real: {', '.join(runnable(device))}.")
     return precision
 
 
-__all__ = ["PRECISIONS", "Precision", "get_precision", "proof"]
+__all__ = ["PRECISIONS", "Precision", "get_precision", "proof", "runnable"]

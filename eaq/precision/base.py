@@ -1,4 +1,4 @@
-"""What every precision provides: a capability check, a real transformation, and proof."""
+"""What every precision provides: requirements, a real transformation, and what proves it."""
 
 from __future__ import annotations
 
@@ -7,16 +7,47 @@ from typing import Protocol
 import torch
 from torch import nn
 
+from eaq.precision.requirements import Requirements
+
 
 class Precision(Protocol):
-    """One numeric format. Adding one is one module here and one YAML file in conf/precision."""
+    """One numeric format, built for one device.
+
+    Adding one is a factory in this package (registered in ``PRECISIONS``) and one YAML
+    file in conf/precision.
+    """
 
     name: str
     # The matmul format a roofline calibration of this precision measures.
     matmul: str
-
-    def supports(self, device: torch.device) -> str | None:
-        """``None`` if it runs for real on ``device``; otherwise why not and what would work."""
+    requirements: Requirements
+    # Substrings of the profiler op or kernel names every quantized layer's matmul must
+    # show (empty: nothing to look for beyond ordinary float GEMMs).
+    kernels: tuple[str, ...]
+    # True when the matmul itself runs in the low-precision format (int8, fp8), so a float
+    # GEMM on a quantized layer is a silent fallback; False for weight-only formats,
+    # whose matmuls read low-precision weights but compute in the base dtype.
+    quantized_math: bool
 
     def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
         """Transform the (fp32) model for real and move it to ``device``."""
+
+
+def set_tf32(enabled: bool) -> None:
+    """TF32 tensor-core math for fp32 matmuls: on only for ``precision=tf32``.
+
+    Process-wide torch flags, so every precision sets them explicitly rather than
+    inheriting what an earlier run in the same process left behind.
+    """
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    torch.backends.cudnn.allow_tf32 = enabled
+
+
+def half_dtype(device: torch.device) -> torch.dtype:
+    """The 16-bit float a GPU runs best: bf16 from Ampere (sm_80) on, fp16 before; fp32 on the CPU.
+
+    The base dtype of quantized models: layers left unquantized and activations stay in it.
+    """
+    if device.type != "cuda":
+        return torch.float32
+    return torch.bfloat16 if torch.cuda.get_device_capability(device) >= (8, 0) else torch.float16

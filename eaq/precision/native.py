@@ -1,51 +1,89 @@
-"""Precisions torch runs natively: float formats by casting weights, no quantization library."""
+"""Precisions torch runs natively: float formats by casting weights, TF32, and autocast."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
+from eaq.precision.base import set_tf32
+from eaq.precision.requirements import Requirements
+
+AMPERE = (8, 0)
+
 
 @dataclass
 class Cast:
-    """Weights and math in one float dtype. fp32 switches TF32 off, so fp32 means fp32 on GPUs too."""
+    """Weights and math in one float dtype; fp32 keeps TF32 off, so fp32 means IEEE fp32 on GPUs too."""
 
     name: str
     dtype: torch.dtype
-    # CUDA compute capability the format needs to run natively (bf16: Ampere, sm_80).
-    min_capability: tuple[int, int] = (0, 0)
+    requirements: Requirements = field(default_factory=Requirements)
+    tf32: bool = False
+    kernels: tuple[str, ...] = ()
+    quantized_math: bool = False
 
     @property
     def matmul(self) -> str:
-        """The matmul format a roofline calibration of this precision uses."""
-        return str(self.dtype).removeprefix("torch.")
-
-    def supports(self, device: torch.device) -> str | None:
-        if device.type == "cuda" and torch.cuda.get_device_capability(device) < self.min_capability:
-            major, minor = self.min_capability
-            return (
-                f"{self.name} needs a GPU of compute capability {major}.{minor} or newer, and "
-                f"{torch.cuda.get_device_name(device)} is {'.'.join(map(str, torch.cuda.get_device_capability(device)))}; "
-                f"use precision=fp16 or fp32."
-            )
-        return None
+        return "tfloat32" if self.tf32 else str(self.dtype).removeprefix("torch.")
 
     def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
-        if self.dtype == torch.float32:
-            torch.backends.cuda.matmul.allow_tf32 = False
-            torch.backends.cudnn.allow_tf32 = False
+        set_tf32(self.tf32)
         return model.to(device=device, dtype=self.dtype)
 
 
-def fp32() -> Cast:
+class AutocastModel(nn.Module):
+    """Runs the wrapped fp32 model's forward under ``torch.autocast``: fp32 weights,
+    matmuls and other autocast-listed ops in the lower dtype, the rest in fp32."""
+
+    def __init__(self, model: nn.Module, device_type: str, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.model, self.device_type, self.dtype = model, device_type, dtype
+
+    def forward(self, *args: object, **kwargs: object) -> object:
+        with torch.autocast(self.device_type, dtype=self.dtype):
+            return self.model(*args, **kwargs)
+
+
+@dataclass
+class Autocast:
+    """Mixed precision the way training code runs it (amp): fp32 weights, autocast forward."""
+
+    name: str
+    dtype: torch.dtype
+    requirements: Requirements = field(default_factory=Requirements)
+    kernels: tuple[str, ...] = ()
+    quantized_math: bool = False
+
+    @property
+    def matmul(self) -> str:
+        return str(self.dtype).removeprefix("torch.")
+
+    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
+        set_tf32(False)
+        return AutocastModel(model.to(device=device, dtype=torch.float32), device.type, self.dtype)
+
+
+def fp32(device: torch.device) -> Cast:
     return Cast("fp32", torch.float32)
 
 
-def fp16() -> Cast:
+def tf32(device: torch.device) -> Cast:
+    return Cast("tf32", torch.float32, Requirements(devices=("cuda",), min_capability=AMPERE), tf32=True)
+
+
+def fp16(device: torch.device) -> Cast:
     return Cast("fp16", torch.float16)
 
 
-def bf16() -> Cast:
-    return Cast("bf16", torch.bfloat16, min_capability=(8, 0))
+def bf16(device: torch.device) -> Cast:
+    return Cast("bf16", torch.bfloat16, Requirements(min_capability=AMPERE))
+
+
+def amp_fp16(device: torch.device) -> Autocast:
+    return Autocast("amp_fp16", torch.float16)
+
+
+def amp_bf16(device: torch.device) -> Autocast:
+    return Autocast("amp_bf16", torch.bfloat16, Requirements(min_capability=AMPERE))

@@ -23,6 +23,11 @@ PRESETS: dict[str, tuple[str, ...]] = {
                "metrics.energy_net_per_sample_mj", "metrics.sensor_updates", "metrics.poll_coverage",
                "metrics.counter_vs_instant_disagreement", "metrics.roofline_efficiency", "metrics.peak_flop_per_j",
                "metrics.isolation_overhead_s", "metrics.warmup_duration_s", "tags.eaq.valid", "tags.eaq.valid.reasons"),
+    "precision": (*CONFIG, "params.compile", "params.cuda_graphs", "metrics.latency_mean_ms",
+                  "metrics.throughput_samples_per_s", "metrics.energy_per_sample_mj", "metrics.energy_net_per_sample_mj",
+                  "metrics.roofline_efficiency", "metrics.quantized_linear_layers", "metrics.linear_layers",
+                  "metrics.model_size_mb", "metrics.memory_peak_gpu_mb", "metrics.kernel_lowp_gemms",
+                  "metrics.kernel_float_gemms", "tags.eaq.valid"),
     "overhead": (*CONFIG, "params.sampler.name", "metrics.latency_mean_ms", "metrics.latency_p50_ms",
                  "metrics.latency_std_ms", "metrics.window_iterations", "metrics.poll_coverage"),
 }

@@ -33,7 +33,9 @@ from eaq.measure.warmup import warm_up
 from eaq.measure.window import MeasurementWindow, WindowResult
 from eaq.measure.trace_export import write_csv, write_png
 from eaq.models import LoadedModel, load_model
+from eaq.errors import ConfigError
 from eaq.precision import get_precision, proof
+from eaq.precision.kernel_check import check_kernels
 from eaq.tasks.result import TaskResult, describe_device
 from eaq.tasks.roofline import roofline_metrics
 
@@ -89,7 +91,9 @@ def _window_metrics(result: WindowResult, latencies: list[float], batch_size: in
 def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     # Everything that can be refused is checked before the model loads.
     device = resolve_device(cfg.device)
-    precision = get_precision(cfg.precision.name, device)
+    precision = get_precision(cfg.precision.name, device, tokens=cfg.batch_size * cfg.seq_len)
+    if cfg.cuda_graphs and device.type != "cuda":
+        raise ConfigError(f"cuda_graphs=true needs a CUDA device and this run is on {device}; drop cuda_graphs or use device=cuda.")
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
     measuring = measures_energy(sampler)
     min_window_s, idle_s = _auto(cfg.trials.min_duration_s, measuring), _auto(cfg.trials.idle_s, measuring)
@@ -124,7 +128,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             quality |= {"quality_perplexity": ppl.perplexity, "quality_perplexity_tokens": ppl.tokens}
 
     # Compiled after quality is measured on the eager model; compilation happens in warm-up.
-    runner = torch.compile(model) if cfg.compile else model
+    runner = torch.compile(model, mode="reduce-overhead" if cfg.cuda_graphs else None) if cfg.compile else model
     step = lambda batch: runner(**batch)  # noqa: E731
     memory = PeakMemory(device)
     memory.reset()
@@ -148,6 +152,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
     finally:
         trace = sampler.stop()
+    # After the window and outside it: the profiler slows the pass it watches.
+    kernels = check_kernels(precision, model, lambda: step(timed[0]), device) if cfg.precision.kernel_check else None
     result = window.result
     assert result is not None
     samples = result.iterations * cfg.batch_size
@@ -177,8 +183,12 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.energy": energy.status,
         "eaq.energy.sampler": energy.sampler,
         "eaq.compile": str(cfg.compile).lower(),
+        "eaq.cuda_graphs": str(cfg.cuda_graphs).lower(),
+        "eaq.kernel_check": "passed" if kernels else "not asked",
         "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
     }
+    if kernels:
+        metrics |= kernels.metrics()
     if token_cache is not None:
         metrics["data_tokenize_s"] = token_cache.seconds
         tags["eaq.data.token_cache"] = "hit" if token_cache.hit else "miss"

@@ -18,6 +18,7 @@ from eaq.errors import EaqError
 from eaq.measure.samplers import measures_energy, select_sampler
 from eaq.measure.roofline import CALIBRATION_SIZE, Calibration, calibrate, calibration_path, load_calibration, save_calibration
 from eaq.precision import get_precision
+from eaq.precision.base import set_tf32
 from eaq.tasks.result import TaskResult, describe_device
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ def _measure(cfg: EaqConfig, device: torch.device, matmul: str) -> Calibration |
     if not measures_energy(sampler):
         return None
     size = CALIBRATION_SIZE if device.type == "cuda" else 2048  # a CPU needs minutes for 8192^3
+    set_tf32(matmul == "tfloat32")  # fp32 products run as IEEE fp32 unless the format is TF32
     calibration = calibrate(device, matmul, sampler, size=size)
     if calibration is not None:
         save_calibration(calibration_path(cfg.paths.cache_dir, _device_key(device), matmul), calibration)

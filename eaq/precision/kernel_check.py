@@ -1,0 +1,87 @@
+"""Proof from the profiler that a precision ran the kernels it names, layer for layer.
+
+Storage bytes show what is stored; this shows what executed. One forward pass is
+profiled (outside the measurement window) and its op and kernel names are counted:
+every quantized layer must show the format's GEMM, a format whose math is quantized
+(int8, fp8) must leave no more float GEMMs than there are layers it left in the base
+dtype (torchao falls back to a float matmul on shapes cuBLAS refuses, without saying
+so), and no host<->device copy may happen inside the forward pass.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
+
+from eaq.device import synchronize
+from eaq.errors import EaqError
+from eaq.precision.base import Precision
+from eaq.precision.proof import linear_coverage
+
+FLOAT_GEMMS = ("aten::mm", "aten::addmm")
+HOST_COPIES = ("Memcpy DtoH", "Memcpy HtoD")
+
+
+class KernelCheckError(EaqError):
+    """The profiler saw a quantized layer run something other than its format's kernel."""
+
+
+@dataclass(frozen=True)
+class KernelCheck:
+    quantized_layers: int
+    unquantized_layers: int
+    lowp_gemms: int
+    float_gemms: int
+    host_copies: int
+    failures: list[str] = field(default_factory=list)
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            "kernel_lowp_gemms": self.lowp_gemms,
+            "kernel_float_gemms": self.float_gemms,
+            "kernel_host_copies": self.host_copies,
+        }
+
+
+def _count(names: Counter[str], patterns: tuple[str, ...]) -> int:
+    return sum(n for name, n in names.items() if any(p in name for p in patterns))
+
+
+def evaluate(precision: Precision, model: nn.Module, ops: Counter[str], kernels: Counter[str]) -> KernelCheck:
+    """Judge one forward pass's op names (host side) and kernel names (device side)."""
+    quantized, linears = linear_coverage(model)
+    # An op (aten::_int_mm) or a kernel named after it (a Triton template under torch.compile).
+    lowp = max(_count(ops, precision.kernels), _count(kernels, precision.kernels)) if precision.kernels else 0
+    floats = sum(ops[name] for name in FLOAT_GEMMS)
+    copies = _count(kernels, HOST_COPIES)
+    failures = []
+    if precision.kernels and lowp < quantized:
+        failures.append(f"{quantized} quantized layers but {lowp} {'/'.join(precision.kernels)} GEMMs per forward")
+    if precision.quantized_math and floats > linears - quantized:
+        failures.append(f"{floats} float GEMMs per forward for {linears - quantized} unquantized layers (a float fallback)")
+    if copies:
+        failures.append(f"{copies} host<->device copies inside the forward pass")
+    return KernelCheck(quantized, linears - quantized, lowp, floats, copies, failures)
+
+
+def check_kernels(precision: Precision, model: nn.Module, forward: Callable[[], object], device: torch.device) -> KernelCheck:
+    """Profile ``forward()`` once and judge it; raise KernelCheckError on a failure."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    synchronize(device)
+    with profile(activities=activities) as prof:
+        forward()
+        synchronize(device)
+    ops: Counter[str] = Counter()
+    kernels: Counter[str] = Counter()
+    for event in prof.events():
+        (kernels if event.device_type == DeviceType.CUDA else ops)[event.name] += 1
+    result = evaluate(precision, model, ops, kernels)
+    if result.failures:
+        raise KernelCheckError(f"precision={precision.name} kernel check failed: {'; '.join(result.failures)}.")
+    return result

@@ -1,0 +1,45 @@
+"""What a precision needs from the device, checked before any model loads.
+
+A precision that cannot run for real is refused, never replaced by another one: the
+error names what was missing and which precisions this device does run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Requirements:
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    # CUDA compute capability of the tensor cores the format needs (bf16: 8.0 Ampere; fp8: 8.9 Ada/Hopper).
+    min_capability: tuple[int, int] = (0, 0)
+    # Tokens per batch the kernel needs (cuBLAS int8 GEMMs want M > 16; torchao would
+    # otherwise fall back to a float matmul without saying so).
+    min_tokens: int = 1
+    torchao: bool = False
+
+    def unmet(self, name: str, device: torch.device, tokens: int | None = None) -> str | None:
+        """Why ``name`` cannot run for real on ``device``, or None when it can."""
+        if device.type not in self.devices:
+            return f"precision={name} runs on {' and '.join(self.devices)}, not on {device.type}"
+        if device.type == "cuda" and self.min_capability > (0, 0):
+            capability = torch.cuda.get_device_capability(device)
+            if capability < self.min_capability:
+                need = ".".join(map(str, self.min_capability))
+                have = ".".join(map(str, capability))
+                return (
+                    f"precision={name} needs a GPU of compute capability {need} or newer, "
+                    f"and {torch.cuda.get_device_name(device)} is {have}"
+                )
+        if tokens is not None and tokens < self.min_tokens:
+            return (
+                f"precision={name} on {device.type} needs at least {self.min_tokens} tokens per batch "
+                f"(batch_size x seq_len is {tokens}); raise batch_size or seq_len"
+            )
+        if self.torchao and importlib.util.find_spec("torchao") is None:
+            return f"precision={name} needs torchao, which is not installed (pip install torchao)"
+        return None
