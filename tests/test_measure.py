@@ -12,6 +12,7 @@ from eaq.measure.memory import PeakMemory
 from eaq.measure.samplers import NoSampler
 from eaq.measure.stats import LatencyStats
 from eaq.measure.timing import run_timed
+from eaq.measure.warmup import warm_up
 from eaq.measure.window import MeasurementWindow
 
 CPU = torch.device("cpu")
@@ -62,3 +63,26 @@ def test_peak_rss_sees_a_large_allocation_after_reset() -> None:
     memory.reset()
     assert memory.rss_peak_is_windowed  # Linux lets us reset the high-water mark
     assert memory.read()["memory_peak_rss_mb"] < after - 250
+
+
+def test_warm_up_settles_after_a_slow_first_pass_and_gives_up_on_drift() -> None:
+    # The first pass is slow, as torch.compile's compilation is; settling time starts after it.
+    calls = []
+    a = torch.randn(128, 128)
+
+    def compiled_step(batch: object) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(1.0)
+        a @ a
+
+    settled = warm_up(compiled_step, [None], CPU, min_iters=1, settle=True, chunk_s=0.1, max_s=0.8)
+    assert settled.settled is True and settled.duration_s >= 1.0
+
+    def drifting_step(batch: object) -> None:  # each pass slower than the last: never settles
+        calls.append(1)
+        time.sleep(0.002 * len(calls))
+
+    calls.clear()
+    drifting = warm_up(drifting_step, [None], CPU, min_iters=1, settle=True, chunk_s=0.1, max_s=0.5)
+    assert drifting.settled is False and drifting.duration_s < 1.5
