@@ -8,6 +8,7 @@ import pytest
 
 from conftest import FAST, all_runs, run_eaq
 from eaq.metrics import METRIC_NAMES
+from eaq.report.table import main as table_main
 
 REQUIRED = {
     "latency_mean_ms",
@@ -22,7 +23,7 @@ REQUIRED = {
 }
 
 
-def test_multirun_logs_finished_children_under_one_parent(out: Path) -> None:
+def test_multirun_logs_finished_children_under_one_parent(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result = run_eaq(out, "-m", "precision=fp32,int8", "trial=1,2", *FAST)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "sweep: 4 of 4 runs finished" in result.stdout
@@ -54,6 +55,14 @@ def test_multirun_logs_finished_children_under_one_parent(out: Path) -> None:
     client_artifacts = {a.path for a in _artifacts(out, int8.info.run_id)}
     assert {"config.yaml", ".hydra", "env.json"} <= client_artifacts
 
+    # The report reads the store back; a table measured in parts reads several stores at once.
+    uri = f"sqlite:///{out}/mlflow.db"
+    assert table_main(["--uri", uri, "--preset", "precision", "--csv"]) == 0
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert rows[0].startswith("model.name,precision.name,batch_size,seq_len,trial,compile,cuda_graphs") and len(rows) == 1 + 4
+    assert table_main(["--uri", uri, uri, "--csv"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1 + 8
+
 
 def _artifacts(out: Path, run_id: str):
     from conftest import store
@@ -74,10 +83,11 @@ def test_named_sweep_composes(out: Path) -> None:
         ("device=cuda", "device=cuda was asked for but this machine has no CUDA GPU; use device=cpu or device=auto."),
         ("precision=fp8", "precision=fp8 runs on cuda, not on cpu; on cpu these run for real: fp32, fp16, bf16, amp_fp16, amp_bf16, int8, int8_weight_only."),
         ("cuda_graphs=true", "cuda_graphs=true replays graphs that torch.compile captures: add compile=true, or drop cuda_graphs."),
+        ("cuda_graphs=true compile=true", "cuda_graphs=true needs a CUDA device and this run is on cpu; drop cuda_graphs or use device=cuda."),
     ],
 )
 def test_bad_value_exits_non_zero_with_one_sentence_and_no_running_run(out: Path, override: str, expected: str) -> None:
-    result = run_eaq(out, *FAST, override)
+    result = run_eaq(out, *FAST, *override.split())
     assert result.returncode != 0
     assert f"error: {expected}" in result.stderr
     assert "Traceback" not in result.stderr

@@ -187,10 +187,11 @@ def test_kernel_check_catches_a_float_fallback_on_quantized_layers() -> None:
     with pytest.raises(KernelCheckError, match=r"8 quantized layers but 0 _int_mm GEMMs per forward; 9 float GEMMs per forward for 1 unquantized layers"):
         check_kernels(precision, int8, lambda: fp32(input_ids=ids), CPU)
     # Host<->device copies inside a forward pass are named as such (CUDA kernel names; no GPU here).
+    # Host<->device copies beyond the fp32 model's own are recorded (CUDA kernel names; no GPU here).
     copies = Counter({"Memcpy DtoH (Device -> Pageable)": 2})
     found = evaluate(precision, int8, Counter({"aten::_int_mm": 8, "aten::mm": 1}), copies, baseline_copies=1)
-    assert found.failures == ["2 host<->device copies inside the forward pass, where the fp32 model makes 1"]
-    assert not evaluate(precision, int8, Counter({"aten::_int_mm": 8, "aten::mm": 1}), copies, baseline_copies=2).failures
+    assert not found.failures and found.summary == "passed, with 2 host<->device copies per forward where the fp32 model makes 1"
+    assert evaluate(precision, int8, Counter({"aten::_int_mm": 8, "aten::mm": 1}), copies, baseline_copies=2).summary == "passed"
 
 
 def test_int8_compiled_still_runs_integer_gemms_on_every_quantized_layer() -> None:

@@ -1,13 +1,15 @@
 """Proof from the profiler that a precision ran the kernels it names, layer for layer.
 
 Storage bytes show what is stored; this shows what executed. One forward pass is
-profiled (outside the measurement window) and its op and kernel names are counted:
-every quantized layer must show the format's GEMM, a format whose math is quantized
-(int8, fp8) must leave no more float GEMMs than there are layers it left in the base
-dtype (torchao falls back to a float matmul on shapes cuBLAS refuses, without saying
-so), and the forward pass may copy between host and device no more often than the fp32
-model's own forward does (transformers' code makes one such copy on its own; torchao
-0.18's eager int8 path on CUDA makes 48 per layer, see docs/results).
+profiled (outside the measurement window) and its op and kernel names are counted.
+The run fails unless every quantized layer shows the format's GEMM and, for a format
+whose math is quantized (int8, fp8), no more float GEMMs ran than there are layers left
+in the base dtype: torchao falls back to a float matmul on shapes cuBLAS refuses (or to
+an integer matmul on the host) without saying so.
+
+Host<->device copies beyond those the fp32 model's own forward makes are recorded, not
+failed: the format did run, and the copies are a real cost of its implementation
+(torchao 0.18's eager int8 path on CUDA makes 48 per layer, see docs/results).
 """
 
 from __future__ import annotations
@@ -41,7 +43,15 @@ class KernelCheck:
     lowp_gemms: int
     float_gemms: int
     host_copies: int
+    baseline_copies: int
     failures: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        """The tag ``eaq.kernel_check`` of a run that passed."""
+        if self.host_copies > self.baseline_copies:
+            return f"passed, with {self.host_copies} host<->device copies per forward where the fp32 model makes {self.baseline_copies}"
+        return "passed"
 
     def metrics(self) -> dict[str, float]:
         return {
@@ -70,9 +80,7 @@ def evaluate(precision: Precision, model: nn.Module, ops: Counter[str], kernels:
         failures.append(f"{quantized} quantized layers but {lowp} {'/'.join(precision.kernels)} GEMMs per forward")
     if precision.quantized_math and floats > linears - quantized:
         failures.append(f"{floats} float GEMMs per forward for {linears - quantized} unquantized layers (a float fallback)")
-    if copies > baseline_copies:
-        failures.append(f"{copies} host<->device copies inside the forward pass, where the fp32 model makes {baseline_copies}")
-    return KernelCheck(quantized, linears - quantized, lowp, floats, copies, failures)
+    return KernelCheck(quantized, linears - quantized, lowp, floats, copies, baseline_copies, failures)
 
 
 def _profile(forward: Callable[[], object], device: torch.device) -> tuple[Counter[str], Counter[str]]:

@@ -7,6 +7,7 @@ benchmark run: its config choices and the chosen metrics.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 import sys
 
 import mlflow
@@ -34,21 +35,26 @@ PRESETS: dict[str, tuple[str, ...]] = {
 DEFAULT_COLUMNS = PRESETS["default"]
 
 
-def runs_table(uri: str, experiment: str = "eaq", columns: tuple[str, ...] = DEFAULT_COLUMNS) -> pd.DataFrame:
-    mlflow.set_tracking_uri(uri)
-    runs = mlflow.search_runs(experiment_names=[experiment], filter_string="tags.`eaq.kind` = 'benchmark'")
-    if runs.empty:
-        return runs
-    runs = runs[runs["status"] == "FINISHED"]
+def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str, ...] = DEFAULT_COLUMNS) -> pd.DataFrame:
+    """FINISHED benchmark runs of one or more stores (a table measured in parts, one store each)."""
+    found = []
+    for uri in uris:
+        mlflow.set_tracking_uri(uri)
+        runs = mlflow.search_runs(experiment_names=[experiment], filter_string="tags.`eaq.kind` = 'benchmark'")
+        if not runs.empty:
+            found.append(runs[runs["status"] == "FINISHED"])
+    if not found:
+        return pd.DataFrame()
+    runs = pd.concat(found, ignore_index=True)
     present = [c for c in columns if c in runs.columns]
     table = runs[present].rename(columns=lambda c: c.split(".", 1)[1])
-    keys = [c for c in ("model.name", "precision.name", "batch_size", "sampler.name", "trial") if c in table.columns]
+    keys = [c for c in ("model.name", "precision.name", "compile", "batch_size", "sampler.name", "trial") if c in table.columns]
     return table.sort_values(keys)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db")
+    parser.add_argument("--uri", nargs="+", default=["sqlite:///outputs/mlflow.db"], help="one or more MLflow stores")
     parser.add_argument("--experiment", default="eaq")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="default", help="a named set of columns")
     parser.add_argument("--columns", nargs="*", help="MLflow columns (params.x, metrics.y, tags.z); overrides --preset")
@@ -56,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     table = runs_table(args.uri, args.experiment, tuple(args.columns or PRESETS[args.preset]))
     if table.empty:
-        print(f"no finished benchmark runs in experiment {args.experiment!r} at {args.uri}", file=sys.stderr)
+        print(f"no finished benchmark runs in experiment {args.experiment!r} at {' '.join(args.uri)}", file=sys.stderr)
         return 1
     print(table.to_csv(index=False) if args.csv else table.to_markdown(index=False, floatfmt=".4g"))
     return 0
