@@ -52,8 +52,8 @@ class PrecisionConfig:
     name: str = "fp32"
     # Human-readable: what executes (recorded with the run).
     description: str = ""
-    # Profile one forward pass after the window and fail the run unless every quantized
-    # layer ran the format's kernel, with no float fallback and no host copy.
+    # After the window, profile one forward pass and fail the run unless every quantized
+    # layer ran the format's kernel with no float fallback (host copies are recorded).
     kernel_check: bool = False
 
 
@@ -204,6 +204,8 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
     _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)
     _one_of("task", obj.task, TASKS)
+    if obj.compile and obj.trials.warmup_iters < 1:
+        raise ConfigError("compile=true needs trials.warmup_iters of at least 1: the first pass compiles the model, outside the window.")
     if obj.cuda_graphs and not obj.compile:
         raise ConfigError("cuda_graphs=true replays graphs that torch.compile captures: add compile=true, or drop cuda_graphs.")
     if obj.cuda_graphs and obj.precision.kernel_check:

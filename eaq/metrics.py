@@ -99,6 +99,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.warmup.settled", "'true'/'false' when warm-up ran until latency and power settled; 'not asked' for a fixed count."),
     ("eaq.data.token_cache", "'hit' or 'miss': were the token tensors read from the cache."),
     ("eaq.compile", "'true' when the timed model ran through torch.compile (compiled during warm-up)."),
+    ("eaq.compile.inductor", "The Inductor settings of a compiled run: torchao's recommended ones, for every precision alike."),
     ("eaq.cuda_graphs", "'true' when the compiled model replayed CUDA graphs (torch.compile mode reduce-overhead)."),
     ("eaq.kernel_check", "'passed' (or 'passed, with N host<->device copies ...') when precision.kernel_check profiled the kernels; a failed check fails the run; else 'not asked'."),
     ("eaq.weights", "'pretrained' or 'random' (random-weight results measure speed and energy, not task quality)."),

@@ -16,6 +16,8 @@ from eaq.models import load_model
 from eaq.data import make_batches
 from eaq.precision import get_precision, proof, runnable
 from eaq.precision.kernel_check import KernelCheckError, check_kernels, evaluate
+from eaq.precision.shapes import linear_rows
+from eaq.tasks.compile import compile_model
 from eaq.precision.proof import model_size_bytes
 
 CPU = torch.device("cpu")
@@ -92,10 +94,18 @@ def test_gpu_requirements_name_the_capability_and_what_would_work(monkeypatch: p
     assert runnable(t4) == ["fp32", "fp16", "amp_fp16", "int8", "int8_weight_only"]
     with pytest.raises(UnsupportedPrecisionError, match=r"precision=fp8 needs a GPU of compute capability 8\.9 or newer, and Tesla T4 is 7\.5; on cuda:0 these run for real: fp32, fp16, amp_fp16, int8, int8_weight_only\."):
         get_precision("fp8", t4)
-    assert get_precision("int8", t4).base == torch.float16  # no bf16 before Ampere
-    # cuBLAS int8 GEMMs need more than 16 rows; torchao would quietly use a float matmul instead.
-    with pytest.raises(UnsupportedPrecisionError, match="needs at least 17 tokens per batch"):
-        get_precision("int8", t4, tokens=1 * 8)
+    int8 = get_precision("int8", t4)
+    assert int8.base == torch.float16  # no bf16 before Ampere
+    # cuBLAS int8 GEMMs need more than 16 rows (torchao would quietly use a float matmul
+    # instead): measured per layer, a classifier's pooled input at batch 2 has 2 rows.
+    model = load_model(TINY_DISTILBERT).model
+    ids = torch.randint(0, 30522, (2, 32))
+    rows = linear_rows(model, lambda: model(input_ids=ids))
+    assert rows["distilbert.transformer.layer.0.attention.q_lin"] == 64 and rows["pre_classifier"] == 2
+    kept = [fqn for fqn, m in model.named_modules() if isinstance(m, nn.Linear) and not int8.eligible(m, fqn, rows)]
+    assert kept == ["pre_classifier", "classifier"]  # 2 rows; and 2 output features, not a multiple of 16
+    with pytest.raises(UnsupportedPrecisionError, match="precision=int8 quantizes no layer of this model at this shape: .* the largest layer input has 8 rows; raise batch_size or seq_len"):
+        int8.apply(model, t4, linear_rows(model, lambda: model(input_ids=ids[:1, :8])))
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
     h100 = get_precision("fp8", t4)
     assert (h100.base, h100.matmul) == (torch.bfloat16, "float8_e4m3fn")
@@ -184,9 +194,8 @@ def test_kernel_check_catches_a_float_fallback_on_quantized_layers() -> None:
     int8 = precision.apply(copy.deepcopy(fp32), CPU)
     ids = torch.randint(0, 30522, (2, 32))
     # The quantized model's layers, but a forward that runs float GEMMs: what a silent fallback looks like.
-    with pytest.raises(KernelCheckError, match=r"8 quantized layers but 0 _int_mm GEMMs per forward; 9 float GEMMs per forward for 1 unquantized layers"):
+    with pytest.raises(KernelCheckError, match=r"precision=int8 did not run as named \(8 quantized layers but 0 _int_mm GEMMs per forward; 9 float GEMMs per forward for 1 unquantized layers \(a float fallback\)\): torchao fell back"):
         check_kernels(precision, int8, lambda: fp32(input_ids=ids), CPU)
-    # Host<->device copies inside a forward pass are named as such (CUDA kernel names; no GPU here).
     # Host<->device copies beyond the fp32 model's own are recorded (CUDA kernel names; no GPU here).
     copies = Counter({"Memcpy DtoH (Device -> Pageable)": 2})
     found = evaluate(precision, int8, Counter({"aten::_int_mm": 8, "aten::mm": 1}), copies, baseline_copies=1)
@@ -197,7 +206,7 @@ def test_kernel_check_catches_a_float_fallback_on_quantized_layers() -> None:
 def test_int8_compiled_still_runs_integer_gemms_on_every_quantized_layer() -> None:
     precision = get_precision("int8", CPU)
     model = precision.apply(load_model(TINY_GPT2).model, CPU)
-    compiled = torch.compile(model)
+    compiled = compile_model(model, cuda_graphs=False)
     ids = torch.randint(0, 30522, (2, 32))
     with torch.inference_mode():
         compiled(input_ids=ids)  # compiles

@@ -33,15 +33,12 @@ def runnable(device: torch.device) -> list[str]:
     return [name for name, make in PRECISIONS.items() if make(device).requirements.unmet(name, device) is None]
 
 
-def get_precision(name: str, device: torch.device, tokens: int | None = None) -> Precision:
-    """The precision object, after checking it runs for real on ``device`` (never a stand-in).
-
-    ``tokens`` (batch_size x seq_len) lets shape limits of a kernel be refused up front.
-    """
+def get_precision(name: str, device: torch.device) -> Precision:
+    """The precision object, after checking it runs for real on ``device`` (never a stand-in)."""
     if name not in PRECISIONS:
         raise UnsupportedPrecisionError(f"precision {name!r} does not exist; valid: {', '.join(PRECISIONS)}.")
     precision = PRECISIONS[name](device)
-    reason = precision.requirements.unmet(name, device, tokens)
+    reason = precision.requirements.unmet(name, device)
     if reason:
         raise UnsupportedPrecisionError(f"{reason}; on {device} these run for real: {', '.join(runnable(device))}.")
     return precision

@@ -29,8 +29,12 @@ class Precision(Protocol):
     # whose matmuls read low-precision weights but compute in the base dtype.
     quantized_math: bool
 
-    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
-        """Transform the (fp32) model for real and move it to ``device``."""
+    def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
+        """Transform the (fp32) model for real and move it to ``device``.
+
+        ``rows``: the rows each Linear layer sees at the run's shape (eaq.precision.shapes),
+        for formats whose kernels have a limit on them (``requirements.min_rows``).
+        """
 
 
 def set_tf32(enabled: bool) -> None:
@@ -43,10 +47,12 @@ def set_tf32(enabled: bool) -> None:
     torch.backends.cudnn.allow_tf32 = enabled
 
 
-def half_dtype(device: torch.device) -> torch.dtype:
-    """The 16-bit float a GPU runs best: bf16 from Ampere (sm_80) on, fp16 before; fp32 on the CPU.
+def base_dtype(device: torch.device) -> torch.dtype:
+    """The dtype a quantized model keeps for activations and the layers left unquantized.
 
-    The base dtype of quantized models: layers left unquantized and activations stay in it.
+    On a GPU, the 16-bit float its tensor cores and torchao's kernels take: bf16 from
+    Ampere (sm_80) on, fp16 before. On the CPU, fp32: torchao's CPU int8 path takes fp32
+    activations, and CPUs without bf16 units run it slower.
     """
     if device.type != "cuda":
         return torch.float32

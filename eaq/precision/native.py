@@ -28,7 +28,7 @@ class Cast:
     def matmul(self) -> str:
         return "tfloat32" if self.tf32 else str(self.dtype).removeprefix("torch.")
 
-    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
+    def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
         set_tf32(self.tf32)
         return model.to(device=device, dtype=self.dtype)
 
@@ -60,7 +60,7 @@ class Autocast:
     def matmul(self) -> str:
         return str(self.dtype).removeprefix("torch.")
 
-    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
+    def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
         set_tf32(False)
         return AutocastModel(model.to(device=device, dtype=torch.float32), device.type, self.dtype)
 

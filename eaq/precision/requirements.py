@@ -17,12 +17,13 @@ class Requirements:
     devices: tuple[str, ...] = ("cpu", "cuda")
     # CUDA compute capability of the tensor cores the format needs (bf16: 8.0 Ampere; fp8: 8.9 Ada/Hopper).
     min_capability: tuple[int, int] = (0, 0)
-    # Tokens per batch the kernel needs (cuBLAS int8 GEMMs want M > 16; torchao would
-    # otherwise fall back to a float matmul without saying so).
-    min_tokens: int = 1
+    # Rows (M) a layer's GEMM needs (cuBLAS int8 GEMMs want M > 16; torchao would otherwise
+    # fall back to a float matmul without saying so). Layers seeing fewer stay in the base
+    # dtype by rule (eaq.precision.shapes measures the rows).
+    min_rows: int = 1
     torchao: bool = False
 
-    def unmet(self, name: str, device: torch.device, tokens: int | None = None) -> str | None:
+    def unmet(self, name: str, device: torch.device) -> str | None:
         """Why ``name`` cannot run for real on ``device``, or None when it can."""
         if device.type not in self.devices:
             return f"precision={name} runs on {' and '.join(self.devices)}, not on {device.type}"
@@ -35,11 +36,6 @@ class Requirements:
                     f"precision={name} needs a GPU of compute capability {need} or newer, "
                     f"and {torch.cuda.get_device_name(device)} is {have}"
                 )
-        if tokens is not None and tokens < self.min_tokens:
-            return (
-                f"precision={name} on {device.type} needs at least {self.min_tokens} tokens per batch "
-                f"(batch_size x seq_len is {tokens}); raise batch_size or seq_len"
-            )
         if self.torchao and importlib.util.find_spec("torchao") is None:
             return f"precision={name} needs torchao, which is not installed (pip install torchao)"
         return None

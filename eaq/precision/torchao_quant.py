@@ -16,7 +16,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from eaq.precision.base import half_dtype, set_tf32
+from eaq.precision.base import base_dtype, set_tf32
+from eaq.errors import UnsupportedPrecisionError
 from eaq.precision.requirements import Requirements
 
 # Low-precision GEMM kernels need both matrix dimensions in multiples of 16; a layer that
@@ -50,35 +51,48 @@ class TorchaoQuant:
     # Input features must be a multiple of this (int4's group size) on top of ALIGNMENT.
     group: int = 1
 
-    def eligible(self, module: nn.Module, fqn: str) -> bool:
+    def eligible(self, module: nn.Module, fqn: str, rows: dict[str, int] | None = None) -> bool:
+        """The shape rule: which layers the format's kernel takes; the rest stay in the base dtype."""
         return (
             isinstance(module, nn.Linear)
             and module.out_features % ALIGNMENT == 0
             and module.in_features % ALIGNMENT == 0
             and module.in_features % self.group == 0
+            and (rows is None or rows.get(fqn, self.requirements.min_rows) >= self.requirements.min_rows)
         )
 
-    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
+    def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
+        if self.requirements.min_rows > 1 and rows is None:
+            raise ValueError(f"{self.name} on this device needs the rows each layer sees (eaq.precision.shapes.linear_rows)")
+        if not any(self.eligible(m, fqn, rows) for fqn, m in model.named_modules()):
+            most = max(rows.values(), default=0) if rows else 0
+            raise UnsupportedPrecisionError(
+                f"precision={self.name} quantizes no layer of this model at this shape: its kernel needs "
+                f"Linear layers with dimensions in multiples of {ALIGNMENT} and at least {self.requirements.min_rows} "
+                f"rows, and the largest layer input has {most} rows; raise batch_size or seq_len, or use another precision."
+            )
         set_tf32(False)
         model = model.to(device=device, dtype=self.base)
-        _quantization().quantize_(model, self.config(), filter_fn=self.eligible)
+        # set_inductor_config=False: compiled runs of every precision get the same Inductor
+        # settings (eaq.tasks.benchmark), not torchao's only for the quantized ones.
+        _quantization().quantize_(model, self.config(), filter_fn=lambda m, fqn: self.eligible(m, fqn, rows))
         return model
 
 
 def int8(device: torch.device) -> TorchaoQuant:
     """int8 weights per channel, activations quantized to int8 per token at run time, integer GEMMs."""
     return TorchaoQuant(
-        "int8", lambda: _quantization().Int8DynamicActivationInt8WeightConfig(), half_dtype(device), "int8",
-        Requirements(torchao=True, min_tokens=17 if device.type == "cuda" else 1),
+        "int8", lambda: _quantization().Int8DynamicActivationInt8WeightConfig(set_inductor_config=False), base_dtype(device), "int8",
+        Requirements(torchao=True, min_rows=17 if device.type == "cuda" else 1),
         kernels=("_int_mm",), quantized_math=True,
     )
 
 
 def int8_weight_only(device: torch.device) -> TorchaoQuant:
     """int8 weights per channel; the matmul computes in the base dtype on the int8 weights."""
-    base = half_dtype(device)
+    base = base_dtype(device)
     return TorchaoQuant(
-        "int8_weight_only", lambda: _quantization().Int8WeightOnlyConfig(), base, str(base).removeprefix("torch."),
+        "int8_weight_only", lambda: _quantization().Int8WeightOnlyConfig(set_inductor_config=False), base, str(base).removeprefix("torch."),
         Requirements(torchao=True), kernels=(), quantized_math=False,
     )
 
@@ -87,7 +101,7 @@ def fp8(device: torch.device) -> TorchaoQuant:
     """float8 e4m3 weights and activations, scaled per row (activations per token, at run time)."""
     def config() -> Any:
         q = _quantization()
-        return q.Float8DynamicActivationFloat8WeightConfig(granularity=q.PerRow())
+        return q.Float8DynamicActivationFloat8WeightConfig(granularity=q.PerRow(), set_inductor_config=False)
 
     return TorchaoQuant(
         "fp8", config, torch.bfloat16, "float8_e4m3fn",
@@ -97,9 +111,16 @@ def fp8(device: torch.device) -> TorchaoQuant:
 
 
 def int4_weight_only(device: torch.device) -> TorchaoQuant:
-    """int4 weights in groups of 128 (tinygemm tile layout); bf16 activations and math."""
+    """int4 weights in groups of 128 (tinygemm tile layout); bf16 activations and math.
+
+    torchao pads each weight's input features to a multiple of 1024 for this layout (and
+    the activations on every call), so a 768-wide layer stores and multiplies a third more
+    than its shape; ``model_size_mb`` counts the padded bytes.
+    """
     def config() -> Any:
-        return _quantization().Int4WeightOnlyConfig(group_size=INT4_GROUP, int4_packing_format="tile_packed_to_4d")
+        return _quantization().Int4WeightOnlyConfig(
+            group_size=INT4_GROUP, int4_packing_format="tile_packed_to_4d", set_inductor_config=False
+        )
 
     return TorchaoQuant(
         "int4_weight_only", config, torch.bfloat16, "bfloat16",

@@ -28,7 +28,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
                   "metrics.throughput_samples_per_s", "metrics.energy_per_sample_mj", "metrics.energy_net_per_sample_mj",
                   "metrics.roofline_efficiency", "metrics.quantized_linear_layers", "metrics.linear_layers",
                   "metrics.model_size_mb", "metrics.memory_peak_gpu_mb", "metrics.kernel_lowp_gemms",
-                  "metrics.kernel_float_gemms", "tags.eaq.valid"),
+                  "metrics.kernel_float_gemms", "metrics.kernel_host_copies", "tags.eaq.kernel_check", "tags.eaq.valid"),
     "overhead": (*CONFIG, "params.sampler.name", "metrics.latency_mean_ms", "metrics.latency_p50_ms",
                  "metrics.latency_std_ms", "metrics.window_iterations", "metrics.poll_coverage"),
 }
@@ -45,9 +45,12 @@ def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str,
             found.append(runs[runs["status"] == "FINISHED"])
     if not found:
         return pd.DataFrame()
-    runs = pd.concat(found, ignore_index=True)
+    runs = pd.concat(found, ignore_index=True).drop_duplicates("run_id")  # a store named twice counts once
     present = [c for c in columns if c in runs.columns]
     table = runs[present].rename(columns=lambda c: c.split(".", 1)[1])
+    for number in ("batch_size", "seq_len", "trial"):  # MLflow params are strings: sort 1, 32, 256
+        if number in table.columns:
+            table[number] = pd.to_numeric(table[number])
     keys = [c for c in ("model.name", "precision.name", "compile", "batch_size", "sampler.name", "trial") if c in table.columns]
     return table.sort_values(keys)
 

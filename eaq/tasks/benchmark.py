@@ -8,6 +8,7 @@ the trace shows both and the window's edges have samples on either side.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import time
 from dataclasses import asdict
@@ -35,7 +36,10 @@ from eaq.measure.trace_export import write_csv, write_png
 from eaq.models import LoadedModel, load_model
 from eaq.errors import ConfigError
 from eaq.precision import get_precision, proof
+from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies
+from eaq.precision.shapes import linear_rows
+from eaq.tasks.compile import INDUCTOR_SETTINGS, compile_model
 from eaq.tasks.result import TaskResult, describe_device
 from eaq.tasks.roofline import roofline_metrics
 
@@ -91,7 +95,7 @@ def _window_metrics(result: WindowResult, latencies: list[float], batch_size: in
 def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     # Everything that can be refused is checked before the model loads.
     device = resolve_device(cfg.device)
-    precision = get_precision(cfg.precision.name, device, tokens=cfg.batch_size * cfg.seq_len)
+    precision = get_precision(cfg.precision.name, device)
     if cfg.cuda_graphs and device.type != "cuda":
         raise ConfigError(f"cuda_graphs=true needs a CUDA device and this run is on {device}; drop cuda_graphs or use device=cuda.")
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
@@ -101,6 +105,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
     text = examples is not None
     torch.manual_seed(cfg.trial)
+    set_tf32(False)  # the fp32 reference is IEEE fp32, whatever an earlier run in this process set
 
     loaded = load_model(cfg.model, with_tokenizer=text)
     model, head = loaded.model.to(device), cfg.model.head
@@ -114,9 +119,12 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         key = reference_key(model=asdict(cfg.model), dataset=asdict(cfg.dataset), seq_len=cfg.seq_len, rows=rows, device=device.type)
         reference = cached_reference(cfg.paths.cache_dir, key, lambda: collect_outputs(model, head, quality_batches))
 
-    # The fp32 forward's own host<->device copies: what the kernel check allows the precision.
-    baseline_copies = host_copies(lambda: model(**timed[0]), device) if cfg.precision.kernel_check else 0
-    model = precision.apply(model, device)
+    # The rows each layer sees, for kernels with a limit on them (int8 on CUDA: more than 16).
+    layer_rows = linear_rows(model, lambda: model(**timed[0])) if precision.requirements.min_rows > 1 else None
+    # Kept on the host for the kernel check's baseline, profiled after the window: a
+    # profiler session before it could change what the window measures.
+    fp32_model = copy.deepcopy(model).cpu() if cfg.precision.kernel_check else None
+    model = precision.apply(model, device, layer_rows)
     evidence = proof(model)
     quality: dict[str, float] = {}
     if reference is not None:
@@ -130,11 +138,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             quality |= {"quality_perplexity": ppl.perplexity, "quality_perplexity_tokens": ppl.tokens}
 
     # Compiled after quality is measured on the eager model; compilation happens in warm-up.
-    if cfg.compile:
-        # Runs that share a process (isolate=false) would share dynamo's caches and its
-        # recompile limit, past which it runs the model eagerly with only a warning.
-        torch._dynamo.reset()
-    runner = torch.compile(model, mode="reduce-overhead" if cfg.cuda_graphs else None) if cfg.compile else model
+    runner = compile_model(model, cfg.cuda_graphs) if cfg.compile else model
     step = lambda batch: runner(**batch)  # noqa: E731
     memory = PeakMemory(device)
     memory.reset()
@@ -159,7 +163,12 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     finally:
         trace = sampler.stop()
     # After the window and outside it: the profiler slows the pass it watches.
-    kernels = check_kernels(precision, model, lambda: step(timed[0]), device, baseline_copies) if cfg.precision.kernel_check else None
+    kernels = None
+    if fp32_model is not None:
+        fp32_model.to(device)
+        baseline_copies = host_copies(lambda: fp32_model(**timed[0]), device)
+        fp32_model = None
+        kernels = check_kernels(precision, model, lambda: step(timed[0]), device, baseline_copies)
     result = window.result
     assert result is not None
     samples = result.iterations * cfg.batch_size
@@ -189,6 +198,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.energy": energy.status,
         "eaq.energy.sampler": energy.sampler,
         "eaq.compile": str(cfg.compile).lower(),
+        **({"eaq.compile.inductor": INDUCTOR_SETTINGS} if cfg.compile else {}),
         "eaq.cuda_graphs": str(cfg.cuda_graphs).lower(),
         "eaq.kernel_check": kernels.summary if kernels else "not asked",
         "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
