@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import hydra
 from omegaconf import DictConfig
 
 from eaq.config import register_schemas
+from eaq.group_choices import unknown_choice
 from eaq.tasks.job import run_job
 
 register_schemas()
@@ -20,4 +23,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    if error := unknown_choice(sys.argv[1:]):
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
     main()

@@ -96,13 +96,14 @@ def test_bad_value_exits_non_zero_with_one_sentence_and_no_running_run(out: Path
     assert expected in runs[0].data.tags["eaq.error"]
 
 
-def test_unknown_precision_exits_non_zero_naming_valid_ones(out: Path) -> None:
-    result = run_eaq(out, *FAST, "precision=int3")
-    assert result.returncode != 0
-    assert "Could not find 'precision/int3'" in result.stderr
-    assert "fp32" in result.stderr and "int8" in result.stderr
-    assert "Traceback" not in result.stderr
-    assert not any(r.info.status == "RUNNING" for r in all_runs(out))
+def test_unknown_group_choice_gets_one_sentence_naming_valid_ones(out: Path) -> None:
+    result = run_eaq(out, "-m", *FAST, "precision=fp32,int3")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "error: precision=int3 is not an option of the precision group; valid: amp_bf16, amp_fp16, bf16, fp16, "
+        "fp32, fp8, int4_weight_only, int8, int8_weight_only, tf32 (or add conf/precision/int3.yaml)."
+    )
+    assert not (out / "mlflow.db").exists()  # refused before anything ran
 
 
 def test_failing_job_in_sweep_leaves_others_finished_and_exits_non_zero(out: Path) -> None:

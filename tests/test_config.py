@@ -91,3 +91,14 @@ def test_hub_presets_compose() -> None:
 
 def test_compile_shows_in_the_run_name() -> None:
     assert validate(_compose("paths.root=/x", "compile=true")).run_name == "minilm-fp32-compiled-b32-t1"
+
+
+def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
+    from eaq.group_choices import unknown_choice
+
+    assert unknown_choice(["precision=fp8", "model=gpt2_small_random", "trial=1,2"]) is None
+    assert "trials=long is not an option of the trials group" in (unknown_choice(["trials=quick,long"]) or "")
+    # Another config dir or search path may hold more options: Hydra decides there.
+    assert unknown_choice(["-cd", "sweeps", "-cn", "precision_trials", "precision=mine"]) is None
+    assert unknown_choice(["hydra.searchpath=[file:///x]", "precision=mine"]) is None
+    assert unknown_choice(["precision=choice(fp32,int3)"]) is None  # Hydra's sweep syntax: Hydra's message
