@@ -91,6 +91,18 @@ def test_hub_presets_compose() -> None:
 
 def test_compile_shows_in_the_run_name() -> None:
     assert validate(_compose("paths.root=/x", "compile=true")).run_name == "minilm-fp32-compiled-b32-t1"
+    graphs = validate(_compose("paths.root=/x", "compile=true", "cuda_graphs=true"))
+    assert graphs.run_name == "minilm-fp32-compiled-graphs-b32-t1"
+
+
+def test_every_precision_option_is_an_implementation_and_back() -> None:
+    from eaq.precision import PRECISIONS
+
+    options = sorted(p.stem for p in (CONF / "precision").glob("*.yaml"))
+    assert options == sorted(PRECISIONS)
+    for option in options:  # each file names its implementation and says what executes
+        cfg = validate(_compose("paths.root=/x", f"precision={option}"))
+        assert cfg.precision.name == option and cfg.precision.description
 
 
 def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
