@@ -15,7 +15,7 @@ from eaq.evaluate import collect_outputs, fidelity
 from eaq.models import load_model
 from eaq.data import make_batches
 from eaq.precision import get_precision, proof, runnable
-from eaq.precision.kernel_check import KernelCheckError, check_kernels, evaluate
+from eaq.precision.kernel_check import KernelCheckError, Profile, check_kernels, evaluate
 from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import compile_model
 from eaq.precision.proof import model_size_bytes
@@ -194,13 +194,24 @@ def test_kernel_check_catches_a_float_fallback_on_quantized_layers() -> None:
     int8 = precision.apply(copy.deepcopy(fp32), CPU)
     ids = torch.randint(0, 30522, (2, 32))
     # The quantized model's layers, but a forward that runs float GEMMs: what a silent fallback looks like.
-    with pytest.raises(KernelCheckError, match=r"precision=int8 did not run as named \(8 quantized layers but 0 _int_mm GEMMs per forward; 9 float GEMMs per forward for 1 unquantized layers \(a float fallback\)\): torchao fell back"):
+    with pytest.raises(KernelCheckError, match=r"precision=int8 did not run as named \(8 quantized layers but 0 _int_mm GEMMs per forward; 9 float GEMMs per forward for 1 unquantized layers \(a float fallback\)\); for a torchao format"):
         check_kernels(precision, int8, lambda: fp32(input_ids=ids), CPU)
     # Host<->device copies beyond the fp32 model's own are recorded (CUDA kernel names; no GPU here).
-    copies = Counter({"Memcpy DtoH (Device -> Pageable)": 2})
-    found = evaluate(precision, int8, Counter({"aten::_int_mm": 8, "aten::mm": 1}), copies, baseline_copies=1)
+    seen = Profile(Counter({"aten::_int_mm": 8, "aten::mm": 1}), Counter({"Memcpy DtoH (Device -> Pageable)": 2}), Counter({"float": 1}))
+    found = evaluate(precision, int8, seen, baseline_copies=1)
     assert not found.failures and found.summary == "passed, with 2 host<->device copies per forward where the fp32 model makes 1"
-    assert evaluate(precision, int8, Counter({"aten::_int_mm": 8, "aten::mm": 1}), copies, baseline_copies=2).summary == "passed"
+    assert evaluate(precision, int8, seen, baseline_copies=2).summary == "passed"
+
+
+def test_kernel_check_catches_an_autocast_that_did_not_engage() -> None:
+    fp32 = load_model(TINY_GPT2).model
+    amp = get_precision("amp_bf16", CPU)
+    wrapped = amp.apply(copy.deepcopy(fp32), CPU)
+    ids = torch.randint(0, 30522, (2, 32))
+    assert check_kernels(amp, wrapped, lambda: wrapped(input_ids=ids), CPU).float_gemms == 9
+    # The same layers run outside autocast: fp32 GEMMs where amp_bf16 computes in bf16.
+    with pytest.raises(KernelCheckError, match=r"precision=amp_bf16 did not run as named \(9 float GEMMs ran in float where amp_bf16 computes in c10::BFloat16\)"):
+        check_kernels(amp, wrapped, lambda: fp32(input_ids=ids), CPU)
 
 
 def test_int8_compiled_still_runs_integer_gemms_on_every_quantized_layer() -> None:

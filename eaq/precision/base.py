@@ -28,6 +28,9 @@ class Precision(Protocol):
     # GEMM on a quantized layer is a silent fallback; False for weight-only formats,
     # whose matmuls read low-precision weights but compute in the base dtype.
     quantized_math: bool
+    # The dtype of the float GEMMs' operands: the cast or autocast dtype, or the base dtype
+    # of a quantized model's unquantized layers.
+    float_gemm_dtype: torch.dtype
 
     def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
         """Transform the (fp32) model for real and move it to ``device``.

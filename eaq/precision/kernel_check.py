@@ -1,17 +1,20 @@
-"""Proof from the profiler that a precision ran the kernels it names, layer for layer.
+"""Proof from the profiler that a precision ran the kernels it is named for.
 
 Storage bytes show what is stored; this shows what executed. One forward pass is
-profiled (outside the measurement window) and its op and kernel names are counted.
-The run fails unless every quantized layer shows the format's GEMM and, for a format
-whose math is quantized (int8, fp8), no more float GEMMs ran than there are layers left
-in the base dtype: torchao falls back to a float matmul on shapes cuBLAS refuses (or to
-an integer matmul on the host) without saying so.
+profiled (outside the measurement window), and its op names, kernel names and GEMM
+operand dtypes are counted. The run fails unless:
+- the format's GEMM ran at least once for every quantized layer;
+- for a format whose math is quantized (int8, fp8), no more float GEMMs ran than there
+  are layers left in the base dtype. torchao falls back to a float matmul on shapes
+  cuBLAS refuses (or to an integer matmul on the host) without saying so;
+- every float GEMM ran in the precision's float dtype (bf16 for bf16 and amp_bf16, the
+  base dtype for the layers a quantized format left alone). An autocast that did not
+  engage would leave fp32 GEMMs. TF32 does not show here: its GEMMs take fp32 operands.
 
 Host<->device copies beyond those the fp32 model's own forward makes are recorded, not
 failed: the format did run, and the copies are a real cost of its implementation
 (torchao 0.18's eager int8 path on CUDA makes 48 per layer, see docs/results).
 """
-
 from __future__ import annotations
 
 from collections import Counter
@@ -30,10 +33,21 @@ from eaq.precision.proof import linear_coverage
 
 FLOAT_GEMMS = ("aten::mm", "aten::addmm")
 HOST_COPIES = ("Memcpy DtoH", "Memcpy HtoD")
+# How the profiler names the dtypes of a GEMM's operands.
+PROFILER_DTYPES = {torch.float32: "float", torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16"}
 
 
 class KernelCheckError(EaqError):
-    """The profiler saw a quantized layer run something other than its format's kernel."""
+    """The profiler saw a layer run something other than the format it is named for."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What one profiled forward pass ran, with counts."""
+
+    ops: Counter[str]  # host-side op names
+    kernels: Counter[str]  # device-side kernel names (CUDA only)
+    float_gemm_dtypes: Counter[str]  # the operand dtype of each float GEMM ("mixed: ..." if they differ)
 
 
 @dataclass(frozen=True)
@@ -46,15 +60,12 @@ class KernelCheck:
     baseline_copies: int
     failures: list[str] = field(default_factory=list)
 
-    checked: bool = True
-
     @property
     def summary(self) -> str:
         """The tag ``eaq.kernel_check`` of a run that passed."""
-        verdict = "passed" if self.checked else "no low-precision GEMM to look for"
         if self.host_copies > self.baseline_copies:
-            return f"{verdict}, with {self.host_copies} host<->device copies per forward where the fp32 model makes {self.baseline_copies}"
-        return verdict
+            return f"passed, with {self.host_copies} host<->device copies per forward where the fp32 model makes {self.baseline_copies}"
+        return "passed"
 
     def metrics(self) -> dict[str, float]:
         return {
@@ -68,53 +79,59 @@ def _count(names: Counter[str], patterns: tuple[str, ...]) -> int:
     return sum(n for name, n in names.items() if any(p in name for p in patterns))
 
 
-def evaluate(precision: Precision, model: nn.Module, ops: Counter[str], kernels: Counter[str], baseline_copies: int = 0) -> KernelCheck:
-    """Judge one forward pass's op names (host side) and kernel names (device side).
+def evaluate(precision: Precision, model: nn.Module, seen: Profile, baseline_copies: int = 0) -> KernelCheck:
+    """Judge one profiled forward pass.
 
     ``baseline_copies``: host<->device copies the model's fp32 forward makes by itself.
     """
     quantized, linears = linear_coverage(model)
     # An op (aten::_int_mm) or a kernel named after it (a Triton template under torch.compile).
-    lowp = max(_count(ops, precision.kernels), _count(kernels, precision.kernels)) if precision.kernels else 0
-    floats = sum(ops[name] for name in FLOAT_GEMMS)
-    copies = _count(kernels, HOST_COPIES)
+    lowp = max(_count(seen.ops, precision.kernels), _count(seen.kernels, precision.kernels)) if precision.kernels else 0
+    floats = sum(seen.ops[name] for name in FLOAT_GEMMS)
     failures = []
     if precision.kernels and lowp < quantized:
         failures.append(f"{quantized} quantized layers but {lowp} {'/'.join(precision.kernels)} GEMMs per forward")
     if precision.quantized_math and floats > linears - quantized:
         failures.append(f"{floats} float GEMMs per forward for {linears - quantized} unquantized layers (a float fallback)")
-    checked = bool(precision.kernels) or precision.quantized_math
-    return KernelCheck(quantized, linears - quantized, lowp, floats, copies, baseline_copies, failures, checked)
+    expected = PROFILER_DTYPES[precision.float_gemm_dtype]
+    for dtype, n in sorted(seen.float_gemm_dtypes.items()):
+        if dtype != expected:
+            failures.append(f"{n} float GEMMs ran in {dtype} where {precision.name} computes in {expected}")
+    copies = _count(seen.kernels, HOST_COPIES)
+    return KernelCheck(quantized, linears - quantized, lowp, floats, copies, baseline_copies, failures)
 
 
-def _profile(forward: Callable[[], object], device: torch.device) -> tuple[Counter[str], Counter[str]]:
-    """(Host-side op names, device-side kernel names) of one ``forward()``, with counts."""
+def _profile(forward: Callable[[], object], device: torch.device) -> Profile:
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     synchronize(device)
-    with profile(activities=activities) as prof:
+    with profile(activities=activities, record_shapes=True) as prof:  # record_shapes: operand dtypes too
         forward()
         synchronize(device)
-    ops: Counter[str] = Counter()
-    kernels: Counter[str] = Counter()
+    seen = Profile(Counter(), Counter(), Counter())
     for event in prof.events():
-        (kernels if event.device_type == DeviceType.CUDA else ops)[event.name] += 1
-    return ops, kernels
+        if event.device_type == DeviceType.CUDA:
+            seen.kernels[event.name] += 1
+            continue
+        seen.ops[event.name] += 1
+        if event.name in FLOAT_GEMMS:
+            dtypes = sorted({d for d in event.input_dtypes if d and d != "Scalar"})
+            seen.float_gemm_dtypes[dtypes[0] if len(dtypes) == 1 else f"mixed: {', '.join(dtypes)}"] += 1
+    return seen
 
 
 def host_copies(forward: Callable[[], object], device: torch.device) -> int:
     """Host<->device copies in one ``forward()``: run on the fp32 model, the baseline of the check."""
-    return _count(_profile(forward, device)[1], HOST_COPIES)
+    return _count(_profile(forward, device).kernels, HOST_COPIES)
 
 
 def check_kernels(
     precision: Precision, model: nn.Module, forward: Callable[[], object], device: torch.device, baseline_copies: int = 0
 ) -> KernelCheck:
     """Profile ``forward()`` once and judge it; raise KernelCheckError on a failure."""
-    ops, kernels = _profile(forward, device)
-    result = evaluate(precision, model, ops, kernels, baseline_copies)
+    result = evaluate(precision, model, _profile(forward, device), baseline_copies)
     if result.failures:
         raise KernelCheckError(
-            f"precision={precision.name} did not run as named ({'; '.join(result.failures)}): torchao fell back "
-            f"for this model or shape; try compile=true, a larger batch_size or seq_len, or another precision."
+            f"precision={precision.name} did not run as named ({'; '.join(result.failures)}); "
+            f"for a torchao format, try compile=true, a larger batch_size or seq_len, or another precision."
         )
     return result

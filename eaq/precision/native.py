@@ -28,6 +28,10 @@ class Cast:
     def matmul(self) -> str:
         return "tfloat32" if self.tf32 else str(self.dtype).removeprefix("torch.")
 
+    @property
+    def float_gemm_dtype(self) -> torch.dtype:
+        return self.dtype
+
     def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
         set_tf32(self.tf32)
         return model.to(device=device, dtype=self.dtype)
@@ -59,6 +63,10 @@ class Autocast:
     @property
     def matmul(self) -> str:
         return str(self.dtype).removeprefix("torch.")
+
+    @property
+    def float_gemm_dtype(self) -> torch.dtype:
+        return self.dtype
 
     def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
         set_tf32(False)

@@ -51,6 +51,10 @@ class TorchaoQuant:
     # Input features must be a multiple of this (int4's group size) on top of ALIGNMENT.
     group: int = 1
 
+    @property
+    def float_gemm_dtype(self) -> torch.dtype:
+        return self.base
+
     def eligible(self, module: nn.Module, fqn: str, rows: dict[str, int] | None = None) -> bool:
         """The shape rule: which layers the format's kernel takes; the rest stay in the base dtype."""
         return (
