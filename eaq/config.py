@@ -52,7 +52,7 @@ class PrecisionConfig:
     name: str = "fp32"
     # Human-readable: what executes (recorded with the run).
     description: str = ""
-    # After the window, profile one forward pass and fail the run unless every quantized
+    # At the end of the run, profile one forward pass and fail it unless every quantized
     # layer ran the format's kernel with no float fallback (host copies are recorded).
     kernel_check: bool = False
 

@@ -121,8 +121,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
     # The rows each layer sees, for kernels with a limit on them (int8 on CUDA: more than 16).
     layer_rows = linear_rows(model, lambda: model(**timed[0])) if precision.requirements.min_rows > 1 else None
-    # Kept on the host for the kernel check's baseline, profiled after the window: a
-    # profiler session before it could change what the window measures.
+    # Kept on the host for the kernel check's baseline, profiled at the end of the run: a
+    # profiler session before the window could change what the window measures.
     fp32_model = copy.deepcopy(model).cpu() if cfg.precision.kernel_check else None
     model = precision.apply(model, device, layer_rows)
     evidence = proof(model)
@@ -162,13 +162,6 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
     finally:
         trace = sampler.stop()
-    # After the window and outside it: the profiler slows the pass it watches.
-    kernels = None
-    if fp32_model is not None:
-        fp32_model.to(device)
-        baseline_copies = host_copies(lambda: fp32_model(**timed[0]), device)
-        fp32_model = None
-        kernels = check_kernels(precision, model, lambda: step(timed[0]), device, baseline_copies)
     result = window.result
     assert result is not None
     samples = result.iterations * cfg.batch_size
@@ -200,11 +193,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.compile": str(cfg.compile).lower(),
         **({"eaq.compile.inductor": INDUCTOR_SETTINGS} if cfg.compile else {}),
         "eaq.cuda_graphs": str(cfg.cuda_graphs).lower(),
-        "eaq.kernel_check": kernels.summary if kernels else "not asked",
+        "eaq.kernel_check": "not asked",
         "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
     }
-    if kernels:
-        metrics |= kernels.metrics()
     if token_cache is not None:
         metrics["data_tokenize_s"] = token_cache.seconds
         tags["eaq.data.token_cache"] = "hit" if token_cache.hit else "miss"
@@ -236,6 +227,13 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             "latency_sampler_off_ms": cost.off_ms,
             "latency_sampler_on_ms": cost.on_ms,
         }
+    if fp32_model is not None:
+        # Last of all: a profiler session could change what a later window or calibration measures.
+        fp32_model.to(device)  # before profiling: moving the weights is no part of a forward pass
+        baseline_copies = host_copies(lambda: fp32_model(**timed[0]), device)
+        kernels = check_kernels(precision, model, lambda: step(timed[0]), device, baseline_copies)
+        metrics |= kernels.metrics()
+        tags["eaq.kernel_check"] = kernels.summary
     if cfg.trials.cooldown_s:
         time.sleep(cfg.trials.cooldown_s)
     return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=files)
