@@ -53,7 +53,8 @@ class PrecisionConfig:
     # Human-readable: what executes (recorded with the run).
     description: str = ""
     # At the end of the run, profile one forward pass and fail it unless every quantized
-    # layer ran the format's kernel with no float fallback (host copies are recorded).
+    # layer ran the format's kernel, with no float fallback and every float GEMM in the
+    # precision's dtype (host copies are recorded).
     kernel_check: bool = False
 
 
