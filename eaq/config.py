@@ -156,7 +156,10 @@ class EaqConfig:
     isolate: bool = True
     # Run the model through torch.compile (compiled during warm-up, outside the window).
     compile: bool = False
-    # Replay the compiled model as CUDA graphs (torch.compile mode "reduce-overhead"):
+    # Compile with torchao's recommended Inductor settings (coordinate-descent tuning), the
+    # same for every precision; false: Inductor's defaults for every precision (faster to compile).
+    compile_tuning: bool = True
+    # Replay the compiled model as CUDA graphs (Inductor's triton.cudagraphs, as mode "reduce-overhead"):
     # fewer kernel launches, which matters at small batches. Needs compile=true and a GPU.
     cuda_graphs: bool = False
     # ``benchmark`` (default) or ``calibrate`` (measure and cache the device's peak FLOP/J).

@@ -153,6 +153,6 @@ def test_compiled_run_is_named_and_tagged_and_measures(out: Path) -> None:
     (run,) = all_runs(out)
     assert run.info.run_name == "bert-tiny-random-fp32-compiled-b4-t1"
     assert run.data.tags["eaq.compile"] == "true" and run.data.params["compile"] == "True"
-    assert run.data.tags["eaq.compile.inductor"].startswith("torchao recommended")  # the same for every precision
+    assert run.data.tags["eaq.compile.inductor"] == "torchao recommended (coordinate-descent tuning)"  # for every precision
     assert run.data.tags["eaq.cuda_graphs"] == "false"
     assert run.data.metrics["latency_mean_ms"] > 0

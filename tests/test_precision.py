@@ -223,3 +223,7 @@ def test_int8_compiled_still_runs_integer_gemms_on_every_quantized_layer() -> No
         compiled(input_ids=ids)  # compiles
         result = check_kernels(precision, model, lambda: compiled(input_ids=ids), CPU)
     assert result.lowp_gemms == 8 and result.float_gemms <= 1
+    # The tuned settings went to that compilation only: a later run in this process starts from the defaults.
+    import torch._inductor.config as inductor
+
+    assert inductor.coordinate_descent_tuning is False and inductor.force_fuse_int_mm_with_mul is False

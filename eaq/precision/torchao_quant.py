@@ -78,7 +78,7 @@ class TorchaoQuant:
         set_tf32(False)
         model = model.to(device=device, dtype=self.base)
         # set_inductor_config=False: compiled runs of every precision get the same Inductor
-        # settings (eaq.tasks.benchmark), not torchao's only for the quantized ones.
+        # settings (eaq.tasks.compile), not torchao's only for the quantized ones.
         _quantization().quantize_(model, self.config(), filter_fn=lambda m, fqn: self.eligible(m, fqn, rows))
         return model
 

@@ -39,7 +39,7 @@ from eaq.precision import get_precision, proof
 from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies
 from eaq.precision.shapes import linear_rows
-from eaq.tasks.compile import INDUCTOR_SETTINGS, compile_model
+from eaq.tasks.compile import compile_model, inductor_settings
 from eaq.tasks.result import TaskResult, describe_device
 from eaq.tasks.roofline import roofline_metrics
 
@@ -138,7 +138,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             quality |= {"quality_perplexity": ppl.perplexity, "quality_perplexity_tokens": ppl.tokens}
 
     # Compiled after quality is measured on the eager model; compilation happens in warm-up.
-    runner = compile_model(model, cfg.cuda_graphs) if cfg.compile else model
+    runner = compile_model(model, cfg.cuda_graphs, cfg.compile_tuning) if cfg.compile else model
     step = lambda batch: runner(**batch)  # noqa: E731
     memory = PeakMemory(device)
     memory.reset()
@@ -191,7 +191,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.energy": energy.status,
         "eaq.energy.sampler": energy.sampler,
         "eaq.compile": str(cfg.compile).lower(),
-        **({"eaq.compile.inductor": INDUCTOR_SETTINGS} if cfg.compile else {}),
+        **({"eaq.compile.inductor": inductor_settings(cfg.compile_tuning)} if cfg.compile else {}),
         "eaq.cuda_graphs": str(cfg.cuda_graphs).lower(),
         "eaq.kernel_check": "not asked",
         "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",

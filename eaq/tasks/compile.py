@@ -1,9 +1,14 @@
 """The ``compile`` axis: the model through torch.compile, the same way for every precision.
 
-Every compiled run gets the Inductor settings torchao recommends for quantized models
-(coordinate-descent tuning of the generated kernels, int8 matmul fused with its rescale):
-applied only to the quantized runs, as torchao's configs do by default, a comparison
-with bf16 would mix the precision with the compiler's tuning.
+By default every compiled run gets the Inductor settings torchao recommends for quantized
+models (torchao.quantization.utils.recommended_inductor_config_setter): coordinate-descent
+tuning of the generated kernels and the int8 matmul fused with its rescale. Applied only
+to the quantized runs, as torchao's configs do, a comparison with bf16 would mix the
+precision with the compiler's tuning. ``compile_tuning=false`` gives every run Inductor's
+defaults instead, which compile several times faster (a table of many compiled runs).
+
+The settings go to this one compilation (``torch.compile(options=...)``), not to the
+process, so runs sharing a process (isolate=false) cannot inherit another run's.
 """
 
 from __future__ import annotations
@@ -11,15 +16,26 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-INDUCTOR_SETTINGS = "torchao recommended_inductor_config_setter (coordinate-descent tuning)"
+# torchao 0.18's recommended_inductor_config_setter, as per-compilation options.
+TUNED = {
+    "coordinate_descent_tuning": True,
+    "coordinate_descent_check_all_directions": True,
+    "force_fuse_int_mm_with_mul": True,
+    "fx_graph_cache": True,
+    "triton.unique_kernel_names": True,
+}
 
 
-def compile_model(model: nn.Module, cuda_graphs: bool) -> nn.Module:
+def inductor_settings(tuning: bool) -> str:
+    """The tag ``eaq.compile.inductor``: which settings a compiled run had."""
+    return "torchao recommended (coordinate-descent tuning)" if tuning else "inductor defaults"
+
+
+def compile_model(model: nn.Module, cuda_graphs: bool, tuning: bool = True) -> nn.Module:
     """The compiled model; it compiles on its first call (in warm-up, outside the window)."""
-    from torchao.quantization.utils import recommended_inductor_config_setter
-
-    # Runs that share a process (isolate=false) would share dynamo's caches and its
-    # recompile limit, past which it runs the model eagerly with only a warning.
+    # Runs that share a process would share dynamo's caches and its recompile limit,
+    # past which it runs the model eagerly with only a warning.
     torch._dynamo.reset()
-    recommended_inductor_config_setter()
-    return torch.compile(model, mode="reduce-overhead" if cuda_graphs else None)
+    # mode="reduce-overhead" is these options plus CUDA graphs; torch.compile takes one or the other.
+    options = (TUNED if tuning else {}) | ({"triton.cudagraphs": True} if cuda_graphs else {})
+    return torch.compile(model, options=options)
