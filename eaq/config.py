@@ -17,6 +17,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from eaq.errors import ConfigError
 
+# The config groups (folders of conf/) a run composes.
+GROUPS = ("model", "precision", "dataset", "sampler", "trials")
 HEADS = ("embedding", "sequence_classification", "causal_lm")
 DATASET_KINDS = ("text", "tsv", "jsonl", "raw", "synthetic")
 TASKS = ("benchmark", "calibrate")

@@ -12,8 +12,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from eaq.config import GROUPS
+
 CONF = Path(__file__).resolve().parent.parent / "conf"
-GROUPS = ("model", "precision", "dataset", "sampler", "trials")
 CHOICE = re.compile(rf"^\+?({'|'.join(GROUPS)})=([\w.,-]+)$")
 OWN_CONFIG = re.compile(r"^(-cd|--config-dir|-cp|--config-path)(=|$)|^hydra\.searchpath")
 

@@ -7,7 +7,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from eaq.precision.requirements import Requirements
+from eaq.precision.requirements import AMPERE, Requirements
 
 
 class Precision(Protocol):
@@ -59,4 +59,9 @@ def base_dtype(device: torch.device) -> torch.dtype:
     """
     if device.type != "cuda":
         return torch.float32
-    return torch.bfloat16 if torch.cuda.get_device_capability(device) >= (8, 0) else torch.float16
+    return torch.bfloat16 if torch.cuda.get_device_capability(device) >= AMPERE else torch.float16
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``bfloat16`` for torch.bfloat16: how matmul formats are named for the roofline calibration."""
+    return str(dtype).removeprefix("torch.")

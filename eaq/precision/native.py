@@ -7,10 +7,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from eaq.precision.base import set_tf32
-from eaq.precision.requirements import Requirements
-
-AMPERE = (8, 0)
+from eaq.precision.base import dtype_name, set_tf32
+from eaq.precision.requirements import AMPERE, Requirements
 
 
 @dataclass
@@ -26,7 +24,7 @@ class Cast:
 
     @property
     def matmul(self) -> str:
-        return "tfloat32" if self.tf32 else str(self.dtype).removeprefix("torch.")
+        return "tfloat32" if self.tf32 else dtype_name(self.dtype)
 
     @property
     def float_gemm_dtype(self) -> torch.dtype:
@@ -62,7 +60,7 @@ class Autocast:
 
     @property
     def matmul(self) -> str:
-        return str(self.dtype).removeprefix("torch.")
+        return dtype_name(self.dtype)
 
     @property
     def float_gemm_dtype(self) -> torch.dtype:

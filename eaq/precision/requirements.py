@@ -11,6 +11,10 @@ from dataclasses import dataclass
 
 import torch
 
+# CUDA compute capabilities formats need: bf16 and TF32 tensor cores from Ampere, fp8 from Ada/Hopper.
+AMPERE = (8, 0)
+ADA = (8, 9)
+
 
 @dataclass(frozen=True)
 class Requirements:

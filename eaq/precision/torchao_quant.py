@@ -16,9 +16,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from eaq.precision.base import base_dtype, set_tf32
 from eaq.errors import UnsupportedPrecisionError
-from eaq.precision.requirements import Requirements
+from eaq.precision.base import base_dtype, dtype_name, set_tf32
+from eaq.precision.requirements import ADA, AMPERE, Requirements
 
 # Low-precision GEMM kernels need both matrix dimensions in multiples of 16; a layer that
 # does not fit (a 2-way classifier head, a 50257-token LM head) stays in the base dtype by
@@ -26,8 +26,6 @@ from eaq.precision.requirements import Requirements
 ALIGNMENT = 16
 # int4 weights are quantized in groups of this many input features (tinygemm's layout).
 INT4_GROUP = 128
-ADA = (8, 9)
-AMPERE = (8, 0)
 
 
 def _quantization() -> Any:
@@ -96,7 +94,7 @@ def int8_weight_only(device: torch.device) -> TorchaoQuant:
     """int8 weights per channel; the matmul computes in the base dtype on the int8 weights."""
     base = base_dtype(device)
     return TorchaoQuant(
-        "int8_weight_only", lambda: _quantization().Int8WeightOnlyConfig(set_inductor_config=False), base, str(base).removeprefix("torch."),
+        "int8_weight_only", lambda: _quantization().Int8WeightOnlyConfig(set_inductor_config=False), base, dtype_name(base),
         Requirements(torchao=True), kernels=(), quantized_math=False,
     )
 

@@ -18,7 +18,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from eaq.config import validate
+from eaq.config import GROUPS, validate
 from eaq.errors import EaqError
 from eaq.tasks.benchmark import benchmark
 from eaq.tasks.isolation import run_isolated
@@ -30,7 +30,6 @@ from eaq.tracking.environment import capture, summary_tags
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
 
 log = logging.getLogger(__name__)
-GROUPS = ("model", "precision", "dataset", "sampler", "trials")
 
 
 def _report_error(exc: BaseException, debug: bool) -> None:
