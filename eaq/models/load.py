@@ -106,8 +106,12 @@ def _not_found(location: str) -> str:
     )
 
 
-def load_model(cfg: ModelConfig, with_tokenizer: bool = True) -> LoadedModel:
-    """Load in fp32, eval mode; precisions transform the model afterwards."""
+def load_model(cfg: ModelConfig, with_tokenizer: bool = True, device: torch.device | None = None) -> LoadedModel:
+    """Load in fp32, eval mode; precisions transform the model afterwards.
+
+    Random weights are drawn on ``device``: drawing GPT-2-medium's 355M of them on the host
+    took seconds of every run of a GPU sweep. The same seed gives other weights on another device.
+    """
     # An embedding encoder carrying a classifier head loads as the encoder, then is wrapped.
     auto_class = AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]
     # Random weights read nothing from name_or_path but, when text needs one, its tokenizer.
@@ -124,7 +128,8 @@ def load_model(cfg: ModelConfig, with_tokenizer: bool = True) -> LoadedModel:
                 f"model.architecture.vocab_size={config.vocab_size} is smaller than the tokenizer's "
                 f"{len(tokenizer)} tokens; raise it to at least {len(tokenizer)}."
             )
-        with torch.random.fork_rng(devices=[]):
+        device = device or torch.device("cpu")
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), device:
             torch.manual_seed(cfg.seed)
             model = auto_class.from_config(config)
         source = "random"

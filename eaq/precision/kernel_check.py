@@ -108,13 +108,16 @@ def _profile(forward: Callable[[], object], device: torch.device) -> Profile:
         forward()
         synchronize(device)
     seen = Profile(Counter(), Counter(), Counter())
-    for event in prof.events():
-        if event.device_type == DeviceType.CUDA:
-            seen.kernels[event.name] += 1
+    # The raw Kineto events: their dtypes() exist on every torch we support, while the
+    # summarised FunctionEvent carries input dtypes only on newer ones (not torch 2.11).
+    for event in prof.profiler.kineto_results.events():
+        name = event.name()
+        if event.device_type() == DeviceType.CUDA:
+            seen.kernels[name] += 1
             continue
-        seen.ops[event.name] += 1
-        if event.name in FLOAT_GEMMS:
-            dtypes = sorted({d for d in event.input_dtypes if d and d != "Scalar"})
+        seen.ops[name] += 1
+        if name in FLOAT_GEMMS:
+            dtypes = sorted({d for d in event.dtypes() if d and d != "Scalar"})
             seen.float_gemm_dtypes[dtypes[0] if len(dtypes) == 1 else f"mixed: {', '.join(dtypes)}"] += 1
     return seen
 

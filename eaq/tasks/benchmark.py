@@ -107,7 +107,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     torch.manual_seed(cfg.trial)
     set_tf32(False)  # the fp32 reference is IEEE fp32, whatever an earlier run in this process set
 
-    loaded = load_model(cfg.model, with_tokenizer=text)
+    loaded = load_model(cfg.model, with_tokenizer=text, device=device)
     model, head = loaded.model.to(device), cfg.model.head
     (batches, stream), token_cache = _batches(cfg, loaded, examples, device)
     timed = batches.full()
