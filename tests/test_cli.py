@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
+from statistics import mean
 
 import pytest
 
 from conftest import FAST, all_runs, run_eaq
 from eaq.metrics import METRIC_NAMES
+from eaq.report.compare import main as compare_main
 from eaq.report.table import main as table_main
 
 REQUIRED = {
@@ -62,6 +66,18 @@ def test_multirun_logs_finished_children_under_one_parent(out: Path, capsys: pyt
     assert rows[0].startswith("model.name,precision.name,batch_size,seq_len,trial,compile,cuda_graphs") and len(rows) == 1 + 4
     assert table_main(["--uri", uri, uri, "--csv"]) == 0  # a store named twice counts once
     assert len(capsys.readouterr().out.strip().splitlines()) == 1 + 4
+
+    # What int8 buys against fp32, from the same store: one row per precision, means over the two trials.
+    assert compare_main(["--uri", uri, "--baseline", "fp32", "--csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["precision.name"], r["trials"]) for r in rows] == [("fp32", "2"), ("int8", "2")]
+    latency = {p: mean(c.data.metrics["latency_mean_ms"] for c in children if c.data.params["precision.name"] == p) for p in ("fp32", "int8")}
+    assert float(rows[0]["latency_vs_baseline_pct"]) == 0
+    assert float(rows[1]["latency_vs_baseline_pct"]) == pytest.approx((latency["int8"] / latency["fp32"] - 1) * 100)
+    assert rows[1]["quantized"] == f"{int8.data.metrics['quantized_linear_layers']:.0f}/{int8.data.metrics['linear_layers']:.0f}"
+    assert rows[1]["energy_mj_per_sample"] == "" and rows[1]["valid"] == ""  # no energy on a CPU without RAPL
+    assert compare_main(["--uri", uri, "--baseline", "bf16"]) == 2
+    assert "precisions found: fp32, int8" in capsys.readouterr().err
 
 
 def _artifacts(out: Path, run_id: str):

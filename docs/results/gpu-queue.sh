@@ -3,8 +3,10 @@
 #   bash docs/results/gpu-queue.sh QUEUE_FILE
 # A queue line is `NAME SECONDS COMMAND...`: a part's name, an estimate of its duration, and
 # the shell command that runs it (writing its files to $OUT). A part is skipped when it ran
-# already: a marker in .gpu-done/ (the parts whose files came back, carried with the call) or
-# in /tmp/eaq-queue-done (this machine, while it stays warm). No part starts when its
+# already: named in done.txt beside the queue file (committed with its results, so a later
+# session resumes with the same command), a marker in .gpu-done/ (the parts whose files came
+# back this session, carried with the call) or in /tmp/eaq-queue-done (this machine, while
+# it stays warm). No part starts when its
 # estimate would take the call past DEADLINE_S (default 570) seconds, so the call ends
 # before its time limit with every started part complete. Durations go to $OUT/queue.txt.
 set -uo pipefail
@@ -14,6 +16,7 @@ python3 -c "import eaq, torchao" 2>/dev/null || bash docs/results/gpu-install.sh
 while read -r name estimate command; do
   [[ -z $name || $name == \#* ]] && continue
   [[ -e .gpu-done/$name || -e /tmp/eaq-queue-done/$name ]] && continue
+  grep -qx "$name" "$(dirname "$QUEUE")/done.txt" 2>/dev/null && continue
   if (( SECONDS + estimate > DEADLINE )); then
     echo "queue: $name not started (${SECONDS} s in, estimate $estimate s)" | tee -a $OUT/queue.txt
     continue

@@ -1,0 +1,85 @@
+"""``python -m eaq.report.compare --uri sqlite:///outputs/mlflow.db --baseline bf16``: what each precision buys.
+
+The question a user brings is relative: how much energy and time does int8 or fp8 save
+against the precision I run today, on my model, shape and compile mode? This report
+answers it from MLflow alone. One row per model, sequence length, batch size, compile
+mode and precision, averaged over trials (the count and the energy spread are shown, so a
+single trial is visible as one), with energy and latency relative to the baseline
+precision measured on the same model, shape and compile mode. A row without a baseline
+to compare with says so (empty), rather than comparing across shapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pandas as pd
+
+from eaq.report.table import runs_table
+
+KEYS = ("model.name", "seq_len", "batch_size", "compile", "cuda_graphs")
+COLUMNS = (
+    "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.cuda_graphs",
+    "params.precision.name", "params.trial", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
+    "metrics.energy_per_sample_mj", "metrics.roofline_efficiency", "metrics.quantized_linear_layers",
+    "metrics.linear_layers", "tags.eaq.valid",
+)
+
+
+def _spread_pct(values: pd.Series) -> float:
+    """(max - min) / mean over trials, in percent; NaN for a single trial."""
+    values = values.dropna()
+    return (values.max() - values.min()) / values.mean() * 100 if len(values) > 1 else float("nan")
+
+
+def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Runs as ``runs_table(..., columns=COLUMNS)`` returns them, one row per configuration."""
+    # A CPU store has no energy metrics and no validity tags: their columns stay empty.
+    runs = runs.reindex(columns=[c.split(".", 1)[1] for c in COLUMNS])
+    keys = [k for k in KEYS if runs[k].notna().any()]
+    runs = runs.assign(valid=runs["eaq.valid"].fillna(""))
+    grouped = runs.groupby([*keys, "precision.name"], dropna=False, sort=True)
+    table = grouped.agg(
+        trials=("latency_mean_ms", "size"),
+        latency_ms=("latency_mean_ms", "mean"),
+        samples_per_s=("throughput_samples_per_s", "mean"),
+        energy_mj_per_sample=("energy_per_sample_mj", "mean"),
+        energy_spread_pct=("energy_per_sample_mj", _spread_pct),
+        roofline_efficiency=("roofline_efficiency", "mean"),
+        quantized=("quantized_linear_layers", "max"),
+        linears=("linear_layers", "max"),
+        valid=("valid", lambda v: f"{(v == 'true').sum()}/{len(v)}" if (v != "").any() else ""),
+    ).reset_index()
+    base = table.loc[table["precision.name"] == baseline, [*keys, "energy_mj_per_sample", "latency_ms"]]
+    joined = table.merge(base, on=keys, how="left", suffixes=("", "_baseline"))  # keeps table's rows and order
+    table["energy_vs_baseline_pct"] = (joined["energy_mj_per_sample"] / joined["energy_mj_per_sample_baseline"] - 1) * 100
+    table["latency_vs_baseline_pct"] = (joined["latency_ms"] / joined["latency_ms_baseline"] - 1) * 100
+    table["quantized"] = [f"{q:.0f}/{n:.0f}" for q, n in zip(table.pop("quantized"), table.pop("linears"))]
+    order = [*keys, "precision.name", "trials", "latency_ms", "latency_vs_baseline_pct", "samples_per_s",
+             "energy_mj_per_sample", "energy_vs_baseline_pct", "energy_spread_pct", "roofline_efficiency", "quantized", "valid"]
+    return table[order]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--uri", nargs="+", default=["sqlite:///outputs/mlflow.db"], help="one or more MLflow stores")
+    parser.add_argument("--experiment", default="eaq")
+    parser.add_argument("--baseline", default="bf16", help="the precision every other one is compared with")
+    parser.add_argument("--csv", action="store_true")
+    args = parser.parse_args(argv)
+    runs = runs_table(args.uri, args.experiment, COLUMNS)
+    if runs.empty:
+        print(f"no finished benchmark runs in experiment {args.experiment!r} at {' '.join(args.uri)}", file=sys.stderr)
+        return 1
+    found = sorted(runs["precision.name"].unique())
+    if args.baseline not in found:
+        print(f"--baseline {args.baseline} has no runs in these stores; precisions found: {', '.join(found)}.", file=sys.stderr)
+        return 2
+    table = compare(runs, args.baseline)
+    print(table.to_csv(index=False) if args.csv else table.to_markdown(index=False, floatfmt=".4g"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
