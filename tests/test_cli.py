@@ -86,6 +86,15 @@ def _artifacts(out: Path, run_id: str):
     return store(out).list_artifacts(run_id)
 
 
+def test_compare_keeps_compiler_settings_apart(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Tuned and default Inductor settings are two configurations: averaging them would blur both.
+    result = run_eaq(out, "-m", "compile=true", "compile_tuning=false,true", *FAST)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert compare_main(["--uri", f"sqlite:///{out}/mlflow.db", "--baseline", "fp32", "--csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert sorted((r["compile_tuning"], r["trials"], float(r["latency_vs_baseline_pct"])) for r in rows) == [("False", "1", 0.0), ("True", "1", 0.0)]
+
+
 def test_named_sweep_composes(out: Path) -> None:
     result = run_eaq(out, "-cd", "sweeps", "-cn", "precision_trials", "--cfg", "hydra")
     assert result.returncode == 0, result.stderr

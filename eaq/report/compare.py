@@ -18,9 +18,10 @@ import pandas as pd
 
 from eaq.report.table import runs_table
 
-KEYS = ("model.name", "seq_len", "batch_size", "compile", "cuda_graphs")
+# Compiled with torchao's tuned Inductor settings or with the defaults: two configurations, never averaged together.
+KEYS = ("model.name", "seq_len", "batch_size", "compile", "compile_tuning", "cuda_graphs")
 COLUMNS = (
-    "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.cuda_graphs",
+    "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.compile_tuning", "params.cuda_graphs",
     "params.precision.name", "params.trial", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
     "metrics.energy_per_sample_mj", "metrics.roofline_efficiency", "metrics.quantized_linear_layers",
     "metrics.linear_layers", "tags.eaq.valid",
