@@ -76,6 +76,11 @@ def test_multirun_logs_finished_children_under_one_parent(out: Path, capsys: pyt
     assert float(rows[1]["latency_vs_baseline_pct"]) == pytest.approx((latency["int8"] / latency["fp32"] - 1) * 100)
     assert rows[1]["quantized"] == f"{int8.data.metrics['quantized_linear_layers']:.0f}/{int8.data.metrics['linear_layers']:.0f}"
     assert rows[1]["energy_mj_per_sample"] == "" and rows[1]["valid"] == ""  # no energy on a CPU without RAPL
+    # The same figures as a grid: one row for the one shape, a column per precision and compile mode.
+    assert compare_main(["--uri", uri, "--baseline", "fp32", "--grid", "latency_vs_baseline_pct", "--csv"]) == 0
+    grid = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert list(grid[0]) == ["model.name", "seq_len", "batch_size", "fp32 eager", "int8 eager"] and len(grid) == 1
+    assert float(grid[0]["int8 eager"]) == pytest.approx(float(rows[1]["latency_vs_baseline_pct"]))
     assert compare_main(["--uri", uri, "--baseline", "bf16"]) == 2
     assert "precisions found: fp32, int8" in capsys.readouterr().err
 
@@ -93,6 +98,10 @@ def test_compare_keeps_compiler_settings_apart(out: Path, capsys: pytest.Capture
     assert compare_main(["--uri", f"sqlite:///{out}/mlflow.db", "--baseline", "fp32", "--csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert sorted((r["compile_tuning"], r["trials"], float(r["latency_vs_baseline_pct"])) for r in rows) == [("False", "1", 0.0), ("True", "1", 0.0)]
+    # In a grid, a setting that differs between runs labels the rows.
+    assert compare_main(["--uri", f"sqlite:///{out}/mlflow.db", "--baseline", "fp32", "--grid", "latency_ms", "--csv"]) == 0
+    grid = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert sorted(r["compile_tuning"] for r in grid) == ["False", "True"] and "fp32 compiled" in grid[0]
 
 
 def test_named_sweep_composes(out: Path) -> None:

@@ -7,6 +7,9 @@ mode and precision, averaged over trials (the count and the energy spread are sh
 single trial is visible as one), with energy and latency relative to the baseline
 precision measured on the same model, shape and compile mode. A row without a baseline
 to compare with says so (empty), rather than comparing across shapes.
+
+``--grid energy_vs_baseline_pct`` turns the same figures into the view a reader scans: one
+row per model and shape, one column per precision and compile mode.
 """
 
 from __future__ import annotations
@@ -62,11 +65,32 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return table[order]
 
 
+# What a grid may show: the figures of compare()'s rows that are numbers.
+GRID_VALUES = ("latency_ms", "latency_vs_baseline_pct", "samples_per_s", "energy_mj_per_sample",
+               "energy_vs_baseline_pct", "energy_spread_pct", "roofline_efficiency")
+
+
+def grid(table: pd.DataFrame, value: str, baseline: str) -> pd.DataFrame:
+    """compare()'s rows as model/shape x "precision mode" columns, the baseline's first.
+
+    Compiler settings that are the same for every row are left out of the row labels.
+    """
+    rows = [k for k in ("model.name", "seq_len", "batch_size") if k in table]
+    rows += [k for k in ("compile_tuning", "cuda_graphs") if k in table and table[k].nunique(dropna=False) > 1]
+    modes = table["compile"].astype(str).map({"True": "compiled", "False": "eager"}) if "compile" in table else "eager"
+    wide = table.assign(mode=modes).pivot(index=rows, columns=["precision.name", "mode"], values=value)
+    order = sorted(wide.columns, key=lambda c: (c[0] != baseline, c[0], c[1] != "eager"))
+    wide = wide[order]
+    wide.columns = [f"{precision} {mode}" for precision, mode in order]
+    return wide.reset_index()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uri", nargs="+", default=["sqlite:///outputs/mlflow.db"], help="one or more MLflow stores")
     parser.add_argument("--experiment", default="eaq")
     parser.add_argument("--baseline", default="bf16", help="the precision every other one is compared with")
+    parser.add_argument("--grid", choices=GRID_VALUES, help="one figure as a grid: rows model and shape, columns precision and compile mode")
     parser.add_argument("--csv", action="store_true")
     args = parser.parse_args(argv)
     runs = runs_table(args.uri, args.experiment, COLUMNS)
@@ -78,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--baseline {args.baseline} has no runs in these stores; precisions found: {', '.join(found)}.", file=sys.stderr)
         return 2
     table = compare(runs, args.baseline)
-    print(table.to_csv(index=False) if args.csv else table.to_markdown(index=False, floatfmt=".4g"))
+    if args.grid:
+        table = grid(table, args.grid, args.baseline)
+    print(table.to_csv(index=False) if args.csv else table.to_markdown(index=False, floatfmt=".1f" if args.grid else ".4g"))
     return 0
 
 
