@@ -89,7 +89,7 @@ class SamplerConfig:
     """Power/energy sensor to read during the measurement window."""
 
     name: str = "auto"
-    # Background poll interval of the power trace (nvml, nvidia_smi; rapl polls at least every 50 ms).
+    # Background poll interval of the power trace (nvml, nvidia_smi; rapl polls no more often than every 50 ms).
     interval_ms: float = 15.0
     # Run nvidia-smi (power.draw, the old method) beside nvml over the same windows, to compare.
     compare_nvidia_smi: bool = False
@@ -223,6 +223,12 @@ def validate(cfg: DictConfig) -> EaqConfig:
         raise ConfigError(f"dataset.kind={obj.dataset.kind} needs dataset.path (the file to read) or dataset.hub.")
     _positive("trials.quality_max_batches", obj.trials.quality_max_batches)
     _positive("dataset.max_samples", obj.dataset.max_samples)
+    _positive("dataset.perplexity_stride", obj.dataset.perplexity_stride)
+    if (obj.dataset.perplexity_stride or 0) > obj.seq_len:
+        raise ConfigError(
+            f"dataset.perplexity_stride={obj.dataset.perplexity_stride} is larger than seq_len={obj.seq_len}, so windows "
+            "would skip tokens: use a stride from 1 to seq_len, or null for seq_len // 2."
+        )
     _one_of("model.head", obj.model.head, HEADS)
     _one_of("model.weights", obj.model.weights, WEIGHTS)
     if obj.model.weights == "random" and "model_type" not in obj.model.architecture:

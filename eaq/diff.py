@@ -48,6 +48,17 @@ def _find_run(client: MlflowClient, ref: str):
     return runs[0]
 
 
+def find_job_run(client: MlflowClient, ref: str):
+    """The run a job logged: its config and overrides are artifacts; a sweep's parent run has neither."""
+    run = _find_run(client, ref)
+    if run.data.tags.get("eaq.kind") == "sweep":
+        raise EaqError(
+            f"{ref!r} is a sweep's parent run, which has no configuration of its own; pass one of its runs, "
+            f"or see what varies across them with: python -m eaq.diff --sweep {ref}"
+        )
+    return run
+
+
 def _from_run(client: MlflowClient, run) -> tuple[dict[str, Any], dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         config = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, CONFIG_FILE, tmp)).read_text())
@@ -63,7 +74,7 @@ def load(ref: str, client: MlflowClient) -> tuple[dict[str, Any], dict[str, Any]
     folder = Path(ref)
     if (folder / CONFIG_FILE).exists():
         return _from_folder(folder)
-    return _from_run(client, _find_run(client, ref))
+    return _from_run(client, find_job_run(client, ref))
 
 
 def differences(a: dict[str, str], b: dict[str, str]) -> dict[str, tuple[str | None, str | None]]:

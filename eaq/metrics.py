@@ -59,7 +59,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("energy_net_j", "J", "energy_total_j minus idle_power_w x window_duration_s: what the work added above idle."),
     Metric("energy_net_per_sample_mj", "mJ", "energy_net_j per sample."),
     Metric("valid", "0/1", "1 when every validity check passed; else 0 and tag eaq.valid.reasons lists what failed."),
-    Metric("sensor_updates", "count", "Distinct sensor timestamps of instant power in the window (NVML updates every ~100 ms); need 20."),
+    Metric("sensor_updates", "count", "Changes of the primary power reading in the window, one per sensor update (NVML updates every ~100 ms); need 20."),
     Metric("poll_coverage", "fraction", "Power samples taken in the window / samples expected at the poll interval; need 0.99."),
     Metric("counter_vs_instant_disagreement", "fraction", "|instant integral - counter| / counter; over 0.03 flags the run."),
     Metric("gpu_temperature_start_c", "degC", "GPU temperature at the window start."),
@@ -74,8 +74,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("energy_roofline_limit_per_sample_mj", "mJ", "The least energy a sample could take at the peak FLOP/J: forward FLOPs per sample / peak_flop_per_j."),
     Metric("sampler_overhead_pct", "%", "trials.overhead_pairs > 0: median over ABBA block pairs, in one process, of (latency with the sampler on / off - 1)."),
     Metric("sampler_overhead_spread_pct", "%", "Half the interquartile range of those paired ratios: the resolution of sampler_overhead_pct."),
-    Metric("latency_sampler_off_ms", "ms", "Median block mean latency with no sampler running (overhead check)."),
-    Metric("latency_sampler_on_ms", "ms", "Median block mean latency with the sampler polling (overhead check)."),
+    Metric("latency_sampler_off_ms", "ms", "Median over blocks of each block's median latency, no sampler running (overhead check)."),
+    Metric("latency_sampler_on_ms", "ms", "Median over blocks of each block's median latency, the sampler polling (overhead check)."),
     Metric("isolation_overhead_s", "s", "Starting the fresh process a run measures in (interpreter + imports); outside every measurement."),
     Metric("sweep_runs", "count", "Sweep parent runs: child runs in the sweep."),
     Metric("sweep_runs_failed", "count", "Sweep parent runs: child runs that did not finish."),
@@ -85,7 +85,7 @@ METRIC_NAMES = frozenset(m.name for m in METRICS)
 
 TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.group.<group>", "The choice of each config group (model, precision, dataset, sampler, trials)."),
-    ("eaq.config_hash", "Hash of the measurement-relevant resolved config (all but tracking, paths, debug)."),
+    ("eaq.config_hash", "Hash of the measurement-relevant resolved config (all but tracking, paths, debug, run_name, resume)."),
     ("eaq.energy", "'measured' or 'unavailable'."),
     ("eaq.energy.reason", "Why energy is unavailable, when it is."),
     ("eaq.energy.source", "What energy_total_j is: energy_counter, or the integral of a power channel."),
@@ -107,6 +107,9 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.device", "The torch device the run used."),
     ("eaq.error", "Error class and message of a FAILED (or KILLED) run."),
     ("eaq.kind", "'benchmark', 'calibrate', or 'sweep' (a multirun's parent run)."),
+    ("eaq.sweep_dir", "Sweep parent runs: the multirun folder its jobs wrote to."),
+    ("eaq.model_source", "Where the weights came from: the hub id or local directory they were read from, or random."),
+    ("eaq.calibration.<field>", "Calibration runs (task=calibrate): the device, the matmul format and size, TFLOP/s, FLOP/J, mean power, duration and when."),
     ("eaq.env.<fact>", "git_commit, git_dirty, torch, transformers, torchao, device_name, gpu_uuid; all of it in env.json (secrets redacted)."),
 )
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 from mlflow.tracking import MlflowClient
 
-from eaq.diff import _find_run
+from eaq.diff import find_job_run
 from eaq.errors import EaqError
 
 OVERRIDES = ".hydra/overrides.yaml"
@@ -27,7 +27,7 @@ def logged_overrides(ref: str, client: MlflowClient) -> list[str]:
     folder = Path(ref)
     if (folder / OVERRIDES).exists():
         return list(yaml.safe_load((folder / OVERRIDES).read_text()) or [])
-    run = _find_run(client, ref)
+    run = find_job_run(client, ref)
     with tempfile.TemporaryDirectory() as tmp:
         return list(yaml.safe_load(Path(client.download_artifacts(run.info.run_id, OVERRIDES, tmp)).read_text()) or [])
 

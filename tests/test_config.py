@@ -55,6 +55,8 @@ def test_unknown_key_fails_at_composition() -> None:
         ("trials.iters=0", "trials.iters=0 is out of range"),
         ("device=gpu", "device='gpu' is not valid: use auto, cpu, cuda or cuda:N"),
         ("model.head=vision", "model.head='vision' is not valid"),
+        ("dataset.perplexity_stride=0", "dataset.perplexity_stride=0 is out of range"),
+        ("dataset.perplexity_stride=300", "dataset.perplexity_stride=300 is larger than seq_len=128"),
     ],
 )
 def test_bad_values_fail_validation_with_one_sentence(override: str, message: str) -> None:

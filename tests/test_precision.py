@@ -84,6 +84,9 @@ def test_unknown_and_unsupported_precisions_are_refused_not_substituted() -> Non
             get_precision(name, CPU)
     with pytest.raises(UnsupportedPrecisionError, match="runs on cpu and cuda, not on meta"):
         get_precision("int8", torch.device("meta"))
+    # A model with no layer the kernel takes is refused, naming the shape rule (no row rule on a CPU).
+    with pytest.raises(UnsupportedPrecisionError, match=r"needs Linear layers with in and out features in multiples of 16, and this model has none"):
+        get_precision("int8", CPU).apply(nn.Sequential(nn.Linear(8, 8)), CPU)
 
 
 def test_gpu_requirements_name_the_capability_and_what_would_work(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ import psutil
 
 from conftest import FAST, REPO, all_runs, run_eaq
 from eaq.diff import main as diff_main
+from eaq.rerun import main as rerun_main
 from eaq.tracking.environment import REDACTED, redacted_environ
 
 
@@ -60,7 +61,7 @@ def test_environment_is_captured_and_secrets_never_land(out: Path, monkeypatch) 
     assert redacted_environ({"PATH": "/bin", "GITHUB_TOKEN": "x"}) == {"GITHUB_TOKEN": REDACTED, "PATH": "/bin"}
 
 
-def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path) -> None:
+def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path, capsys) -> None:
     sweep = ["-m", "trial=1,2,3", *FAST]
     cmd = [sys.executable, "-m", "eaq.run", *sweep, f"paths.output_dir={out}"]
     process = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -93,4 +94,9 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     assert "skipped, already FINISHED" in result.stdout + result.stderr
 
     parents = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "sweep" and r.info.status == "FINISHED"]
-    assert diff_main(["--sweep", parents[0].info.run_id, "--uri", f"sqlite:///{out}/mlflow.db"]) == 0
+    uri = f"sqlite:///{out}/mlflow.db"
+    assert diff_main(["--sweep", parents[0].info.run_id, "--uri", uri]) == 0
+    # A parent has no config of its own: diff and rerun say so, and how to go on.
+    assert diff_main([parents[0].info.run_id, finished[0].info.run_id, "--uri", uri]) == 2
+    assert rerun_main([parents[0].info.run_id, "--uri", uri]) == 2
+    assert "python -m eaq.diff --sweep" in capsys.readouterr().err

@@ -2,7 +2,7 @@
 # Issue 4's table on the lent H100, one part per call of this script:
 #   bash docs/results/precision-table.sh MODEL[,MODEL...] SEQ_LEN PRECISION[,PRECISION...]
 # e.g. bash docs/results/precision-table.sh gpt2_medium_random 256 bf16,fp8
-# Each precision runs in its own process (torchao changes process-wide settings); inside it,
+# Each precision runs in its own process (nothing it leaves behind reaches the next); inside it,
 # models x batch sizes x eager/compiled run one after another (isolate=false). The kernel
 # check runs in a second, unmetered process (trials=quick) at CHECK_BATCHES, so no profiler
 # session precedes an energy window. COMPILE_TUNING (default false: Inductor's defaults for

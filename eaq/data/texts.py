@@ -1,9 +1,10 @@
 """Read evaluation examples: texts and, where the file has them, integer labels.
 
 Formats (``dataset.kind``): ``text`` (one example per line, eaq's own file or the
-user's), ``tsv`` (a header row naming ``text_column`` and ``label_column``, GLUE style,
-no quoting), ``jsonl`` (one JSON object per line with those keys). A malformed file fails
-with a sentence naming the file, the line and what was expected.
+user's), ``raw`` (the whole file as one stream, for perplexity), ``tsv`` (a header row
+naming ``text_column`` and ``label_column``, GLUE style, no quoting), ``jsonl`` (one JSON
+object per line with those keys). A malformed file fails with a sentence naming the file,
+the line and what was expected.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _read(path: str) -> tuple[str, str]:
         raise DataError(f"{file}, line {line}: the file is not valid UTF-8; save it as UTF-8.") from exc
 
 
-_WHAT = "text, TSV or JSONL"
+_WHAT = "text, raw text, TSV or JSONL"
 
 
 def _label(value: object, name: str, line: int, column: str) -> int:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from eaq.models.embedding_classifier import mean_pool
 
 
 def model_outputs(model: nn.Module, head: str, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Embeddings (mean-pooled, unit length), class logits, or next-token predictions, in fp32 on the CPU."""
+    """Embeddings (mean-pooled, unit length) or class logits in fp32, or next-token ids (int64), on the CPU."""
     out = model(**batch)
     if head == "embedding":
-        # Sentence-transformers pooling for all-MiniLM-L6-v2: masked mean, then L2 norm.
-        mask = batch["attention_mask"].unsqueeze(-1).to(out.last_hidden_state.dtype)
-        pooled = (out.last_hidden_state * mask).sum(1) / mask.sum(1).clamp(min=1)
-        return F.normalize(pooled.float(), dim=-1).cpu()
+        return mean_pool(out.last_hidden_state.float(), batch["attention_mask"]).cpu()
     if head == "sequence_classification":
         return out.logits.float().cpu()
     # causal_lm: top-1 next-token id at each position; padding positions marked -1.

@@ -19,10 +19,9 @@ from eaq.measure.trace import PowerTrace
 class NvidiaSmiSampler:
     name = "nvidia_smi"
 
-    def __init__(self, uuid: str | None, interval_s: float = 0.02, query: str = "power.draw") -> None:
+    def __init__(self, uuid: str | None, interval_s: float = 0.02) -> None:
         self.uuid = uuid
         self.interval_s = interval_s
-        self.query = query
         self.trace = PowerTrace(interval_s=interval_s)
         self._process: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
@@ -36,7 +35,7 @@ class NvidiaSmiSampler:
 
     def _command(self) -> list[str]:
         base = [
-            "nvidia-smi", f"--id={self.uuid}", f"--query-gpu={self.query}",
+            "nvidia-smi", f"--id={self.uuid}", "--query-gpu=power.draw",
             "--format=csv,noheader,nounits", f"-lms={max(1, round(self.interval_s * 1000))}",
         ]
         return ["stdbuf", "-oL", *base] if shutil.which("stdbuf") else base

@@ -67,11 +67,17 @@ class TorchaoQuant:
         if self.requirements.min_rows > 1 and rows is None:
             raise ValueError(f"{self.name} on this device needs the rows each layer sees (eaq.precision.shapes.linear_rows)")
         if not any(self.eligible(m, fqn, rows) for fqn, m in model.named_modules()):
-            most = max(rows.values(), default=0) if rows else 0
+            shape = f"Linear layers with in and out features in multiples of {ALIGNMENT}"
+            if self.group > 1:
+                shape += f" and in features in multiples of {self.group}"
+            if self.requirements.min_rows > 1:
+                most = max(rows.values(), default=0) if rows else 0
+                fix = (f", seeing at least {self.requirements.min_rows} rows, and the largest layer input has "
+                       f"{most} rows; raise batch_size or seq_len, or use another precision.")
+            else:
+                fix = ", and this model has none; use another precision."
             raise UnsupportedPrecisionError(
-                f"precision={self.name} quantizes no layer of this model at this shape: its kernel needs "
-                f"Linear layers with dimensions in multiples of {ALIGNMENT} and at least {self.requirements.min_rows} "
-                f"rows, and the largest layer input has {most} rows; raise batch_size or seq_len, or use another precision."
+                f"precision={self.name} quantizes no layer of this model at this shape: its kernel needs {shape}{fix}"
             )
         set_tf32(False)
         model = model.to(device=device, dtype=self.base)

@@ -133,7 +133,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         if batches.labels is not None:
             quality |= accuracy(head, outputs, batches.labels)
         if stream is not None and head == "causal_lm":
-            stride = cfg.dataset.perplexity_stride or max(1, cfg.seq_len // 2)
+            stride = cfg.dataset.perplexity_stride if cfg.dataset.perplexity_stride is not None else max(1, cfg.seq_len // 2)
             ppl = perplexity(model, stream, cfg.seq_len, stride)
             quality |= {"quality_perplexity": ppl.perplexity, "quality_perplexity_tokens": ppl.tokens}
 

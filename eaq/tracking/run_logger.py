@@ -56,9 +56,6 @@ class TrackedRun:
         now = int(time.time() * 1000)
         self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
 
-    def log_text(self, text: str, artifact_file: str) -> None:
-        self.client.log_text(self.run_id, text, artifact_file)
-
     def log_artifact(self, file: Path) -> None:
         self.client.log_artifact(self.run_id, str(file))
 
