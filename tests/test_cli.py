@@ -47,6 +47,7 @@ def test_multirun_logs_finished_children_under_one_parent(out: Path, capsys: pyt
         assert child.data.params["batch_size"] == "4"
         assert child.data.tags["eaq.group.model"] == "bert_tiny_random"
         assert child.data.tags["eaq.energy"] == "unavailable" and child.data.tags["eaq.energy.reason"]
+        assert child.data.tags["eaq.memory.rss_peak"] == "warm-up and window"  # Linux resets the high-water mark
         names.add(child.info.run_name)
     assert names == {f"bert-tiny-random-{p}-b4-t{t}" for p in ("fp32", "int8") for t in (1, 2)}
 

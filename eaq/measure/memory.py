@@ -42,6 +42,11 @@ class PeakMemory:
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
 
+    @property
+    def rss_scope(self) -> str:
+        """The tag ``eaq.memory.rss_peak``: what the RSS peak spans (a reset can fail outside Linux)."""
+        return "warm-up and window" if self.rss_peak_is_windowed else "whole process (the high-water mark could not be reset)"
+
     def read(self) -> dict[str, float]:
         out = {"memory_peak_rss_mb": _rss_peak_bytes() / 1e6}
         if self.device.type == "cuda":

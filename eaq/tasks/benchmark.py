@@ -195,6 +195,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.cuda_graphs": str(cfg.cuda_graphs).lower(),
         "eaq.kernel_check": "not asked",
         "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
+        "eaq.memory.rss_peak": memory.rss_scope,
     }
     if token_cache is not None:
         metrics["data_tokenize_s"] = token_cache.seconds
