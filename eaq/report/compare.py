@@ -21,8 +21,10 @@ import pandas as pd
 
 from eaq.report.table import runs_table
 
+SHAPE = ("model.name", "seq_len", "batch_size")
 # Compiled with torchao's tuned Inductor settings or with the defaults: two configurations, never averaged together.
-KEYS = ("model.name", "seq_len", "batch_size", "compile", "compile_tuning", "cuda_graphs")
+COMPILER = ("compile_tuning", "cuda_graphs")
+KEYS = (*SHAPE, "compile", *COMPILER)
 COLUMNS = (
     "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.compile_tuning", "params.cuda_graphs",
     "params.precision.name", "params.trial", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
@@ -75,8 +77,7 @@ def grid(table: pd.DataFrame, value: str, baseline: str) -> pd.DataFrame:
 
     Compiler settings that are the same for every row are left out of the row labels.
     """
-    rows = [k for k in ("model.name", "seq_len", "batch_size") if k in table]
-    rows += [k for k in ("compile_tuning", "cuda_graphs") if k in table and table[k].nunique(dropna=False) > 1]
+    rows = [k for k in SHAPE if k in table] + [k for k in COMPILER if k in table and table[k].nunique(dropna=False) > 1]
     modes = table["compile"].astype(str).map({"True": "compiled", "False": "eager"}) if "compile" in table else "eager"
     wide = table.assign(mode=modes).pivot(index=rows, columns=["precision.name", "mode"], values=value)
     order = sorted(wide.columns, key=lambda c: (c[0] != baseline, c[0], c[1] != "eager"))

@@ -1,8 +1,8 @@
 """Run a task in a fresh Python process, so nothing leaks between runs of a sweep.
 
 torch.compile caches, settings a quantization library may change process-wide, allocator
-state and GPU memory all live in the process; a sweep that ran every configuration in one interpreter
-would measure each run after whatever the previous one left behind. The price is one
+state and GPU memory all live in the process; a sweep that ran every configuration in one
+interpreter would measure each run after whatever the previous one left behind. The price is one
 interpreter start and the imports per run, measured and logged as ``isolation_overhead_s``.
 """
 
