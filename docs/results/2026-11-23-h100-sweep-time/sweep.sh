@@ -14,4 +14,4 @@ PYTHONUNBUFFERED=1 python3 -m eaq.run -m model=distilbert_base_random dataset=sy
   paths.output_dir="$out" "$@" 2>&1 | grep -v "Warning\|warn(" | tee "$OUT/$label.log"
 end=$(date +%s.%N)
 cp "$out/mlflow.db" "$OUT/$label-mlflow.db"
-python3 "$here/summarize.py" "$out/mlflow.db" "$(echo "$end - $start" | bc)" | tee "$OUT/$label-summary.md"
+python3 "$here/summarize.py" "$out/mlflow.db" "$(python3 -c "print($end - $start)")" | tee "$OUT/$label-summary.md"
