@@ -15,12 +15,16 @@ included for the first run, is still logged as ``isolation_overhead_s``.
 
 The server keeps the environment of the process that started it: set environment
 variables (CUDA_VISIBLE_DEVICES, ...) before the sweep starts, not per job.
+
+Under a sweep's progress display the run's phases, and what it prints, travel to this
+process over a queue, so its log lines land above the display instead of through it.
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -52,35 +56,64 @@ def _fork_server() -> ForkServerContext:
     return _context
 
 
-def _child_setup(events: SimpleQueue) -> None:
+class _QueueStream:
+    """The run's stdout and stderr, sent to the parent's display; not a terminal, so no nested bars."""
+
+    def __init__(self, events: SimpleQueue) -> None:
+        self._events = events
+
+    def write(self, text: str) -> int:
+        if text:
+            self._events.put(("output", text))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _child_setup(events: SimpleQueue, relay_output: bool) -> None:
     global _listener
+    if relay_output:
+        sys.stdout = sys.stderr = _QueueStream(events)  # type: ignore[assignment]
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    _listener = events.put
+    _listener = lambda phase: events.put(("phase", phase))  # noqa: E731
 
 
 def _ready() -> None:
     import eaq.tasks.benchmark  # noqa: F401  (preloaded by the server: this measures the fork alone)
 
 
-def _relay(events: SimpleQueue, on_phase: Callable[[str], None] | None) -> None:
-    while (phase := events.get()) is not None:
-        if on_phase is not None:
-            on_phase(phase)
+def _relay(events: SimpleQueue, on_phase: Callable[[str], None] | None, on_output: Callable[[str], None] | None) -> None:
+    while (event := events.get()) is not None:
+        kind, payload = event
+        handler = on_phase if kind == "phase" else on_output
+        if handler is not None:
+            handler(payload)
 
 
-def run_isolated(task: Callable[..., T], *args: object, on_phase: Callable[[str], None] | None = None) -> tuple[T, float]:
+def run_isolated(
+    task: Callable[..., T],
+    *args: object,
+    on_phase: Callable[[str], None] | None = None,
+    on_output: Callable[[str], None] | None = None,
+) -> tuple[T, float]:
     """``task(*args)`` in a fresh forked process; returns its result and the seconds spent starting it.
 
     Exceptions raised by the task (EaqError included) are re-raised here unchanged.
-    ``on_phase`` hears, in this process, each phase the task reports as it starts.
+    ``on_phase`` hears, in this process, each phase the task reports as it starts;
+    ``on_output``, when given, receives what the task prints instead of the terminal.
     """
     context = _fork_server()
     events = context.SimpleQueue()
-    relay = threading.Thread(target=_relay, args=(events, on_phase), daemon=True)
+    relay = threading.Thread(target=_relay, args=(events, on_phase, on_output), daemon=True)
     relay.start()
     start = time.perf_counter()
+    setup = (events, on_output is not None)
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_child_setup, initargs=(events,)) as pool:
+        with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_child_setup, initargs=setup) as pool:
             pool.submit(_ready).result()
             overhead = time.perf_counter() - start
             return pool.submit(task, *args).result(), overhead

@@ -28,7 +28,7 @@ from eaq.tasks.roofline import run_calibration
 from eaq.tracking import TrackedRun, config_hash, flatten, open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip
 from eaq.tracking.environment import capture, summary_tags
-from eaq.tracking.progress import show_phase
+from eaq.tracking.progress import output_sink, show_phase
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def run_job(cfg: DictConfig) -> str:
         task = run_calibration if config.task == "calibrate" else benchmark
         setup_s = time.perf_counter() - started
         if config.isolate:
-            result, overhead_s = run_isolated(task, config, output_dir, on_phase=show_phase)
+            result, overhead_s = run_isolated(task, config, output_dir, on_phase=show_phase, on_output=output_sink())
             result.metrics["isolation_overhead_s"] = overhead_s
         else:
             result = run_in_process(task, config, output_dir, on_phase=show_phase)

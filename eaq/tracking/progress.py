@@ -9,12 +9,15 @@ each phase and one when it ends, with the counts and the time left.
 The time left is the mean duration of the runs that ran (skipped ones take no time)
 times the runs still to come. Phases reach this process through ``show_phase``: the job
 passes it to the task, which runs here or in a forked process (eaq.tasks.isolation).
+In a terminal, log lines (this process's, and a forked run's through ``output_sink``)
+are written above the two progress lines rather than through them.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -23,6 +26,7 @@ from hydra.experimental.callback import Callback
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
+from tqdm.contrib import DummyTqdmFile
 
 _active: SweepProgress | None = None
 
@@ -31,6 +35,11 @@ def show_phase(phase: str) -> None:
     """The run in progress has started ``phase``; shown by the sweep's progress, if one is running here."""
     if _active is not None:
         _active.phase(phase)
+
+
+def output_sink() -> Callable[[str], None] | None:
+    """Where a forked run's printed output should go: above the progress bars, when they are drawn."""
+    return _active.write if _active is not None and _active.bar is not None else None
 
 
 def count_jobs(config: DictConfig) -> int | None:
@@ -64,6 +73,7 @@ class SweepProgress(Callback):
         self.run_started = self.phase_started = 0.0
         self.bar: tqdm | None = None
         self.line: tqdm | None = None
+        self._stdout: TextIO | None = None
 
     # Hydra's hooks
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -73,6 +83,10 @@ class SweepProgress(Callback):
         if self.stream.isatty():
             self.bar = tqdm(total=self.total, desc="sweep", unit="run", file=self.stream, position=0, dynamic_ncols=True)
             self.line = tqdm(bar_format="{desc}", file=self.stream, position=1, dynamic_ncols=True)
+            # Hydra's log handlers write to sys.stdout as it is when it configures them (for
+            # every job): through this proxy their lines land above the bars, on the bars' stream.
+            self._stdout = sys.stdout
+            sys.stdout = DummyTqdmFile(self.stream)  # type: ignore[assignment]
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if _active is not self:
@@ -101,10 +115,16 @@ class SweepProgress(Callback):
         for bar in (self.line, self.bar):
             if bar is not None:
                 bar.close()
+        if self._stdout is not None:
+            sys.stdout = self._stdout
         if _active is self:
             _active = None
 
     # What the run in progress reports
+    def write(self, text: str) -> None:
+        for line in text.rstrip("\n").splitlines():
+            tqdm.write(line, file=self.stream)
+
     def phase(self, name: str) -> None:
         self.phase_started = time.perf_counter()
         if self.line is not None:
