@@ -200,3 +200,17 @@ def gpu_facts(uuid: str, nvml: ModuleType | None = None) -> dict[str, str]:
         except Exception:  # a query this GPU or driver does not answer
             continue
     return facts
+
+
+def compute_capabilities(nvml: ModuleType | None = None) -> set[tuple[int, int]]:
+    """The CUDA compute capability of every GPU NVML sees, read without creating a CUDA context.
+
+    Empty where NVML is not there (no NVIDIA driver).
+    """
+    try:
+        nvml = nvml or _import_pynvml()
+        nvml.nvmlInit()
+        count = nvml.nvmlDeviceGetCount()
+        return {tuple(nvml.nvmlDeviceGetCudaComputeCapability(nvml.nvmlDeviceGetHandleByIndex(i))) for i in range(count)}
+    except Exception:  # no driver, no library: nothing to tell
+        return set()
