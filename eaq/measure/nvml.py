@@ -202,15 +202,18 @@ def gpu_facts(uuid: str, nvml: ModuleType | None = None) -> dict[str, str]:
     return facts
 
 
-def compute_capabilities(nvml: ModuleType | None = None) -> set[tuple[int, int]]:
-    """The CUDA compute capability of every GPU NVML sees, read without creating a CUDA context.
-
-    Empty where NVML is not there (no NVIDIA driver).
-    """
+def device_summaries(nvml: ModuleType | None = None) -> list[dict[str, Any]]:
+    """Per GPU, in NVML's order: name, compute capability and memory, read without a CUDA context."""
     try:
         nvml = nvml or _import_pynvml()
         nvml.nvmlInit()
-        count = nvml.nvmlDeviceGetCount()
-        return {tuple(nvml.nvmlDeviceGetCudaComputeCapability(nvml.nvmlDeviceGetHandleByIndex(i))) for i in range(count)}
+        found = []
+        for i in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(i)
+            major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+            name = nvml.nvmlDeviceGetName(handle)
+            found.append({"name": name.decode() if isinstance(name, bytes) else name, "major": major, "minor": minor,
+                          "total_memory": nvml.nvmlDeviceGetMemoryInfo(handle).total})
+        return found
     except Exception:  # no driver, no library: nothing to tell
-        return set()
+        return []
