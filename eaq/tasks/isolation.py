@@ -26,6 +26,7 @@ import importlib
 import logging
 import multiprocessing
 import multiprocessing.forkserver
+import pickle
 import sys
 import threading
 import time
@@ -105,7 +106,15 @@ def resolve(task: str) -> Callable[..., Any]:
 
 
 def _call(task: str, *args: object) -> Any:
-    return resolve(task)(*args)
+    """Runs in the child; an exception that cannot travel back (it holds a lambda, a lock) travels as text."""
+    try:
+        return resolve(task)(*args)
+    except Exception as exc:
+        try:
+            pickle.dumps(exc)
+        except Exception:
+            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
+        raise
 
 
 def _ready() -> bool:

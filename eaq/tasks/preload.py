@@ -2,26 +2,25 @@
 
 A process that has initialised CUDA cannot fork children that use it: torch refuses
 ("Cannot re-initialize CUDA in forked subprocess"). Importing transformers' models
-imports torchao's prototype kernels, which at import time ask for the device's
+imports torchao's prototype mx kernels, which at import time ask for the device's
 capability (torchao 0.18, ``is_sm_at_least_100``) and whether triton can run on it
-(``torch.utils._triton.has_triton``, which reads the current device's properties); both
-questions initialise CUDA. While the server imports, they are answered from NVML, which
-reads the same facts (name, capability, memory) without a CUDA context; torch's own
-functions are put back afterwards, so runs ask CUDA itself. Where the host's GPUs
-differ, or an import needs more than NVML can tell, the server imports with CUDA, and
-``fork_safe`` tells the isolation to spawn instead.
+(``torch.utils._triton.has_triton``, which reads the device's properties): both
+initialise CUDA (seen on the H100 machine, docs/results/2026-11-23-h100-sweep-time).
+While the server imports, the capability is answered from NVML, which reads the same
+number without a CUDA context, and triton's device detection is off (only those
+prototype kernels, which eaq does not use, are defined or not by it). Afterwards
+torch's function and Inductor's setting are put back and the cached triton answer is
+forgotten, so runs ask CUDA itself. Where the host's GPUs differ, or an import still
+initialises CUDA, ``fork_safe`` is false in the forks and the isolation spawns instead.
 """
 
 from __future__ import annotations
 
-import logging
-from types import SimpleNamespace
-
 import torch
+import torch._inductor.config as inductor_config
+from torch.utils import _triton
 
 from eaq.measure.nvml import device_summaries
-
-log = logging.getLogger(__name__)
 
 
 def _import_tasks() -> None:
@@ -31,34 +30,20 @@ def _import_tasks() -> None:
 
 
 def _preload() -> None:
-    gpus = device_summaries()
-    kinds = {(g["name"], g["major"], g["minor"]) for g in gpus}
-    if len(kinds) != 1:  # no GPU (nothing to ask), or GPUs that differ: import as is
+    capabilities = {(g["major"], g["minor"]) for g in device_summaries()}
+    if len(capabilities) != 1:  # no GPU (nothing to ask), or GPUs that differ: import as is
         _import_tasks()
         return
-    props = SimpleNamespace(**gpus[0])
-    answers = {
-        "current_device": lambda: 0,
-        "get_device_capability": lambda device=None: (props.major, props.minor),
-        "get_device_properties": lambda device=None: props,
-    }
-    originals = {name: getattr(torch.cuda, name) for name in answers}
-    for name, answer in answers.items():
-        setattr(torch.cuda, name, answer)
+    (capability,) = capabilities
+    ask_cuda, detect = torch.cuda.get_device_capability, inductor_config.triton_disable_device_detection
+    torch.cuda.get_device_capability = lambda device=None: capability  # type: ignore[assignment]
+    inductor_config.triton_disable_device_detection = True
     try:
         _import_tasks()
-    except Exception as exc:  # an import wanted more than NVML tells: import with CUDA (runs are then spawned)
-        log.warning("preloading with device facts from NVML failed (%s); importing with CUDA", exc)
     finally:
-        for name, original in originals.items():
-            setattr(torch.cuda, name, original)
-        # Dynamo keeps the properties it read for its compile workers: drop the stand-ins,
-        # so a run's compilation reads the real ones.
-        from torch._dynamo import device_interface
-
-        device_interface.caching_worker_device_properties.pop("cuda", None)
-        device_interface.caching_worker_current_devices.pop("cuda", None)
-    _import_tasks()
+        torch.cuda.get_device_capability = ask_cuda
+        inductor_config.triton_disable_device_detection = detect
+        _triton.has_triton.cache_clear()
 
 
 def fork_safe() -> bool:

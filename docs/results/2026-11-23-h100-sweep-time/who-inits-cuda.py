@@ -4,9 +4,9 @@ import traceback
 
 import torch
 
-from eaq.measure.nvml import compute_capabilities
+from eaq.measure.nvml import device_summaries
 
-print("NVML capabilities:", compute_capabilities())
+print("NVML:", device_summaries())
 original = torch.cuda._lazy_init
 
 
