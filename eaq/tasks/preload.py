@@ -1,7 +1,9 @@
 """What the fork server imports once for every run, without initialising CUDA.
 
 A process that has initialised CUDA cannot fork children that use it: torch refuses
-("Cannot re-initialize CUDA in forked subprocess"). Importing transformers' models
+("Cannot re-initialize CUDA in forked subprocess"); even asking ``torch.cuda.is_available()``
+the default way (cudaGetDeviceCount, which starts the driver) marks its forks bad, so the
+server asks through NVML (``PYTORCH_NVML_BASED_CUDA_CHECK=1``). Importing transformers' models
 imports torchao's prototype mx kernels, which at import time ask for the device's
 capability (torchao 0.18, ``is_sm_at_least_100``) and whether triton can run on it
 (``torch.utils._triton.has_triton``, which reads the device's properties): both
@@ -16,11 +18,16 @@ initialises CUDA, ``fork_safe`` is false in the forks and the isolation spawns i
 
 from __future__ import annotations
 
+import os
+
 import torch
 import torch._inductor.config as inductor_config
 from torch.utils import _triton
 
 from eaq.measure.nvml import device_summaries
+
+
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 
 
 def _import_tasks() -> None:
@@ -30,6 +37,18 @@ def _import_tasks() -> None:
 
 
 def _preload() -> None:
+    check = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
+    try:
+        _import_without_cuda()
+    finally:
+        if check is None:
+            del os.environ[NVML_CHECK]
+        else:
+            os.environ[NVML_CHECK] = check
+
+
+def _import_without_cuda() -> None:
     capabilities = {(g["major"], g["minor"]) for g in device_summaries()}
     if len(capabilities) != 1:  # no GPU (nothing to ask), or GPUs that differ: import as is
         _import_tasks()
