@@ -111,10 +111,11 @@ class TrialsConfig:
     # Idle baseline before the run, device idle, sensor on (null: 5 s when energy is measured, else 0).
     idle_s: float | None = None
     # Reuse the last idle baseline of this device (cached in paths.cache_dir) while it is
-    # younger than idle_max_age_s and temperature and SM clock are near what they were then.
+    # younger than idle_max_age_s and temperature and SM clock are near what they were then
+    # (H100: idle power rose ~1.1 W per degree, so 3 C keeps it within ~3.5 W).
     idle_reuse: bool = True
     idle_max_age_s: float = 600.0
-    idle_max_temp_delta_c: float = 10.0
+    idle_max_temp_delta_c: float = 3.0
     idle_max_clock_change: float = 0.25
     # Pause after the run so the next run of a sweep starts from a cool device.
     cooldown_s: float = 0.0

@@ -123,12 +123,13 @@ def test_a_stale_idle_baseline_is_measured_again(tmp_path: Path) -> None:
     ("facts", "expected"),
     [
         ({"temperature_c": 52.0, "sm_clock_mhz": 1900.0}, None),
-        ({"temperature_c": 61.0, "sm_clock_mhz": 1980.0}, "temperature moved"),
+        ({"temperature_c": 54.0, "sm_clock_mhz": 1980.0}, "temperature moved"),
         ({"temperature_c": 50.0, "sm_clock_mhz": 345.0}, "SM clock moved"),
     ],
 )
 def test_idle_reuse_rules(facts: dict[str, float], expected: str | None) -> None:
     baseline = IdleBaseline(80.0, 5.0, time.time() - 30, "nvml", {"temperature_c": 50.0, "sm_clock_mhz": 1980.0})
-    reason = stale_reason(baseline, "nvml", facts, ReusePolicy())
+    policy = ReusePolicy(max_age_s=600, max_temp_delta_c=3, max_clock_change=0.25)
+    reason = stale_reason(baseline, "nvml", facts, policy)
     assert reason is None if expected is None else expected in (reason or "")
-    assert "sampler" in (stale_reason(baseline, "rapl", facts, ReusePolicy()) or "")
+    assert "sampler" in (stale_reason(baseline, "rapl", facts, policy) or "")

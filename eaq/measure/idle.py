@@ -4,9 +4,10 @@ Every run used to sit idle for 5 s before its warm-up to learn the device's idle
 the figure net energy subtracts. In a sweep that is the same figure measured again and
 again (on an H100, 5.6 s of every 42 s run). A baseline is now kept per device and
 sampler in the cache folder and reused while it is younger than ``max_age_s`` and the
-device looks as it did then: temperature within ``max_temp_delta_c`` (leakage power
-rises with temperature) and SM clock within ``max_clock_change`` (a different clock is
-a different power state). Otherwise the run measures a new one and stores it. Each run
+device looks as it did then: temperature within ``max_temp_delta_c`` and SM clock within
+``max_clock_change`` (a different clock is a different power state). Temperature matters:
+on the H100 here idle power was 130 W at 46 C and 142 W at 57 C, about 1.1 W per degree
+(docs/results/2026-11-23-h100-sweep-time), so 3 C keeps a reused baseline within ~3.5 W. Otherwise the run measures a new one and stores it. Each run
 records which baseline it used and why it measured one.
 """
 
@@ -34,9 +35,11 @@ class IdleBaseline:
 
 @dataclass(frozen=True)
 class ReusePolicy:
-    max_age_s: float = 600.0
-    max_temp_delta_c: float = 10.0
-    max_clock_change: float = 0.25
+    """When a stored baseline still stands for the device (defaults: ``trials`` in eaq/config.py)."""
+
+    max_age_s: float
+    max_temp_delta_c: float
+    max_clock_change: float
 
 
 def baseline_path(cache_dir: str | Path, device_key: str, sampler: str) -> Path:
