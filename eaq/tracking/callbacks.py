@@ -49,7 +49,7 @@ Hook = Callable[..., None]
 def fail_loudly(what: str) -> Callable[[Hook], Hook]:
     """Make a Hydra hook's failure end the sweep: one sentence on stderr, exit 2 (EaqError) or 1.
 
-    ``what`` completes "the sweep stopped: ... failed"; ``debug=true`` adds the traceback.
+    ``what`` completes "the sweep (or run) stopped: ... failed"; ``debug=true`` adds the traceback.
     """
 
     def decorate(hook: Hook) -> Hook:
@@ -60,7 +60,8 @@ def fail_loudly(what: str) -> Callable[[Hook], Hook]:
             except Exception as exc:
                 if config.get("debug"):
                     traceback.print_exception(exc)
-                print(f"error: the sweep stopped: {what} failed ({redact(str(exc))})", file=sys.stderr)
+                launch = "sweep" if config.hydra.mode == RunMode.MULTIRUN else "run"
+                print(f"error: the {launch} stopped: {what} failed ({redact(str(exc))})", file=sys.stderr)
                 raise SystemExit(2 if isinstance(exc, EaqError) else 1) from exc
 
         return wrapper
