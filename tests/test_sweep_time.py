@@ -31,8 +31,8 @@ def _compile_and_stash() -> tuple[int, int, int, bool]:
 
 
 def test_each_isolated_run_starts_clean_in_its_own_forked_process() -> None:
-    (pid1, frames1, stash1, cuda1), _ = run_isolated(_compile_and_stash)
-    (pid2, frames2, stash2, cuda2), overhead2 = run_isolated(_compile_and_stash)
+    (pid1, frames1, stash1, cuda1), _ = run_isolated("test_sweep_time:_compile_and_stash")
+    (pid2, frames2, stash2, cuda2), overhead2 = run_isolated("test_sweep_time:_compile_and_stash")
     assert pid1 != pid2 and os.getpid() not in (pid1, pid2)
     # Dynamo's frame counter and the module global start from nothing in each run: neither the
     # compiler state nor the memory the first run held carried over, and the parent never ran it.

@@ -22,24 +22,27 @@ process over a queue, so its log lines land above the display instead of through
 
 from __future__ import annotations
 
+import importlib
 import logging
 import multiprocessing
+import multiprocessing.forkserver
+import pickle
 import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from multiprocessing.context import ForkServerContext
+from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.queues import SimpleQueue
-from typing import TypeVar
+from typing import Any
 
-T = TypeVar("T")
-# Imported once by the fork server; every run's process starts with them loaded.
-PRELOAD = ("eaq.tasks.benchmark", "eaq.tasks.roofline")
+log = logging.getLogger(__name__)
+# Imported once by the fork server; every run's process starts with the tasks loaded.
+PRELOAD = ("eaq.tasks.preload",)
 
 # Who hears the phases of the task running in this process (see phase_listener).
 _listener: Callable[[str], None] | None = None
-_context: ForkServerContext | None = None
+_context: ForkServerContext | SpawnContext | None = None
 
 
 def phase_listener() -> Callable[[str], None] | None:
@@ -47,12 +50,26 @@ def phase_listener() -> Callable[[str], None] | None:
     return _listener
 
 
-def _fork_server() -> ForkServerContext:
+def start_server() -> None:
+    """Start the fork server now, so its imports overlap with the sweep's own start-up."""
+    if isinstance(_fork_server(), ForkServerContext):
+        multiprocessing.forkserver.ensure_running()
+
+
+def _fork_server() -> ForkServerContext | SpawnContext:
     global _context
     if _context is None:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(PRELOAD))
         _context = context
+    return _context
+
+
+def _spawn_instead() -> SpawnContext:
+    """For a server that had to initialise CUDA while importing (eaq.tasks.preload): spawn every run."""
+    global _context
+    log.warning("the fork server initialised CUDA while importing, so its forks cannot use the GPU; runs are spawned instead")
+    _context = multiprocessing.get_context("spawn")
     return _context
 
 
@@ -82,8 +99,29 @@ def _child_setup(events: SimpleQueue, relay_output: bool) -> None:
     _listener = lambda phase: events.put(("phase", phase))  # noqa: E731
 
 
-def _ready() -> None:
-    import eaq.tasks.benchmark  # noqa: F401  (preloaded by the server: this measures the fork alone)
+def resolve(task: str) -> Callable[..., Any]:
+    """``"package.module:function"`` -> the function (imported in the process that runs it)."""
+    module, _, name = task.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _call(task: str, *args: object) -> Any:
+    """Runs in the child; an exception that cannot travel back (it holds a lambda, a lock) travels as text."""
+    try:
+        return resolve(task)(*args)
+    except Exception as exc:
+        try:
+            pickle.dumps(exc)
+        except Exception:
+            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
+        raise
+
+
+def _ready() -> bool:
+    """Imports the tasks (preloaded by a fork server: this then measures the fork alone); whether CUDA works here."""
+    from eaq.tasks.preload import fork_safe
+
+    return fork_safe()
 
 
 def _relay(events: SimpleQueue, on_phase: Callable[[str], None] | None, on_output: Callable[[str], None] | None) -> None:
@@ -95,18 +133,36 @@ def _relay(events: SimpleQueue, on_phase: Callable[[str], None] | None, on_outpu
 
 
 def run_isolated(
-    task: Callable[..., T],
+    task: str,
     *args: object,
     on_phase: Callable[[str], None] | None = None,
     on_output: Callable[[str], None] | None = None,
-) -> tuple[T, float]:
+) -> tuple[Any, float]:
     """``task(*args)`` in a fresh forked process; returns its result and the seconds spent starting it.
+
+    ``task`` is named (``"eaq.tasks.benchmark:benchmark"``) so this process never imports
+    what only the run needs (torch, transformers: 16 s on the H100 machine).
 
     Exceptions raised by the task (EaqError included) are re-raised here unchanged.
     ``on_phase`` hears, in this process, each phase the task reports as it starts;
     ``on_output``, when given, receives what the task prints instead of the terminal.
     """
     context = _fork_server()
+    result = _run(context, task, args, on_phase, on_output)
+    if result is None:
+        result = _run(_spawn_instead(), task, args, on_phase, on_output)
+        assert result is not None
+    return result
+
+
+def _run(
+    context: ForkServerContext | SpawnContext,
+    task: str,
+    args: tuple[object, ...],
+    on_phase: Callable[[str], None] | None,
+    on_output: Callable[[str], None] | None,
+) -> tuple[Any, float] | None:
+    """None when the process cannot use CUDA (a fork of a server that initialised it)."""
     events = context.SimpleQueue()
     relay = threading.Thread(target=_relay, args=(events, on_phase, on_output), daemon=True)
     relay.start()
@@ -114,19 +170,20 @@ def run_isolated(
     setup = (events, on_output is not None)
     try:
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_child_setup, initargs=setup) as pool:
-            pool.submit(_ready).result()
+            if not pool.submit(_ready).result():
+                return None
             overhead = time.perf_counter() - start
-            return pool.submit(task, *args).result(), overhead
+            return pool.submit(_call, task, *args).result(), overhead
     finally:
         events.put(None)
         relay.join(timeout=5)
 
 
-def run_in_process(task: Callable[..., T], *args: object, on_phase: Callable[[str], None] | None = None) -> T:
+def run_in_process(task: str, *args: object, on_phase: Callable[[str], None] | None = None) -> Any:
     """``task(*args)`` here (``isolate=false``), with ``on_phase`` hearing its phases."""
     global _listener
     _listener = on_phase
     try:
-        return task(*args)
+        return resolve(task)(*args)
     finally:
         _listener = None

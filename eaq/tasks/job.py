@@ -14,6 +14,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
@@ -21,17 +22,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from eaq.config import GROUPS, validate
 from eaq.errors import EaqError
-from eaq.tasks.benchmark import benchmark
-from eaq.tasks.isolation import run_in_process, run_isolated
-from eaq.tasks.result import TaskResult
-from eaq.tasks.roofline import run_calibration
+from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking import TrackedRun, config_hash, flatten, open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip
 from eaq.tracking.environment import capture, summary_tags
 from eaq.tracking.progress import output_sink, show_phase
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
 
+if TYPE_CHECKING:
+    from eaq.tasks.result import TaskResult
+
 log = logging.getLogger(__name__)
+# Each task by name, imported only where it runs (the forked process, with isolate=true).
+TASKS = {"benchmark": "eaq.tasks.benchmark:benchmark", "calibrate": "eaq.tasks.roofline:run_calibration"}
 
 
 def _report_error(exc: BaseException, debug: bool) -> None:
@@ -69,6 +72,8 @@ def run_job(cfg: DictConfig) -> str:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     debug = bool(resolved.get("debug"))
+    if resolved.get("isolate", True):
+        start_server()  # its imports run while this process opens the store and logs the config
     tracking = resolved["tracking"]
     try:
         client, experiment_id = open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
@@ -99,7 +104,7 @@ def run_job(cfg: DictConfig) -> str:
         run.log_artifact(output_dir / CONFIG_FILE)
         run.log_artifacts(output_dir / ".hydra", ".hydra")
         config = validate(cfg)
-        task = run_calibration if config.task == "calibrate" else benchmark
+        task = TASKS[config.task]
         setup_s = time.perf_counter() - started
         if config.isolate:
             result, overhead_s = run_isolated(task, config, output_dir, on_phase=show_phase, on_output=output_sink())
