@@ -5,16 +5,20 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from eaq.config import register_schemas
 from eaq.group_choices import unknown_choice
 from eaq.tasks.job import run_job
 
 register_schemas()
+# Job and sweep folders are named by the second and the process (conf/config.yaml): two
+# launches in the same second must not share a folder, and with it a sweep's parent run.
+OmegaConf.register_new_resolver("eaq.pid", os.getpid, use_cache=True, replace=True)
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

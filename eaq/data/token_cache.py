@@ -18,6 +18,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import PreTrainedTokenizerBase
 
+from eaq.files import atomic_write
+
 
 def tokenizer_identity(tokenizer: PreTrainedTokenizerBase) -> dict[str, object]:
     return {
@@ -46,9 +48,6 @@ class TokenCache:
             tensors = load_file(self.path)
         else:
             tensors = {k: v.contiguous() for k, v in compute().items()}
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            save_file(tensors, tmp)
-            tmp.replace(self.path)  # atomic: a parallel job never reads half a file
+            atomic_write(self.path, lambda tmp: save_file(tensors, tmp))
         self.seconds = time.perf_counter() - start
         return tensors

@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
+
+from eaq.files import atomic_write, atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +39,7 @@ def cached_reference(cache_dir: str | Path, key: str, compute: Callable[[], torc
         log.info("fp32 reference from cache %s", path)
         return load_file(path)["outputs"]
     outputs = compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    save_file({"outputs": outputs.contiguous()}, tmp)
-    tmp.replace(path)  # atomic: a parallel job never reads a half-written file
+    atomic_write(path, lambda tmp: save_file({"outputs": outputs.contiguous()}, tmp))
     return outputs
 
 
@@ -53,8 +51,5 @@ def cached_quality(cache_dir: str | Path, key: str, compute: Callable[[], dict[s
     except (OSError, ValueError, AttributeError):
         pass  # none yet, or unreadable: compute
     figures = compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(figures))
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(figures))
     return figures, False

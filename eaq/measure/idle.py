@@ -14,10 +14,11 @@ records which baseline it used and why it measured one.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from eaq.files import atomic_write_text
 
 
 @dataclass(frozen=True)
@@ -55,11 +56,8 @@ def load_baseline(path: Path) -> IdleBaseline | None:
 
 
 def save_baseline(path: Path, baseline: IdleBaseline) -> None:
-    """Atomic: a run reading it at the same moment sees the old file or the new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(asdict(baseline), indent=2))
-    tmp.replace(path)
+    """Atomic (eaq.files): a run reading it at the same moment sees the old file or the new, never half."""
+    atomic_write_text(path, json.dumps(asdict(baseline), indent=2))
 
 
 def stale_reason(baseline: IdleBaseline | None, sampler: str, facts: dict[str, float], policy: ReusePolicy) -> str | None:

@@ -18,6 +18,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from eaq.device import synchronize
+from eaq.files import atomic_write_text
 from eaq.measure.energy import window_energy
 from eaq.measure.samplers import Sampler
 from eaq.measure.window import MeasurementWindow
@@ -107,5 +108,4 @@ def load_calibration(path: Path) -> Calibration | None:
 
 
 def save_calibration(path: Path, calibration: Calibration) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(asdict(calibration), indent=2))
+    atomic_write_text(path, json.dumps(asdict(calibration), indent=2))

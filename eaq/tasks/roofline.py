@@ -15,6 +15,7 @@ import torch
 from eaq.config import EaqConfig
 from eaq.device import device_key, resolve_device
 from eaq.errors import EaqError
+from eaq.files import exclusive
 from eaq.measure.samplers import measures_energy, select_sampler
 from eaq.measure.roofline import CALIBRATION_SIZE, Calibration, calibrate, calibration_path, load_calibration, save_calibration
 from eaq.precision import get_precision
@@ -24,23 +25,32 @@ from eaq.tasks.result import TaskResult, describe_device
 log = logging.getLogger(__name__)
 
 
-def _measure(cfg: EaqConfig, device: torch.device, matmul: str) -> Calibration | None:
-    sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)
-    if not measures_energy(sampler):
-        return None
-    size = CALIBRATION_SIZE if device.type == "cuda" else 2048  # a CPU needs minutes for 8192^3
-    set_tf32(matmul == "tfloat32")  # fp32 products run as IEEE fp32 unless the format is TF32
-    calibration = calibrate(device, matmul, sampler, size=size)
-    if calibration is not None:
-        save_calibration(calibration_path(cfg.paths.cache_dir, device_key(device), matmul), calibration)
-    return calibration
+def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool) -> Calibration | None:
+    """The cached peak (``reuse``) or a new measurement, cached; None when no sampler measures energy.
+
+    Under a lock per device and format: two runs that need the peak at the same moment
+    measure it once (the second reads the first's), and never while the other's matmul
+    loads the same device, which would halve both peaks.
+    """
+    path = calibration_path(cfg.paths.cache_dir, device_key(device), matmul)
+    with exclusive(path.with_suffix(".lock")):
+        if reuse and (cached := load_calibration(path)) is not None:
+            return cached
+        sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)
+        if not measures_energy(sampler):
+            return None
+        size = CALIBRATION_SIZE if device.type == "cuda" else 2048  # a CPU needs minutes for 8192^3
+        set_tf32(matmul == "tfloat32")  # fp32 products run as IEEE fp32 unless the format is TF32
+        calibration = calibrate(device, matmul, sampler, size=size)
+        if calibration is not None:
+            save_calibration(path, calibration)
+        return calibration
 
 
 def roofline_metrics(
     cfg: EaqConfig, device: torch.device, matmul: str, flops_per_batch: int, energy_j: float, iterations: int
 ) -> tuple[dict[str, float], dict[str, str]]:
-    path = calibration_path(cfg.paths.cache_dir, device_key(device), matmul)
-    calibration = load_calibration(path) or _measure(cfg, device, matmul)
+    calibration = _calibration(cfg, device, matmul, reuse=True)
     if calibration is None:
         return {"forward_flops_per_batch": float(flops_per_batch)}, {}
     achieved = flops_per_batch * iterations / energy_j
@@ -59,7 +69,7 @@ def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     """``python -m eaq.run task=calibrate precision=bf16``: measure and cache the peak FLOP/J."""
     device = resolve_device(cfg.device)
     precision = get_precision(cfg.precision.name, device)
-    calibration = _measure(cfg, device, precision.matmul)
+    calibration = _calibration(cfg, device, precision.matmul, reuse=False)
     if calibration is None:
         raise EaqError(
             f"task=calibrate needs a sampler that measures energy, and sampler={cfg.sampler.name} measures none on {device}; "

@@ -3,27 +3,70 @@
 The parent's id is written into the sweep folder, where every job (in this process or,
 with another launcher, in its own) finds it. If the sweep dies before Hydra's end hook,
 an exit hook still closes the parent, so no run is left RUNNING.
+
+Hydra 1.3 turns an exception raised in a callback into a warning and carries on
+(hydra/_internal/callbacks.py catches ``Exception``), so a sweep whose parent run could
+not be created would run its jobs without a parent, print no summary and exit 0; every
+hook here instead ends the sweep with one sentence and a non-zero exit (``SystemExit``
+passes through Hydra). At each job's start the hook also redacts what Hydra wrote from
+the command line (``multirun.yaml``, the job's ``.hydra/``; eaq.tracking.redact): a
+credential in ``tracking.uri`` would otherwise stay there in clear.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
+import functools
 import logging
 import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from mlflow.entities import RunStatus
 from omegaconf import DictConfig
 
+from eaq.errors import EaqError
+from eaq.files import atomic_write_text
+from eaq.tracking.redact import redact, redact_file, redact_folder
 from eaq.tracking.run_logger import PARENT_TAG, TrackedRun
 from eaq.tracking.store import open_store
 
 log = logging.getLogger(__name__)
 PARENT_ID_FILE = "mlflow_parent_run_id.txt"
 SKIPPED_FILE = "skipped_runs.txt"
+# Held by a running sweep for its whole life: a second sweep pointed at the same folder stops.
+SWEEP_LOCK_FILE = ".sweep.lock"
+
+Hook = Callable[..., None]
+
+
+def fail_loudly(what: str) -> Callable[[Hook], Hook]:
+    """Make a Hydra hook's failure end the sweep: one sentence on stderr, exit 2 (EaqError) or 1.
+
+    ``what`` completes "the sweep (or run) stopped: ... failed"; ``debug=true`` adds the traceback.
+    """
+
+    def decorate(hook: Hook) -> Hook:
+        @functools.wraps(hook)
+        def wrapper(self: Callback, config: DictConfig, **kwargs: Any) -> None:
+            try:
+                hook(self, config, **kwargs)
+            except Exception as exc:
+                if config.get("debug"):
+                    traceback.print_exception(exc)
+                launch = "sweep" if config.hydra.mode == RunMode.MULTIRUN else "run"
+                print(f"error: the {launch} stopped: {what} failed ({redact(str(exc))})", file=sys.stderr)
+                raise SystemExit(2 if isinstance(exc, EaqError) else 1) from exc
+
+        return wrapper
+
+    return decorate
 
 
 def record_skip(sweep_dir: str, run_id: str) -> None:
@@ -37,31 +80,64 @@ def parent_run_id(sweep_dir: str) -> str | None:
     return path.read_text().strip() if path.exists() else None
 
 
+def _hold_sweep_folder(sweep_dir: Path) -> IO[str]:
+    """Lock the sweep folder for this sweep's life (the kernel frees it when the process ends).
+
+    Folders are named by time and process id (conf/config.yaml), so this fails only when
+    two live sweeps are given the same ``hydra.sweep.dir``: they would share the parent-id
+    and skipped-runs files and each report the other's runs.
+    """
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    handle = (sweep_dir / SWEEP_LOCK_FILE).open("a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise EaqError(
+            f"another sweep is running in the folder hydra.sweep.dir={sweep_dir}; give this one its own "
+            "(leave hydra.sweep.dir at its default, which is unique per launch, or pass a new folder)."
+        ) from None
+    return handle
+
+
 class MlflowSweepCallback(Callback):
     def __init__(self) -> None:
         self.parent: TrackedRun | None = None
+        self._sweep_lock: IO[str] | None = None
 
+    @fail_loudly("creating the sweep's MLflow parent run")
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra sets its runtime config only per job; the paths here interpolate ${hydra:...}.
         HydraConfig.instance().set_config(config)
+        sweep_dir = Path(HydraConfig.get().sweep.dir)
+        self._sweep_lock = _hold_sweep_folder(sweep_dir)
+        (sweep_dir / SKIPPED_FILE).unlink(missing_ok=True)  # left by an earlier sweep in this folder
         tracking = config.tracking
         client, experiment_id = open_store(tracking.uri, tracking.experiment, tracking.artifact_location)
-        sweep_dir = Path(HydraConfig.get().sweep.dir)
         self.parent = TrackedRun(
             client,
             experiment_id,
             run_name=f"sweep-{sweep_dir.name}",
             tags={"eaq.sweep_dir": str(sweep_dir.resolve()), "eaq.kind": "sweep"},
         )
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        (sweep_dir / PARENT_ID_FILE).write_text(self.parent.run_id)
         atexit.register(self._close_unfinished)
-        log.info("MLflow parent run %s (%s)", self.parent.run_id, tracking.uri)
+        atomic_write_text(sweep_dir / PARENT_ID_FILE, self.parent.run_id)
+        log.info("MLflow parent run %s (%s)", self.parent.run_id, redact(tracking.uri))
+
+    @fail_loudly("redacting the job's records")
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Hydra has just written the job's files (and, first, the sweep's) from the command line: redact them."""
+        hydra = config.hydra
+        if hydra.mode == RunMode.MULTIRUN:
+            redact_file(Path(hydra.sweep.dir) / "multirun.yaml")
+        if hydra.output_subdir is not None:
+            redact_folder(Path(hydra.runtime.output_dir) / hydra.output_subdir)
 
     def _close_unfinished(self) -> None:
         if self.parent is not None:
             self.parent.end(RunStatus.to_string(RunStatus.FAILED), RuntimeError("the sweep stopped before its end"))
 
+    @fail_loudly("closing the sweep's MLflow parent run")
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None:
             return

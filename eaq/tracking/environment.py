@@ -1,4 +1,4 @@
-"""What a run executed on: code revision, packages, machine, device; secrets redacted.
+"""What a run executed on: code revision, packages, machine, device; secrets redacted (by name and by value).
 
 Written as ``env.json`` beside the resolved config (job folder and MLflow artifacts), so
 ``python -m eaq.diff`` can say what differed between two runs besides their configs.
@@ -15,10 +15,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from eaq.tracking.redact import REDACTED, redact, redact_tree
+
 PACKAGES = ("torch", "transformers", "torchao", "mlflow", "mlflow-skinny", "hydra-core", "omegaconf", "nvidia-ml-py", "eaq")
 # Environment variables whose names say they hold a secret: their values never leave the process.
 SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
-REDACTED = "<redacted>"
 
 
 def _version(package: str) -> str:
@@ -64,13 +65,18 @@ def _git(root: Path) -> dict[str, str]:
 
 
 def redacted_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment, with variables named like a secret blanked and credentials in any other value redacted.
+
+    By name alone, ``DATABASE_URL=postgresql://u:PASSWORD@host/db`` or a proxy with a
+    password would be recorded in clear; eaq.tracking.redact knows those shapes.
+    """
     environ = dict(os.environ if environ is None else environ)
-    return {k: (REDACTED if SECRET_NAME.search(k) else v) for k, v in sorted(environ.items())}
+    return {k: (REDACTED if SECRET_NAME.search(k) else redact(v)) for k, v in sorted(environ.items())}
 
 
 def capture(device: dict[str, Any], config_hash: str) -> dict[str, Any]:
-    """Environment facts; ``device`` comes from the task, which knows torch and the GPU."""
-    return {
+    """Environment facts, credentials redacted; ``device`` comes from the task, which knows torch and the GPU."""
+    return redact_tree({
         "config_hash": config_hash,
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -82,7 +88,7 @@ def capture(device: dict[str, Any], config_hash: str) -> dict[str, Any]:
         "git": _git(Path(__file__).resolve().parents[2]),
         "device": device,
         "environ": redacted_environ(),
-    }
+    })
 
 
 def summary_tags(env: dict[str, Any]) -> dict[str, str]:

@@ -1,7 +1,9 @@
 """One MLflow run's life: created RUNNING, always ended FINISHED, FAILED or KILLED.
 
 Uses the explicit ``MlflowClient`` rather than mlflow's global active run, so several
-runs in one process (a Hydra multirun) never leak state into each other.
+runs in one process (a Hydra multirun) never leak state into each other. Every param, tag
+and text artifact passes through eaq.tracking.redact on its way in: this class is the
+only writer of runs, so no credential reaches the store by another path.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import Any
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
+
+from eaq.tracking.redact import redact, redact_file, redact_folder, redact_tree
 
 PARENT_TAG = "mlflow.parentRunId"
 # What every run leaves in its job folder and as artifacts: the resolved config and environment.
@@ -42,25 +46,28 @@ class TrackedRun:
         if parent_run_id:
             all_tags[PARENT_TAG] = parent_run_id
         self.client = client
-        self.run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
+        self.run = client.create_run(experiment_id, run_name=redact(run_name), tags=redact_tree(all_tags))
         self.run_id = self.run.info.run_id
         self._ended = False
 
     def log_params(self, params: dict[str, str]) -> None:
-        self.client.log_batch(self.run_id, params=[Param(k, v[:6000]) for k, v in params.items()])
+        self.client.log_batch(self.run_id, params=[Param(k, redact(v)[:6000]) for k, v in params.items()])
 
     def set_tags(self, tags: dict[str, Any]) -> None:
-        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in tags.items()])
+        self.client.log_batch(self.run_id, tags=[RunTag(k, redact(str(v))[:5000]) for k, v in tags.items()])
 
     def log_metrics(self, metrics: dict[str, float]) -> None:
         now = int(time.time() * 1000)
         self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
 
     def log_artifact(self, file: Path) -> None:
+        """Redacts a text file in place first, so the job folder's copy is the store's."""
+        redact_file(file)
         self.client.log_artifact(self.run_id, str(file))
 
     def log_artifacts(self, folder: Path, artifact_path: str) -> None:
         if folder.is_dir():
+            redact_folder(folder)
             self.client.log_artifacts(self.run_id, str(folder), artifact_path)
 
     def end(self, status: str, error: BaseException | None = None) -> None:

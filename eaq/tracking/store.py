@@ -1,56 +1,98 @@
-"""Open the MLflow tracking store once, before any job writes to it."""
+"""Open the MLflow tracking store, created once however many processes start at the same moment.
+
+MLflow creates a new SQLite store's schema on a client's first request; two processes
+doing that at once (two sweeps launched together, parallel jobs) race in the migration
+(``no such column: spans.dimension_attributes``, ``table ... already exists``) and one of
+them fails. Opening a SQLite store here takes a lock file beside the database, so the
+first process creates the schema and the others find it done.
+"""
 
 from __future__ import annotations
 
+import base64
+import os
+import urllib.parse
 import urllib.request
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError
+from eaq.files import exclusive
+from eaq.tracking.redact import redact
 
 
 def _check_reachable(uri: str) -> None:
-    """Fail in seconds on a dead server, not after MLflow's minutes of retries."""
-    if uri.startswith(("http://", "https://")):
-        try:
-            urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5).close()
-        except OSError as exc:
-            raise EaqError(
-                f"the MLflow server tracking.uri={uri} cannot be reached ({exc}); start it, or pass "
-                f"tracking.uri=sqlite:///<absolute path>.db for a local store."
-            ) from exc
-    elif uri.startswith("sqlite:///"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    """Fail in seconds on a dead server, not after MLflow's minutes of retries.
+
+    Credentials in the URI (``https://user:pw@host``) go in a header: urllib would take
+    them for part of the host name.
+    """
+    parts = urllib.parse.urlsplit(uri)
+    netloc = parts.hostname or ""
+    if ":" in netloc:  # an IPv6 literal
+        netloc = f"[{netloc}]"
+    request = urllib.request.Request(
+        urllib.parse.urlunsplit(parts._replace(netloc=netloc + (f":{parts.port}" if parts.port else ""))).rstrip("/") + "/health"
+    )
+    if parts.username is not None:
+        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        request.add_header("Authorization", "Basic " + base64.b64encode(pair.encode()).decode())
+    try:
+        urllib.request.urlopen(request, timeout=5).close()
+    except OSError as exc:
+        raise EaqError(
+            f"the MLflow server tracking.uri={redact(uri)} cannot be reached ({redact(str(exc))}); start it, or pass "
+            f"tracking.uri=sqlite:///<absolute path>.db for a local store."
+        ) from exc
+
+
+def _creation_lock(uri: str) -> AbstractContextManager[object]:
+    """An exclusive lock beside a SQLite database (its folder created); a server serializes its own creation."""
+    if not uri.startswith("sqlite:///"):
+        return nullcontext()
+    database = Path(uri.removeprefix("sqlite:///"))
+    return exclusive(database.with_name(database.name + ".lock"))
 
 
 def open_store(uri: str, experiment: str, artifact_location: str) -> tuple[MlflowClient, str]:
     """Return a client and the experiment id, creating the database and experiment if new.
 
-    Call it in the parent process before parallel jobs start: concurrent first writes to
-    a fresh SQLite store race in its schema migration.
+    Any number of processes may call it at the same moment on a new store (see the
+    module docstring). The first request to the store, which creates its schema, happens
+    under the lock; after that, the store is MLflow's to serialize.
     """
+    if redact(uri) != uri:
+        # MLflow prints a server store's run URL, credentials and all, whenever a run ends.
+        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
     try:
-        _check_reachable(uri)
-        client = MlflowClient(tracking_uri=uri)
-        found = client.get_experiment_by_name(experiment)
-        if found is not None:
-            return client, found.experiment_id
-        Path(artifact_location).mkdir(parents=True, exist_ok=True)
-        location = Path(artifact_location).resolve().as_uri()
-        try:
-            return client, client.create_experiment(experiment, artifact_location=location)
-        except MlflowException:  # another job created it in between
+        if uri.startswith(("http://", "https://")):
+            _check_reachable(uri)
+        with _creation_lock(uri):
+            client = MlflowClient(tracking_uri=uri)
             found = client.get_experiment_by_name(experiment)
             if found is None:
-                raise
-            return client, found.experiment_id
+                Path(artifact_location).mkdir(parents=True, exist_ok=True)
+                location = Path(artifact_location).resolve().as_uri()
+                try:
+                    return client, client.create_experiment(experiment, artifact_location=location)
+                except MlflowException:  # created in between, by a process this lock does not cover (a server store)
+                    found = client.get_experiment_by_name(experiment)
+                    if found is None:
+                        raise
     except EaqError:
         raise
     except (MlflowException, OSError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise EaqError(
-            f"the MLflow tracking store tracking.uri={uri} could not be opened ({first_line}); "
+            f"the MLflow tracking store tracking.uri={redact(uri)} could not be opened ({redact(first_line)}); "
             f"pass a writable sqlite:///<absolute path>.db or a server URL."
         ) from exc
+    if found.lifecycle_stage != "active":
+        raise EaqError(
+            f"the experiment tracking.experiment={experiment} is deleted in the store tracking.uri={redact(uri)}; "
+            f"restore it (mlflow experiments restore --experiment-id {found.experiment_id}) or pick another tracking.experiment=NAME."
+        )
+    return client, found.experiment_id

@@ -1,0 +1,62 @@
+"""Files that several processes may write at the same moment: written whole, or locked.
+
+Two sweeps, a parallel launcher's jobs, or a sweep and a single run all share
+``paths.cache_dir`` and the store beside it. A file written in place can be read
+half-written by another run, and two writers that share one temporary name (``x.tmp``)
+replace each other's file mid-write, so one of them fails and the cache may hold the
+other's half. Each writer here gets a temporary file of its own in the target's folder
+and renames it over the target (atomic on POSIX): a reader sees the old file or a whole
+new one. Work that must happen once (creating a database, measuring a device) takes an
+exclusive lock instead, held by the operating system, so a killed process never leaves
+a stale one.
+
+Used by every room (tracking, measure, evaluate, data), so it imports nothing of eaq.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)`` to a temporary file of this writer's own, then rename it to ``path``.
+
+    ``write`` receives a path (safetensors and other writers want one, not a handle).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """``path.write_text(text)``, but never seen half-written."""
+    atomic_write(path, lambda tmp: tmp.write_text(text))
+
+
+@contextmanager
+def exclusive(lock_path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path`` (created if needed) across processes; waits for it.
+
+    ``flock`` is released by the kernel when the process ends, however it ends.
+    """
+    lock_path = Path(lock_path)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

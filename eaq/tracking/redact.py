@@ -1,0 +1,122 @@
+"""Keep credentials out of every record: params, tags, env.json, config files, Hydra's files, logs.
+
+A user's environment and command line carry secrets in values whose names give nothing
+away: ``DATABASE_URL=postgresql://u:PASSWORD@host/db``, ``https_proxy=http://user:pw@proxy``,
+``tracking.uri=https://user:pw@mlflow.example``, an ``Authorization: Bearer ...`` header, a
+GitHub or Hugging Face token pasted into any variable. Redacting by name alone (eaq's
+first rule, kept for environment variables) misses all of these, so every string that
+goes into a record passes through ``redact`` here, the one place that knows the shapes:
+
+- the password in ``scheme://user:password@`` (the whole user part when there is no
+  password: a token is often passed as the user, ``https://TOKEN@github.com``);
+- the value of ``password=``, ``token=``, ``api_key=``, ``secret=``, ``sig=``... pairs
+  (query strings, connection strings, ``key: value`` lines);
+- ``Bearer <token>`` and any ``Authorization`` header value;
+- well-known token shapes (GitHub, GitLab, Hugging Face, OpenAI/Anthropic, AWS access
+  key ids, Slack, Google API keys, Stripe, PyPI, npm, JWTs, PEM private keys).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from eaq.files import atomic_write_text
+
+REDACTED = "<redacted>"
+
+# scheme://userinfo@ ; the greedy userinfo runs to the last '@' of the authority, so a
+# password with an unescaped '@' is still covered. Hydra's own files escape the colons
+# of an override (``http\://user\:pw@host``), hence the optional backslashes.
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*\\?://)(?P<userinfo>[^\s/?#]+)@")
+_SECRET_WORD = r"(?:password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|account[_-]?key|private[_-]?key|sig|signature|credentials?|auth)"
+# key=value or key: value where the key ends in a secret word (user_password=, X-Amz-Signature=, "token": ...).
+_SECRET_PAIR = re.compile(
+    rf"(?P<key>\b[\w.-]*{_SECRET_WORD}[\"']?\s*[=:]\s*[\"']?)(?P<value>(?!{re.escape(REDACTED)})[^\s&;,\"'<>]+)",
+    re.IGNORECASE,
+)
+_AUTHORIZATION = re.compile(r"(?P<key>\b(?:proxy-)?authorization[\"']?\s*[=:]\s*[\"']?)(?P<value>(?!<redacted>)[^\s\"'][^\r\n\"']*)", re.IGNORECASE)
+_BEARER = re.compile(r"(?P<key>\bbearer\s+)(?P<value>(?!<redacted>)[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
+_TOKEN_SHAPES = re.compile(
+    "|".join(
+        (
+            r"\bgh[pousr]_[A-Za-z0-9]{36,}",  # GitHub
+            r"\bgithub_pat_[A-Za-z0-9_]{22,}",
+            r"\bglpat-[A-Za-z0-9_-]{20,}",  # GitLab
+            r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
+            r"\bsk-[A-Za-z0-9_-]{20,}",  # OpenAI, Anthropic (sk-proj-, sk-ant-)
+            r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key id
+            r"\bxox[abposr]-[A-Za-z0-9-]{10,}",  # Slack
+            r"\bAIza[0-9A-Za-z_-]{35}",  # Google API key
+            r"\b[rs]k_live_[0-9A-Za-z]{16,}",  # Stripe
+            r"\bpypi-[A-Za-z0-9_-]{50,}",  # PyPI
+            r"\bnpm_[A-Za-z0-9]{36,}",  # npm
+            r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----",  # PEM
+        )
+    ),
+    re.DOTALL,
+)
+
+
+def _userinfo(match: re.Match[str]) -> str:
+    user, has_password, _ = match["userinfo"].partition(":")
+    return f"{match['scheme']}{user}:{REDACTED}@" if has_password else f"{match['scheme']}{REDACTED}@"
+
+
+def redact(text: str) -> str:
+    """``text`` with every credential the module docstring lists replaced by ``<redacted>``; idempotent."""
+    text = _TOKEN_SHAPES.sub(REDACTED, text)
+    text = _URL_USERINFO.sub(_userinfo, text)
+    for pattern in (_AUTHORIZATION, _BEARER, _SECRET_PAIR):
+        text = pattern.sub(lambda m: f"{m['key']}{REDACTED}", text)
+    return text
+
+
+def redact_tree(value: Any) -> Any:
+    """``redact`` applied to every string (keys included) of nested dicts, lists and tuples."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_tree(k): redact_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_tree(v) for v in value)
+    return value
+
+
+def redact_file(path: Path) -> None:
+    """Rewrite a text file with its credentials redacted; binary files (figures, tensors) are left alone.
+
+    In place, so the job folder and the store keep the same, redacted, copy.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return
+    clean = redact(text)
+    if clean != text:
+        atomic_write_text(path, clean)
+
+
+def redact_folder(folder: Path) -> None:
+    """``redact_file`` for every file under ``folder``."""
+    for file in sorted(folder.rglob("*")):
+        if file.is_file():
+            redact_file(file)
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts each record's final message, so no handler it is attached to writes a credential.
+
+    Set on the handlers of Hydra's logging configs (conf/hydra/*_logging/redacted.yaml):
+    a filter on a handler, unlike one on a logger, also sees what other loggers propagate.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True

@@ -1,0 +1,285 @@
+"""Hard to break: no credential in any record, concurrent starts on a new store, failures that cannot be missed.
+
+Real CLI processes, a real MLflow server and SQLite stores, real cache code in real
+concurrent processes; nothing here is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from mlflow.entities import ViewType
+from mlflow.tracking import MlflowClient
+
+from conftest import FAST, REPO, all_runs, run_eaq, store
+from eaq.evaluate.reference import cached_reference
+from eaq.files import exclusive
+from eaq.measure.roofline import Calibration, load_calibration, save_calibration
+from eaq.tracking.redact import REDACTED, redact
+
+# Secrets in values whose names give nothing away (redaction by name misses every one).
+GITHUB_TOKEN = "ghp_" + "x7Q2" * 9
+SECRET_ENV = {
+    "DATABASE_URL": "postgresql://dbuser:DbPw-4711@db.internal:5432/eaq",
+    "https_proxy": "http://proxyuser:ProxyPw-4712@proxy.invalid:3128",
+    "EXTRA_HEADERS": "Authorization: Bearer BearerTok4713abcdef",
+    "GIT_REMOTE": f"https://{GITHUB_TOKEN}@github.com/org/repo.git",
+}
+TRACKING_PASSWORD = "TrackPw-4714"
+SECRETS = ["DbPw-4711", "ProxyPw-4712", "BearerTok4713abcdef", GITHUB_TOKEN, TRACKING_PASSWORD]
+
+
+def _files_holding(folder: Path, secrets: list[str]) -> list[str]:
+    """Every file under ``folder`` whose bytes contain one of ``secrets``, as 'path: secret'."""
+    found = []
+    for file in folder.rglob("*"):
+        if file.is_file():
+            data = file.read_bytes()
+            found += [f"{file}: {s}" for s in secrets if s.encode() in data]
+    return found
+
+
+@pytest.fixture
+def mlflow_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """A real ``mlflow server`` on a free local port, its store under tmp_path/server."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    folder = tmp_path / "server"
+    folder.mkdir()
+    cmd = [
+        sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+        "--backend-store-uri", f"sqlite:///{folder}/server.db", "--default-artifact-root", str(folder / "artifacts"),
+    ]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.time() < deadline, "the mlflow server did not start"
+                time.sleep(0.5)
+        yield port, folder
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)  # the server and the workers it started
+        server.wait(timeout=60)
+
+
+def test_no_credential_from_the_environment_or_tracking_uri_lands_in_any_record(out: Path, mlflow_server) -> None:
+    port, server_folder = mlflow_server
+    uri = f"http://trackuser:{TRACKING_PASSWORD}@127.0.0.1:{port}"
+    env = os.environ | SECRET_ENV | {"PYTHONUNBUFFERED": "1", "no_proxy": "127.0.0.1,localhost"}
+    cmd = [sys.executable, "-m", "eaq.run", "-m", "precision=fp32,bf16", *FAST, f"paths.output_dir={out}", f"tracking.uri={uri}"]
+    result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    assert _files_holding(out, SECRETS) == []
+    assert _files_holding(server_folder, SECRETS) == []
+    printed = result.stdout + result.stderr
+    assert [s for s in SECRETS if s in printed] == []
+
+    # The records are there, with the credential's place marked.
+    redacted_uri = f"http://trackuser:{REDACTED}@127.0.0.1:{port}"
+    (env_file, *_) = sorted(out.glob("multirun/*/0_*/env.json"))
+    environ = json.loads(env_file.read_text())["environ"]
+    assert environ["DATABASE_URL"] == f"postgresql://dbuser:{REDACTED}@db.internal:5432/eaq"
+    assert environ["https_proxy"] == f"http://proxyuser:{REDACTED}@proxy.invalid:3128"
+    assert environ["EXTRA_HEADERS"] == f"Authorization: {REDACTED}"
+    assert environ["GIT_REMOTE"] == f"https://{REDACTED}@github.com/org/repo.git"
+    assert f"trackuser:{REDACTED}@" in next(out.glob("multirun/*/multirun.yaml")).read_text()
+    assert list(out.glob("multirun/*/0_*/*.log"))  # the job's log file was written, and holds no secret
+    client = MlflowClient(tracking_uri=uri)  # the server accepts the credentials, and ignores them
+    children = [r for r in client.search_runs([e.experiment_id for e in client.search_experiments()]) if r.data.tags.get("eaq.kind") == "benchmark"]
+    assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children)
+    assert {r.data.params["tracking.uri"] for r in children} == {redacted_uri}
+
+
+def test_two_sweeps_launched_at_once_on_a_new_store_each_get_their_parent_and_summary(out: Path) -> None:
+    env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    sweeps = [
+        subprocess.Popen(
+            [sys.executable, "-m", "eaq.run", "-m", trials, *FAST, f"paths.output_dir={out}"],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for trials in ("trial=1,2", "trial=3,4")
+    ]
+    outputs = [sweep.communicate(timeout=600) for sweep in sweeps]
+    parents = []
+    for sweep, (stdout, stderr) in zip(sweeps, outputs):
+        assert sweep.returncode == 0, stderr[-3000:]
+        assert "raised" not in stderr, stderr[-3000:]  # no callback failure turned into a warning
+        summary = re.search(r"^sweep: 2 of 2 runs finished \(parent run (\w+)\)$", stdout, re.MULTILINE)
+        assert summary, stdout[-3000:]
+        parents.append(summary[1])
+    assert len(set(parents)) == 2
+
+    runs = all_runs(out)
+    by_id = {r.info.run_id: r for r in runs}
+    for parent in parents:
+        assert by_id[parent].info.status == "FINISHED" and by_id[parent].data.tags["eaq.kind"] == "sweep"
+        children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent]
+        assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children)
+    assert len([r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]) == 4
+    sweep_folders = sorted(p.parent for p in out.glob("multirun/*/mlflow_parent_run_id.txt"))
+    assert sorted((f / "mlflow_parent_run_id.txt").read_text() for f in sweep_folders) == sorted(parents)
+
+
+def test_a_sweep_whose_parent_run_cannot_be_created_stops_non_zero_in_one_sentence(out: Path) -> None:
+    out.mkdir(parents=True)
+    client = store(out)
+    experiment = client.create_experiment("eaq", artifact_location=(out / "mlartifacts").as_uri())
+    client.delete_experiment(experiment)  # as a user might, in the UI
+
+    result = run_eaq(out, "-m", "trial=1,2", *FAST)
+    assert result.returncode == 2, result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr[-3000:]
+    assert errors[0].startswith("error: the sweep stopped: creating the sweep's MLflow parent run failed")
+    assert "tracking.experiment=eaq is deleted" in errors[0] and f"--experiment-id {experiment}" in errors[0]
+    assert "Traceback" not in result.stderr and "raised" not in result.stderr
+    assert client.search_runs([experiment], run_view_type=ViewType.ALL) == []
+    assert list(out.glob("multirun/*/*_bert-tiny-random-*")) == []  # no job ran
+
+
+def test_a_second_sweep_in_a_running_sweeps_folder_stops_and_the_first_is_untouched(out: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "one-sweep-folder"
+    cmd = [sys.executable, "-m", "eaq.run", "-m", "trial=1,2", *FAST, f"paths.output_dir={out}", f"hydra.sweep.dir={folder}"]
+    first = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not (folder / "mlflow_parent_run_id.txt").exists():
+        assert first.poll() is None and time.time() < deadline, "the first sweep never created its parent run"
+        time.sleep(0.2)
+
+    second = run_eaq(out, "-m", "trial=3", *FAST, f"hydra.sweep.dir={folder}")
+    stdout, stderr = first.communicate(timeout=600)
+    assert second.returncode == 2
+    assert f"error: the sweep stopped: creating the sweep's MLflow parent run failed (another sweep is running in the folder hydra.sweep.dir={folder}" in second.stderr
+    assert first.returncode == 0, stderr[-3000:]
+    parent = (folder / "mlflow_parent_run_id.txt").read_text()
+    assert f"sweep: 2 of 2 runs finished (parent run {parent})" in stdout
+    assert len([r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "sweep"]) == 1
+
+
+# Runs writing the same cache at once: WRITERS processes go through eaq's own cache code
+# for ROUNDS keys. Each computes the value only after finding no cache (as a run does),
+# then waits at the barrier, so that all of them write the same file at the same moment.
+WRITERS, ROUNDS = 4, 20
+REFERENCE = torch.arange(1_000_000, dtype=torch.float32)
+
+
+def _reference_writer(cache_dir: Path, barrier: multiprocessing.synchronize.Barrier) -> None:
+    def compute() -> torch.Tensor:
+        barrier.wait(timeout=60)
+        return REFERENCE
+
+    for round_ in range(ROUNDS):
+        cached_reference(cache_dir, f"key{round_}", compute)
+
+
+def _reference_files(cache_dir: Path) -> bool:
+    """One valid cache per key, and nothing else."""
+    names = {f"fp32-reference-key{r}.safetensors" for r in range(ROUNDS)}
+    return {f.name for f in cache_dir.iterdir()} == names and all(
+        torch.equal(cached_reference(cache_dir, f"key{r}", lambda: torch.zeros(1)), REFERENCE) for r in range(ROUNDS)
+    )
+
+
+CALIBRATION = Calibration(device_name="cpu", matmul="float32", size=2048, tflops=0.5, flop_per_j=1e11, power_mean_w=50.0, duration_s=5.0, measured_unix_s=1.0)
+
+
+def _calibration_writer(cache_dir: Path, barrier: multiprocessing.synchronize.Barrier) -> None:
+    barrier.wait(timeout=60)
+    for _ in range(200):  # small file, many writes: a reader in between must never see half of one
+        save_calibration(cache_dir / "roofline-cpu-float32.json", CALIBRATION)
+        assert load_calibration(cache_dir / "roofline-cpu-float32.json") == CALIBRATION
+
+
+def _calibration_files(cache_dir: Path) -> bool:
+    """The one cache file, valid."""
+    return [f.name for f in cache_dir.iterdir()] == ["roofline-cpu-float32.json"] and load_calibration(cache_dir / "roofline-cpu-float32.json") == CALIBRATION
+
+
+def _failing_fast(writer: Callable[..., None], cache_dir: Path, barrier: multiprocessing.synchronize.Barrier) -> None:
+    """A writer that fails breaks the barrier, so the others fail at once instead of waiting for it."""
+    try:
+        writer(cache_dir, barrier)
+    except BaseException:
+        barrier.abort()
+        raise
+
+
+@pytest.mark.parametrize(
+    ("writer", "check"), [(_reference_writer, _reference_files), (_calibration_writer, _calibration_files)], ids=["fp32_reference", "roofline_calibration"]
+)
+def test_runs_writing_the_same_cache_at_once_all_succeed_and_leave_one_valid_cache(
+    tmp_path: Path, writer: Callable[..., None], check: Callable[[Path], bool]
+) -> None:
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(WRITERS)
+    processes = [context.Process(target=_failing_fast, args=(writer, tmp_path, barrier)) for _ in range(WRITERS)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=300)
+    assert [p.exitcode for p in processes] == [0] * WRITERS
+    assert check(tmp_path)  # no temporary file left behind either
+
+
+def _hold_lock(lock: Path, log: Path) -> None:
+    with exclusive(lock):
+        with log.open("a") as handle:
+            handle.write(f"in {os.getpid()}\n")
+        time.sleep(0.3)
+        with log.open("a") as handle:
+            handle.write(f"out {os.getpid()}\n")
+
+
+def test_exclusive_lets_one_process_in_at_a_time(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=_hold_lock, args=(tmp_path / "x.lock", tmp_path / "log")) for _ in range(3)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=60)
+    lines = (tmp_path / "log").read_text().split()
+    pairs = list(zip(lines[0::4], lines[1::4], lines[2::4], lines[3::4]))
+    assert len(pairs) == 3 and all(a == "in" and c == "out" and b == d for a, b, c, d in pairs)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("postgresql://u:PASSWORD@host/db", f"postgresql://u:{REDACTED}@host/db"),
+        ("http://user:p@ss@proxy:3128", f"http://user:{REDACTED}@proxy:3128"),  # an unescaped '@' in the password
+        (r"tracking.uri=http\://u\:pw@h\:5000", rf"tracking.uri=http\://u\:{REDACTED}@h\:5000"),  # as Hydra's files write it
+        ("https://tok123@github.com/x", f"https://{REDACTED}@github.com/x"),
+        ("Authorization: Bearer abcdefghijkl", f"Authorization: {REDACTED}"),
+        ("curl -H 'Bearer abcdefghijkl'", f"curl -H 'Bearer {REDACTED}'"),
+        ("https://a.blob.core.windows.net/c?sv=2020&sig=AbC%2Bxyz&se=1", f"https://a.blob.core.windows.net/c?sv=2020&sig={REDACTED}&se=1"),
+        ("Server=x;User Id=u;Password=hunter2;", f"Server=x;User Id=u;Password={REDACTED};"),
+        ('{"api_key": "k-123"}', f'{{"api_key": "{REDACTED}"}}'),
+        ("hf_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef12 AKIAIOSFODNN7EXAMPLE sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa", f"{REDACTED} {REDACTED} {REDACTED}"),
+        # Not credentials: left as they are.
+        ("sqlite:////tmp/outputs/mlflow.db", "sqlite:////tmp/outputs/mlflow.db"),
+        ('{"PWD": "/work/x", "max_new_tokens": 3}', '{"PWD": "/work/x", "max_new_tokens": 3}'),
+        ("commit 0123456789abcdef0123456789abcdef01234567 hash 1a2b3c4d5e6f7a8b task-abcdefghijklmnopqrstuvwx", "commit 0123456789abcdef0123456789abcdef01234567 hash 1a2b3c4d5e6f7a8b task-abcdefghijklmnopqrstuvwx"),
+    ],
+)
+def test_redact_finds_credentials_by_their_shape_and_leaves_the_rest(text: str, expected: str) -> None:
+    assert redact(text) == expected
+    assert redact(expected) == expected  # idempotent: redacting a record twice changes nothing
