@@ -29,10 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     scope.add_argument("--experiment", default=None, help="report every run of this experiment (default eaq)")
     parser.add_argument("--out", type=Path, default=Path("outputs/report"), help="folder for the report's files")
     parser.add_argument("--baseline", default=None, help="precision the others are compared with (default fp32 if run)")
+    parser.add_argument("--trace-run", help="run id whose power trace is drawn (default: the last run that measured energy)")
     parser.add_argument("--log", action="store_true", help="log the report to MLflow as well")
     args = parser.parse_args(argv)
     try:
-        report = build(args.uri, args.out, args.sweep, args.experiment, args.baseline)
+        report = build(args.uri, args.out, args.sweep, args.experiment, args.baseline, args.trace_run)
     except EaqError as error:
         print(error, file=sys.stderr)
         return 1

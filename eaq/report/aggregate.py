@@ -148,7 +148,7 @@ def format_ci(mean: float, low: float, high: float) -> str:
         return "not measured"
     if low is None or math.isnan(low):
         return f"{mean:.4g} (1 trial)"
-    return f"{mean:.4g} ± {(high - low) / 2:.2g}"
+    return f"{mean:.4g} ± {(high - low) / 2:.4g}"
 
 
 def compact(table: pd.DataFrame) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from mlflow.entities import Metric as MlflowMetric
 from mlflow.tracking import MlflowClient
 import pandas as pd
 
+from eaq.errors import EaqError
 from eaq.report import aggregate, figures, frame as frames, html, layers
 from eaq.rerun import logged_overrides
 
@@ -47,10 +48,13 @@ def _commands(client: MlflowClient, frame: pd.DataFrame) -> list[str]:
     return lines
 
 
-def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None = None, baseline: str | None = None) -> Report:
+def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None = None, baseline: str | None = None,
+          trace_run: str | None = None) -> Report:
     """Frame, aggregates, ratios, figures and ``report.html`` under ``out``; returns where they are."""
     client = MlflowClient(tracking_uri=uri)
     frame = frames.load(uri, experiment, sweep)
+    if trace_run is not None and trace_run not in set(frame["run_id"]):
+        raise EaqError(f"--trace-run {trace_run} is not one of the reported runs; pick a run id from runs.csv.")
     out.mkdir(parents=True, exist_ok=True)
     frames.export(frame, out)
     table = aggregate.aggregate(frame)
@@ -59,7 +63,8 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     baseline = baseline if baseline in precisions else ("fp32" if "fp32" in precisions else precisions[0])
     ratio = aggregate.ratios(frame, baseline, ("latency_mean_ms", "energy_per_sample_mj"))
     ratio.to_csv(out / "ratios.csv", index=False)
-    drawn = figures.study(frame, table, baseline, out / "figures", client, lambda: layers.layer_figures(client, frame, out / "figures"))
+    drawn = figures.study(frame, table, baseline, out / "figures", client,
+                          lambda: layers.layer_figures(client, frame, out / "figures"), trace_run)
     scope = f"sweep {sweep}" if sweep else f"experiment {experiment or 'eaq'}"
     sections = {"Summary (mean ± 95% CI half-width)": aggregate.compact(table),
                 "All aggregates": table, f"Ratios to {baseline} (delta-method 95% CI)": ratio}

@@ -19,6 +19,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display: runs in CI, in a Hydra callback, on a headless GPU host
 
 from matplotlib.axes import Axes
+from matplotlib.ticker import ScalarFormatter
 import matplotlib.pyplot as plt
 from mlflow.tracking import MlflowClient
 import numpy as np
@@ -71,20 +72,26 @@ def _not_measured(ax: Axes, label: str) -> None:
 
 
 def _bars(ax: Axes, rows: pd.DataFrame, metric: str, precisions: list[str]) -> None:
-    """Grouped bars: precision on x, one bar per batch size, CI error bars."""
+    """Grouped bars (dots for quality): precision on x, one per batch size, CI error bars."""
     if metric not in rows or rows[metric].isna().all():
         _not_measured(ax, LABELS.get(metric, metric))
         return
     batches = sorted(rows["batch_size"].unique())
     width = 0.8 / len(batches)
+    quality = metric.startswith("quality")
     for i, batch in enumerate(batches):
         sub = rows[rows["batch_size"] == batch].set_index("precision").reindex(precisions)
         x = np.arange(len(precisions)) + (i - (len(batches) - 1) / 2) * width
-        ax.bar(x, sub[metric], width, yerr=_yerr(sub, metric) if f"{metric}_ci_low" in sub else None,
-               capsize=3, label=f"batch {batch}")
+        if quality:  # dots: quality differs in the third decimal, a bar from 0 would hide it
+            ax.errorbar(x, sub[metric], yerr=_yerr(sub, metric), fmt="o", capsize=3, color=f"C{i}", label=f"batch {batch}")
+        else:
+            ax.bar(x, sub[metric], width, yerr=_yerr(sub, metric), capsize=3, label=f"batch {batch}")
     ax.set_xticks(np.arange(len(precisions)), precisions)
     ax.set_xlabel("precision")
     ax.set_ylabel(LABELS.get(metric, metric))
+    if not quality:
+        ax.set_ylim(bottom=0)  # every figure here is positive: an interval reaching below 0 is cut at the axis
+    ax.ticklabel_format(axis="y", useOffset=False)
 
 
 def speed_up(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
@@ -122,10 +129,23 @@ def _scatter_ci(ax: Axes, rows: pd.DataFrame, x: str, y: str) -> None:
     """One point per configuration with CIs on both axes, colour by batch size, labelled with its precision."""
     for batch, sub in rows.groupby("batch_size"):
         ax.errorbar(sub[x], sub[y], xerr=_yerr(sub, x), yerr=_yerr(sub, y), fmt="o", capsize=3, label=f"batch {batch}")
-        for _, row in sub.iterrows():
-            ax.annotate(row["precision"], (row[x], row[y]), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    # A label that would overlap earlier ones (measured on screen, at the final limits) goes one line higher.
+    ax.set_xlim(left=0)  # energy and throughput are positive: an interval reaching below 0 is cut at the axis
+    ax.autoscale_view()
+    placed: list[tuple[float, float]] = []
+    stacked = 0
+    for _, row in rows.sort_values(x).iterrows():
+        px, py = ax.transData.transform((row[x], row[y]))
+        near = sum(abs(px - qx) < 60 and abs(py - qy) < 14 for qx, qy in placed)
+        ax.annotate(f"{row['precision']} b{row['batch_size']:.0f}", (row[x], row[y]), textcoords="offset points",
+                    xytext=(4, 5 + 11 * near), fontsize=8)
+        placed.append((px, py))
+        stacked = max(stacked, near)
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high + (high - low) * 0.07 * (stacked + 1))  # room for the stacked labels inside the frame
     ax.set_xlabel(LABELS.get(x, x))
     ax.set_ylabel(LABELS.get(y, y))
+    ax.ticklabel_format(axis="y", useOffset=False)  # quality near 1 reads as 0.99999, not as an offset "1e-8+1"
     ax.legend(fontsize=8)
 
 
@@ -184,14 +204,19 @@ def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
         if metric not in rows or rows[metric].isna().all():
             _not_measured(ax, LABELS[metric])
             continue
-        for (precision, compiled), sub in rows.groupby(["precision", "compile"]):
+        lines = list(rows.groupby(["precision", "compile"]))
+        for i, ((precision, compiled), sub) in enumerate(lines):
             sub = sub.sort_values("batch_size")
-            ax.errorbar(sub["batch_size"], sub[metric], yerr=_yerr(sub, metric), marker="o", capsize=3,
+            dodge = 2 ** (0.04 * (i - (len(lines) - 1) / 2))  # side by side, so error bars at one batch size do not hide each other
+            ax.errorbar(sub["batch_size"] * dodge, sub[metric], yerr=_yerr(sub, metric), marker="o", capsize=3,
                         label=precision + (" compiled" if compiled else ""))
         ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(rows["batch_size"].unique()))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("batch size (samples)")
         ax.set_ylabel(LABELS[metric])
-        ax.legend(fontsize=8)
+        ax.legend(title="precision", fontsize=8)
     fig.suptitle(title)
     return save(fig, out, f"batch_{model}", title)
 
@@ -242,7 +267,7 @@ def power_trace(client: MlflowClient, run: pd.Series, out: Path) -> Figure:
 
 
 def study(frame: pd.DataFrame, table: pd.DataFrame, baseline: str, out: Path, client: MlflowClient,
-          layer_figures: Callable[[], list[Figure]]) -> list[Figure]:
+          layer_figures: Callable[[], list[Figure]], trace_run: str | None = None) -> list[Figure]:
     """Every figure of the report, in reading order, per model where it applies."""
     configs = wide(table)
     quality = quality_metric(table)
@@ -253,7 +278,10 @@ def study(frame: pd.DataFrame, table: pd.DataFrame, baseline: str, out: Path, cl
                     pareto(configs, model, quality, out), batch_scaling(configs, model, out)]
     figures.append(models(configs, out))
     figures += layer_figures()
-    measured = frame[(frame["kind"] == "benchmark") & (frame["energy"] == "measured")]
-    chosen = measured.iloc[-1] if not measured.empty else frame[frame["kind"] == "benchmark"].iloc[-1]
+    if trace_run is not None:
+        chosen = frame[frame["run_id"] == trace_run].iloc[0]
+    else:  # default: the last run (by configuration) that measured energy, so there is a trace to show
+        measured = frame[(frame["kind"] == "benchmark") & (frame["energy"] == "measured")]
+        chosen = measured.iloc[-1] if not measured.empty else frame[frame["kind"] == "benchmark"].iloc[-1]
     figures.append(power_trace(client, chosen, out))
     return figures

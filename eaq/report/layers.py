@@ -47,17 +47,20 @@ def impact_by_type(types: pd.DataFrame, label: str, slug: str, out: Path) -> Fig
     fig, ax = plt.subplots(figsize=(7, 4))
     x = np.arange(len(types))
     for i, impact in enumerate(IMPACTS):
-        ax.bar(x + (i - 0.5) * 0.4, types[impact], 0.4, label=impact.replace("_", " "))
+        ax.bar(x + (i - 0.5) * 0.4, types[impact], 0.4, label=impact.replace("_", " "), color=f"C{i}")
+        for position in x[types[impact].isna().to_numpy()]:  # an empty cell is "not computed", never a bar of 0
+            ax.text(position + (i - 0.5) * 0.4, 0, "not\ncomputed", ha="center", va="bottom", fontsize=7, color="0.4")
     ax.set_xticks(x, types["type"])
     ax.set_xlabel("component type")
-    ax.set_ylabel("impact score (see docs; empty = not computed)")
+    ax.set_ylabel("impact score (dimensionless)")
     ax.legend(fontsize=8)
     ax.set_title(title)
     return save(fig, out, f"layers_impact_{slug}", title)
 
 
-def energy_vs_impact(components: pd.DataFrame, correlation: pd.DataFrame, label: str, slug: str, out: Path) -> Figure:
-    title = f"{label}: energy share vs impact per component"
+def energy_vs_impact(components: pd.DataFrame, correlation: pd.DataFrame, label: str, slug: str, basis: str,
+                     out: Path) -> Figure:
+    title = f"{label}: {basis} share vs impact per component"
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for ax, impact in zip(axes, IMPACTS):
         kind = impact.split("_")[0]
@@ -66,15 +69,15 @@ def energy_vs_impact(components: pd.DataFrame, correlation: pd.DataFrame, label:
         stats = correlation[(correlation["scope"] == "all") & (correlation["impact"] == kind)]
         ax.set_title(", ".join(f"{r.method} r={r.r:.2f} (p={r.p_value:.2g}, n={r.n:.0f})" for r in stats.itertuples())
                      or f"{kind}: no correlation computed", fontsize=9)
-        ax.set_xlabel("energy share of the component (%)")
+        ax.set_xlabel(f"{basis} share of the component (%)")
         ax.set_ylabel(impact.replace("_", " "))
         ax.legend(fontsize=7)
     fig.suptitle(title)
     return save(fig, out, f"layers_scatter_{slug}", title)
 
 
-def correlation_heatmap(correlation: pd.DataFrame, label: str, slug: str, out: Path) -> Figure:
-    title = f"{label}: correlation of energy share with impact"
+def correlation_heatmap(correlation: pd.DataFrame, label: str, slug: str, basis: str, out: Path) -> Figure:
+    title = f"{label}: correlation of {basis} share with impact"
     grid = correlation.pivot_table(index="scope", columns=["impact", "method"], values="r")
     fig, ax = plt.subplots(figsize=(7, 0.5 * len(grid) + 2))
     image = ax.imshow(grid.to_numpy(), cmap="coolwarm", vmin=-1, vmax=1, aspect="auto")
@@ -107,6 +110,6 @@ def layer_figures(client: MlflowClient, frame: pd.DataFrame, out: Path) -> list[
         basis = "device time" if client.get_run(run["run_id"]).data.tags.get("eaq.layers.share_basis") == "time" else "energy"
         figures += [energy_by_type(tables["component_types.csv"], label, slug, basis, out),
                     impact_by_type(tables["component_types.csv"], label, slug, out),
-                    energy_vs_impact(tables["components.csv"], tables["correlation.csv"], label, slug, out),
-                    correlation_heatmap(tables["correlation.csv"], label, slug, out)]
+                    energy_vs_impact(tables["components.csv"], tables["correlation.csv"], label, slug, basis, out),
+                    correlation_heatmap(tables["correlation.csv"], label, slug, basis, out)]
     return figures
