@@ -18,8 +18,9 @@ from eaq.errors import EaqError
 from eaq.report import aggregate, figures, frame as frames, html, layers
 from eaq.rerun import logged_overrides
 
-# The aggregates logged on a sweep's parent run, named <metric>/<configuration>/<stat>: the MLflow UI
-# groups charts by the part before the first "/", so each metric's configurations sit together.
+# The aggregates logged on a sweep's parent run, named <metric>/<configuration>/<stat>: the MLflow UI (3.17)
+# groups a run's charts by the part before the last "/", one section per metric and configuration holding
+# mean, ci95_low, ci95_high and n; the Overview tab's metrics table lists them sorted, so a metric's rows sit together.
 LOGGED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", *aggregate.QUALITY)
 LOGGED_STATS = ("mean", "ci95_low", "ci95_high", "n")
 
