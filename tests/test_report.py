@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from eaq.report.aggregate import config_label, ratio_interval
-from tests.conftest import FAST, REPO, run_eaq, store
+from tests.conftest import FAST, REPO, all_runs, run_eaq, store
 
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
@@ -187,3 +187,38 @@ def test_report_html_displays_every_image_in_a_real_browser(sweep, tmp_path: Pat
         assert not errors, json.dumps(errors)
     finally:
         driver.quit()
+
+
+def test_invalid_runs_are_counted_not_averaged(sweep, tmp_path: Path) -> None:
+    out, parent, _ = sweep
+    shutil.copy(out / "mlflow.db", tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    fp32 = sorted((r for r in children(out, parent) if r.data.params["precision.name"] == "fp32"),
+                  key=lambda r: r.data.params["trial"])
+    client.set_tag(fp32[0].info.run_id, "eaq.valid", "false")  # what the validity checks leave on a flagged GPU run
+    client.set_tag(fp32[0].info.run_id, "eaq.valid.reasons", "poll coverage 0.90 < 0.99")
+    result = subprocess.run([sys.executable, "-m", "eaq.report", "--uri", uri, "--sweep", parent, "--out", str(tmp_path / "rep")],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(tmp_path / "rep" / "aggregates.csv")
+    row = table[(table["precision"] == "fp32") & (table["metric"] == "latency_mean_ms")].iloc[0]
+    kept = [r.data.metrics["latency_mean_ms"] for r in fp32[1:]]
+    assert (row["n"], row["runs"], row["invalid"], row["failed"]) == (2, 3, 1, 0)
+    assert row["mean"] == pytest.approx(statistics.mean(kept), rel=1e-9)
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "poll coverage 0.90 &lt; 0.99" in page and fp32[0].info.run_name in page
+
+
+def test_a_failed_run_is_counted_and_named_in_the_sweeps_report(out: Path, tmp_path: Path) -> None:
+    result = run_eaq(out, "-m", "batch_size=0,4", *FAST[:2], "seq_len=32", "isolate=false")
+    assert result.returncode != 0  # the sweep still fails for its failed run; the report does not hide it
+    parent = next(r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "sweep")
+    assert parent.info.status == "FAILED"
+    folder = Path(store(out).download_artifacts(parent.info.run_id, "report", str(tmp_path)))
+    table = pd.read_csv(folder / "aggregates.csv")
+    failed = table[table["batch_size"] == 0]
+    assert not failed.empty and (failed["failed"] == 1).all() and (failed["n"] == 0).all()
+    assert (table.loc[table["batch_size"] == 4, "n"] == 1).all()
+    page = (folder / "report.html").read_text()
+    assert "bert-tiny-random-fp32-b0-t1" in page and "FAILED" in page

@@ -22,6 +22,7 @@ from eaq.tracking.run_logger import TrackedRun
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Build the report; exit 1 with one sentence when there is nothing to report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].strip("`"))
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="the MLflow store")
     scope = parser.add_mutually_exclusive_group()

@@ -27,6 +27,8 @@ LOGGED_STATS = ("mean", "ci95_low", "ci95_high", "n")
 
 @dataclass(frozen=True)
 class Report:
+    """What build() wrote: the folder, its HTML file, the aggregates (for MLflow and the screen) and the figures."""
+
     out: Path
     html: Path
     table: pd.DataFrame
@@ -34,6 +36,7 @@ class Report:
 
 
 def report_command(uri: str, sweep: str | None, experiment: str | None, out: Path) -> str:
+    """The command line that builds this report again, printed by a sweep and written into the HTML."""
     scope = f"--sweep {sweep}" if sweep else f"--experiment {experiment or 'eaq'}"
     return f"python -m eaq.report --uri {uri} {scope} --out {out}"
 

@@ -24,7 +24,10 @@ from eaq.tracking.callbacks import parent_run_id
 
 
 class SweepReportCallback(Callback):
+    """The sweep's answer where users look: on screen at its end, and on its parent run in MLflow."""
+
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Build the report of the sweep's runs, log it onto the parent, print the compact table and the command."""
         sweep_dir = Path(HydraConfig.get().sweep.dir)
         parent = parent_run_id(str(sweep_dir))
         if parent is None:  # the sweep never opened a parent run (mlflow_sweep not registered): nothing to report on

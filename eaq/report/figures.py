@@ -49,6 +49,7 @@ class Figure:
 
 
 def save(fig: plt.Figure, out: Path, name: str, title: str) -> Figure:
+    """PNG at 300 DPI for papers and the HTML, SVG for editing; the figure is closed (a sweep draws dozens)."""
     out.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     png, svg = out / f"{name}.png", out / f"{name}.svg"
@@ -65,6 +66,7 @@ def _yerr(rows: pd.DataFrame, metric: str) -> np.ndarray:
 
 
 def _not_measured(ax: Axes, label: str) -> None:
+    """An empty panel that says so: a missing measurement is never drawn as a bar of 0."""
     ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, color="0.4")
     ax.set_ylabel(label)
     ax.set_xticks([])

@@ -26,13 +26,9 @@ TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_re
 KINDS = ("benchmark", "layers")
 
 
-def _client(uri: str) -> MlflowClient:
-    return MlflowClient(tracking_uri=uri)
-
-
 def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None) -> list:
     """The benchmark and layer-analysis runs of one sweep (its parent run id) or of one experiment."""
-    client = _client(uri)
+    client = MlflowClient(tracking_uri=uri)
     if sweep is not None:
         try:
             parent = client.get_run(sweep)

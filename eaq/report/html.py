@@ -28,12 +28,14 @@ code, pre { background: #f6f6f6; padding: 0.1em 0.3em; }
 
 
 def _table(frame: pd.DataFrame) -> str:
+    """A DataFrame as an HTML table; a missing value reads "not measured", never 0 or NaN."""
     if frame.empty:
         return '<p class="note">none</p>'
     return frame.to_html(index=False, border=0, na_rep="not measured", float_format=lambda v: f"{v:.4g}", escape=True)
 
 
 def _figure(figure: Figure) -> str:
+    """A figure embedded as base64 PNG (the file needs nothing beside it), or the note saying why it is left out."""
     if figure.png is None:
         return f'<h3>{escape(figure.title)}</h3><p class="note">Left out: {escape(figure.note)}</p>'
     data = base64.b64encode(figure.png.read_bytes()).decode("ascii")

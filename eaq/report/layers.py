@@ -29,10 +29,12 @@ def read_artifacts(client: MlflowClient, run_id: str) -> dict[str, pd.DataFrame]
 
 
 def _label(run: pd.Series) -> str:
+    """The run's configuration in a title: a store may hold layer runs of several models and precisions."""
     return f"{run['model']} {run['precision']} b{run['batch_size']:.0f}"
 
 
 def energy_by_type(types: pd.DataFrame, label: str, slug: str, basis: str, out: Path) -> Figure:
+    """Where a forward pass spends its energy (or device time, where no sensor measured energy), per type."""
     title = f"{label}: {basis} share by component type"
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.bar(types["type"], types["energy_share"] * 100)
@@ -43,6 +45,7 @@ def energy_by_type(types: pd.DataFrame, label: str, slug: str, basis: str, out: 
 
 
 def impact_by_type(types: pd.DataFrame, label: str, slug: str, out: Path) -> Figure:
+    """What lowering (sensitivity) or removing (ablation) all components of a type costs in quality."""
     title = f"{label}: impact by component type"
     fig, ax = plt.subplots(figsize=(7, 4))
     x = np.arange(len(types))
@@ -60,6 +63,7 @@ def impact_by_type(types: pd.DataFrame, label: str, slug: str, out: Path) -> Fig
 
 def energy_vs_impact(components: pd.DataFrame, correlation: pd.DataFrame, label: str, slug: str, basis: str,
                      out: Path) -> Figure:
+    """Does a component's cost predict its impact? One panel per impact measure, the correlations in its title."""
     title = f"{label}: {basis} share vs impact per component"
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for ax, impact in zip(axes, IMPACTS):
@@ -77,6 +81,7 @@ def energy_vs_impact(components: pd.DataFrame, correlation: pd.DataFrame, label:
 
 
 def correlation_heatmap(correlation: pd.DataFrame, label: str, slug: str, basis: str, out: Path) -> Figure:
+    """Every correlation of the run at a glance: scope by impact measure and method, r in each cell."""
     title = f"{label}: correlation of {basis} share with impact"
     grid = correlation.pivot_table(index="scope", columns=["impact", "method"], values="r")
     fig, ax = plt.subplots(figsize=(7, 0.5 * len(grid) + 2))
