@@ -110,6 +110,12 @@ class TrialsConfig:
     min_duration_s: float | None = None
     # Idle baseline before the run, device idle, sensor on (null: 5 s when energy is measured, else 0).
     idle_s: float | None = None
+    # Reuse the last idle baseline of this device (cached in paths.cache_dir) while it is
+    # younger than idle_max_age_s and temperature and SM clock are near what they were then.
+    idle_reuse: bool = True
+    idle_max_age_s: float = 600.0
+    idle_max_temp_delta_c: float = 10.0
+    idle_max_clock_change: float = 0.25
     # Pause after the run so the next run of a sweep starts from a cool device.
     cooldown_s: float = 0.0
     # After the window: this many pairs of blocks with the sampler off and on, in one
@@ -120,6 +126,9 @@ class TrialsConfig:
     roofline: bool = True
     # Quality is computed on at most this many batches (null: the whole dataset).
     quality_max_batches: int | None = None
+    # Reuse the quality figures an earlier run of the same configuration computed (other
+    # trials): they do not depend on the trial (cached in paths.cache_dir).
+    reuse_quality: bool = True
 
 
 @dataclass
@@ -207,6 +216,9 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("trials.overhead_pairs", obj.trials.overhead_pairs, 0)
     _positive("trials.overhead_iters", obj.trials.overhead_iters)
     _positive("trials.cooldown_s", obj.trials.cooldown_s, 0)
+    _positive("trials.idle_max_age_s", obj.trials.idle_max_age_s, 0)
+    _positive("trials.idle_max_temp_delta_c", obj.trials.idle_max_temp_delta_c, 0)
+    _positive("trials.idle_max_clock_change", obj.trials.idle_max_clock_change, 0)
     _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
     _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)
     _one_of("task", obj.task, TASKS)

@@ -29,3 +29,13 @@ def synchronize(device: torch.device) -> None:
     """Wait for queued GPU work; a no-op on the CPU, where every op is synchronous."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def device_key(device: torch.device) -> str:
+    """A name for the physical device that survives renumbering: the GPU's UUID, or ``cpu``.
+
+    Keys what is measured once per device and cached (roofline peak, idle baseline).
+    """
+    if device.type == "cuda":
+        return str(torch.cuda.get_device_properties(device).uuid)
+    return "cpu"

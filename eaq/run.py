@@ -18,8 +18,8 @@ register_schemas()
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
-def main(cfg: DictConfig) -> None:
-    run_job(cfg)
+def main(cfg: DictConfig) -> str:
+    return run_job(cfg)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ class FakeNvml:
     fail_after: dict[str, int] = field(default_factory=dict)
     processes: list[int] = field(default_factory=list)
     clock_event_reasons: int = 0
+    temperature_c: int = 45
 
     NVML_SUCCESS = 0
     NVML_ERROR_NOT_SUPPORTED = 3
@@ -109,7 +110,7 @@ class FakeNvml:
 
     def nvmlDeviceGetTemperature(self, handle: str, sensor: int) -> int:
         self._call("nvmlDeviceGetTemperature")
-        return 45
+        return self.temperature_c
 
     def nvmlDeviceGetClockInfo(self, handle: str, clock: int) -> int:
         self._call("nvmlDeviceGetClockInfo")

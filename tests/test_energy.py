@@ -194,8 +194,7 @@ def test_each_validity_check_flags_with_a_reason(window, energy, idle, expected)
 
 
 def test_net_energy_subtracts_the_idle_baseline() -> None:
-    idle = _energy(400.0, 5.0)  # 80 W
-    metrics = energy_metrics(_energy(1800.0, 6.0), idle, duration_s=6.0, samples=600)
+    metrics = energy_metrics(_energy(1800.0, 6.0), 80.0, duration_s=6.0, samples=600)
     assert metrics["idle_power_w"] == pytest.approx(80.0)
     assert metrics["energy_net_j"] == pytest.approx(1800 - 480)
     assert metrics["energy_per_sample_mj"] == pytest.approx(3000.0)

@@ -62,8 +62,11 @@ def window_energy(
     )
 
 
-def energy_metrics(energy: WindowEnergy, idle: WindowEnergy | None, duration_s: float, samples: int) -> dict[str, float]:
-    """The energy block of a run's metrics (empty when unavailable); names in eaq/metrics.py."""
+def energy_metrics(energy: WindowEnergy, idle_w: float | None, duration_s: float, samples: int) -> dict[str, float]:
+    """The energy block of a run's metrics (empty when unavailable); names in eaq/metrics.py.
+
+    ``idle_w``: the device's idle power from the run's idle baseline (eaq.measure.idle), if any.
+    """
     if energy.energy_j is None:
         return {}
     total = energy.energy_j
@@ -77,8 +80,7 @@ def energy_metrics(energy: WindowEnergy, idle: WindowEnergy | None, duration_s: 
         metrics |= {"power_std_w": energy.power_w["std"], "power_min_w": energy.power_w["min"], "power_max_w": energy.power_w["max"]}
     for channel, joules in energy.integrals_j.items():
         metrics[f"energy_{channel.removeprefix('power_').removesuffix('_w')}_integral_j"] = joules
-    if idle is not None and idle.energy_j is not None:
-        idle_w = idle.energy_j / idle.duration_s
+    if idle_w is not None:
         net = total - idle_w * duration_s
         metrics |= {"idle_power_w": idle_w, "energy_net_j": net, "energy_net_per_sample_mj": net / samples * 1e3}
     return metrics

@@ -200,3 +200,20 @@ def gpu_facts(uuid: str, nvml: ModuleType | None = None) -> dict[str, str]:
         except Exception:  # a query this GPU or driver does not answer
             continue
     return facts
+
+
+def device_summaries(nvml: ModuleType | None = None) -> list[dict[str, Any]]:
+    """Per GPU, in NVML's order: name, compute capability and memory, read without a CUDA context."""
+    try:
+        nvml = nvml or _import_pynvml()
+        nvml.nvmlInit()
+        found = []
+        for i in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(i)
+            major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+            name = nvml.nvmlDeviceGetName(handle)
+            found.append({"name": name.decode() if isinstance(name, bytes) else name, "major": major, "minor": minor,
+                          "total_memory": nvml.nvmlDeviceGetMemoryInfo(handle).total})
+        return found
+    except Exception:  # no driver, no library: nothing to tell
+        return []

@@ -1,9 +1,10 @@
 """Hydra callback: at the end of a sweep, its aggregates and report onto the parent run, and a table on screen.
 
-Registered in conf/config.yaml after ``mlflow_sweep``. Hydra 1.3 calls ``on_multirun_end``
-in reverse registration order (hydra/_internal/callbacks.py: ``reverse=True``), so this
-runs before ``mlflow_sweep`` closes the parent run: the aggregates land on a run still
-open, and the parent's FINISHED/FAILED status still comes from its children alone.
+Registered in conf/config.yaml after ``mlflow_sweep`` and before ``progress``. Hydra 1.3 calls
+``on_multirun_end`` in reverse registration order (hydra/_internal/callbacks.py:
+``reverse=True``), so this runs after ``progress`` has closed its bars and given stdout back,
+and before ``mlflow_sweep`` closes the parent run: the aggregates land on a run still open,
+and the parent's FINISHED/FAILED status still comes from its children alone.
 """
 
 from __future__ import annotations

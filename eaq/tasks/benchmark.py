@@ -19,14 +19,16 @@ import torch
 from eaq.config import EaqConfig
 from eaq.data import Batches, Examples, load_examples, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
-from eaq.device import resolve_device
-from eaq.evaluate import accuracy, cached_reference, collect_outputs, fidelity, reference_key
+from eaq.device import device_key, resolve_device
+from eaq.evaluate import accuracy, cached_quality, cached_reference, collect_outputs, fidelity, reference_key
 from eaq.evaluate.perplexity import perplexity
 from eaq.measure.energy import PRIMARY_CHANNELS, energy_metrics, window_energy
+from eaq.measure.idle import IdleBaseline, ReusePolicy, baseline_path, load_baseline, save_baseline, stale_reason
 from eaq.measure.memory import PeakMemory
 from eaq.measure.overhead import sampler_overhead
+from eaq.measure.phases import Phases
 from eaq.measure.roofline import forward_flops
-from eaq.measure.samplers import measures_energy, select_sampler
+from eaq.measure.samplers import Sampler, measures_energy, select_sampler
 from eaq.measure.stats import LatencyStats
 from eaq.measure.timing import run_timed
 from eaq.measure.validity import check
@@ -40,6 +42,7 @@ from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies
 from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import compile_model, inductor_settings
+from eaq.tasks.isolation import phase_listener
 from eaq.tasks.result import TaskResult, describe_device
 from eaq.tasks.roofline import roofline_metrics
 
@@ -91,8 +94,43 @@ def _window_metrics(result: WindowResult, latencies: list[float], batch_size: in
     }
 
 
+def _idle_baseline(cfg: EaqConfig, device: torch.device, sampler: Sampler, idle_s: float) -> tuple[IdleBaseline | None, WindowResult | None, dict[str, str]]:
+    """The idle baseline this run uses: the stored one while it is fresh, else measured now (and stored).
+
+    Returns the baseline, the idle window when one was measured in this run (for the
+    trace), and tags saying which it was and why.
+    """
+    if idle_s <= 0:
+        return None, None, {"eaq.idle": "none (trials.idle_s=0)"}
+    path = baseline_path(cfg.paths.cache_dir, device_key(device), sampler.name)
+    policy = ReusePolicy(cfg.trials.idle_max_age_s, cfg.trials.idle_max_temp_delta_c, cfg.trials.idle_max_clock_change)
+    stored = load_baseline(path) if cfg.trials.idle_reuse else None
+    reason = stale_reason(stored, sampler.name, sampler.snapshot(), policy) if cfg.trials.idle_reuse else "trials.idle_reuse=false"
+    if reason is None and stored is not None:
+        tags = {"eaq.idle": f"reused, measured {stored.age_s():.0f} s earlier", "eaq.idle.measured_unix_s": f"{stored.measured_unix_s:.3f}"}
+        return stored, None, tags
+    with MeasurementWindow(device, sampler) as window:
+        time.sleep(idle_s)
+    assert window.result is not None
+    energy = window_energy(sampler.name, sampler.trace, window.result.t0, window.result.t1, window.result.counter_j)
+    if energy.energy_j is None:
+        return None, window.result, {"eaq.idle": f"measured in this run, no energy: {energy.reason}"}
+    baseline = IdleBaseline(
+        power_w=energy.energy_j / energy.duration_s,
+        duration_s=energy.duration_s,
+        measured_unix_s=window.result.start_unix_s,
+        sampler=sampler.name,
+        facts=window.result.before,
+    )
+    if cfg.trials.idle_reuse:
+        save_baseline(path, baseline)
+    tags = {"eaq.idle": f"measured in this run ({reason})", "eaq.idle.measured_unix_s": f"{baseline.measured_unix_s:.3f}"}
+    return baseline, window.result, tags
+
+
 @torch.inference_mode()
 def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
+    phases = Phases(phase_listener())
     # Everything that can be refused is checked before the model loads.
     device = resolve_device(cfg.device)
     precision = get_precision(cfg.precision.name, device)
@@ -107,56 +145,68 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     torch.manual_seed(cfg.trial)
     set_tf32(False)  # the fp32 reference is IEEE fp32, whatever an earlier run in this process set
 
-    loaded = load_model(cfg.model, with_tokenizer=text, device=device)
-    model, head = loaded.model.to(device), cfg.model.head
-    (batches, stream), token_cache = _batches(cfg, loaded, examples, device)
+    with phases("load"):
+        loaded = load_model(cfg.model, with_tokenizer=text, device=device)
+        model, head = loaded.model.to(device), cfg.model.head
+        (batches, stream), token_cache = _batches(cfg, loaded, examples, device)
     timed = batches.full()
-    flops = forward_flops(lambda: model(**timed[0])) if measuring and cfg.trials.roofline else None
     quality_batches = batches.batches[: cfg.trials.quality_max_batches]
     reference = None
-    if text:
-        rows = sum(b["input_ids"].shape[0] for b in quality_batches)
-        key = reference_key(model=asdict(cfg.model), dataset=asdict(cfg.dataset), seq_len=cfg.seq_len, rows=rows, device=device.type)
-        reference = cached_reference(cfg.paths.cache_dir, key, lambda: collect_outputs(model, head, quality_batches))
-
-    # The rows each layer sees, for kernels with a limit on them (int8 on CUDA: more than 16).
-    layer_rows = linear_rows(model, lambda: model(**timed[0])) if precision.requirements.min_rows > 1 else None
-    # Kept on the host for the kernel check's baseline, profiled at the end of the run: a
-    # profiler session before the window could change what the window measures.
-    fp32_model = copy.deepcopy(model).cpu() if cfg.precision.kernel_check else None
-    model = precision.apply(model, device, layer_rows)
-    evidence = proof(model)
+    with phases("reference"):
+        flops = forward_flops(lambda: model(**timed[0])) if measuring and cfg.trials.roofline else None
+        if text:
+            rows = sum(b["input_ids"].shape[0] for b in quality_batches)
+            key = reference_key(model=asdict(cfg.model), dataset=asdict(cfg.dataset), seq_len=cfg.seq_len, rows=rows, device=device.type)
+            reference = cached_reference(cfg.paths.cache_dir, key, lambda: collect_outputs(model, head, quality_batches))
+        # The rows each layer sees, for kernels with a limit on them (int8 on CUDA: more than 16).
+        layer_rows = linear_rows(model, lambda: model(**timed[0])) if precision.requirements.min_rows > 1 else None
+        # Kept on the host for the kernel check's baseline, profiled at the end of the run: a
+        # profiler session before the window could change what the window measures.
+        fp32_model = copy.deepcopy(model).cpu() if cfg.precision.kernel_check else None
+    with phases("precision"):
+        model = precision.apply(model, device, layer_rows)
+        evidence = proof(model)
     quality: dict[str, float] = {}
-    if reference is not None:
-        outputs = collect_outputs(model, head, quality_batches)
-        quality = fidelity(head, outputs, reference)
-        if batches.labels is not None:
-            quality |= accuracy(head, outputs, batches.labels)
-        if stream is not None and head == "causal_lm":
-            stride = cfg.dataset.perplexity_stride if cfg.dataset.perplexity_stride is not None else max(1, cfg.seq_len // 2)
-            ppl = perplexity(model, stream, cfg.seq_len, stride)
-            quality |= {"quality_perplexity": ppl.perplexity, "quality_perplexity_tokens": ppl.tokens}
+    quality_reused = False
+    with phases("quality"):
+        if reference is not None:
+            def compute_quality() -> dict[str, float]:
+                outputs = collect_outputs(model, head, quality_batches)
+                figures = fidelity(head, outputs, reference)
+                if batches.labels is not None:
+                    figures |= accuracy(head, outputs, batches.labels)
+                if stream is not None and head == "causal_lm":
+                    stride = cfg.dataset.perplexity_stride if cfg.dataset.perplexity_stride is not None else max(1, cfg.seq_len // 2)
+                    ppl = perplexity(model, stream, cfg.seq_len, stride)
+                    figures |= {"quality_perplexity": ppl.perplexity, "quality_perplexity_tokens": ppl.tokens}
+                return figures
+
+            if cfg.trials.reuse_quality:
+                # Everything the figures depend on; the trial index is not among them.
+                quality_key = reference_key(reference=key, precision=asdict(cfg.precision), batch_size=cfg.batch_size, device=device_key(device))
+                quality, quality_reused = cached_quality(cfg.paths.cache_dir, quality_key, compute_quality)
+            else:
+                quality = compute_quality()
 
     # Compiled after quality is measured on the eager model; compilation happens in warm-up.
     runner = compile_model(model, cfg.cuda_graphs, cfg.compile_tuning) if cfg.compile else model
     step = lambda batch: runner(**batch)  # noqa: E731
     memory = PeakMemory(device)
     memory.reset()
-    idle = None
     settle = cfg.trials.warmup_settle if cfg.trials.warmup_settle is not None else measuring
     sampler.start()
     try:
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
-        if idle_s > 0:
-            with MeasurementWindow(device, sampler) as idle_window:
-                time.sleep(idle_s)
-            idle = idle_window.result
+        with phases("idle"):
+            idle, idle_window, idle_tags = _idle_baseline(cfg, device, sampler, idle_s)
+
         def power(t0: float, t1: float) -> float | None:
             trace_so_far = sampler.trace  # drains the polling process once, outside any window
             return trace_so_far.stats_w(_primary(trace_so_far), t0, t1).get("mean")
 
-        warm = warm_up(step, timed, device, cfg.trials.warmup_iters, settle, power, max_s=cfg.trials.warmup_max_s)
-        with MeasurementWindow(device, sampler) as window:
+        with phases("warmup"):
+            warm = warm_up(step, timed, device, cfg.trials.warmup_iters, settle, power, max_s=cfg.trials.warmup_max_s)
+        with phases("window"), MeasurementWindow(device, sampler) as window:
             latencies = run_timed(step, timed, device, cfg.trials.iters, min_window_s)
             window.iterations = len(latencies)
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
@@ -166,8 +216,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     assert result is not None
     samples = result.iterations * cfg.batch_size
     energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
-    idle_energy = window_energy(sampler.name, trace, idle.t0, idle.t1, idle.counter_j) if idle else None
-    idle_w = idle_energy.energy_j / idle_energy.duration_s if idle_energy and idle_energy.energy_j is not None else None
+    idle_w = idle.power_w if idle is not None else None
     validity = check(result, energy, idle_w, min_window_s)
 
     metrics = {
@@ -179,7 +228,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "linear_layers": evidence["linear_layers"],
         **memory.read(),
         **quality,
-        **energy_metrics(energy, idle_energy, result.duration_s, samples),
+        **energy_metrics(energy, idle_w, result.duration_s, samples),
+        **({"idle_baseline_age_s": result.start_unix_s - idle.measured_unix_s} if idle is not None else {}),
     }
     tags = {
         "eaq.device": str(device),
@@ -196,12 +246,15 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.kernel_check": "not asked",
         "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
         "eaq.memory.rss_peak": memory.rss_scope,
+        **idle_tags,
     }
     if token_cache is not None:
         metrics["data_tokenize_s"] = token_cache.seconds
         tags["eaq.data.token_cache"] = "hit" if token_cache.hit else "miss"
     if not quality:
         tags["eaq.quality.reason"] = "dataset is synthetic token ids: no quality figures for meaningless text"
+    else:
+        tags["eaq.quality.source"] = "cache: computed by an earlier run of this configuration" if quality_reused else "computed in this run"
     if energy.energy_j is None:
         tags["eaq.energy.reason"] = energy.reason
     else:
@@ -210,31 +263,35 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         tags |= {"eaq.energy.notes": "; ".join(energy.notes)} if energy.notes else {}
         metrics |= {"valid": float(validity.valid), **validity.facts}
     files = []
-    if trace.times:
-        files = [artifact_dir / "power_trace.csv", artifact_dir / "power_trace.png"]
-        write_csv(trace, files[0], origin=result.t0)
-        title = f"{cfg.run_name}: {energy.sampler}, window {result.duration_s:.1f} s"
-        write_png(trace, files[1], (result.t0, result.t1), (idle.t0, idle.t1) if idle else None, title)
-    if flops and energy.energy_j:
-        extra_metrics, extra_tags = roofline_metrics(cfg, device, precision.matmul, flops, energy.energy_j, result.iterations)
-        metrics |= extra_metrics
-        tags |= extra_tags
-    if cfg.trials.overhead_pairs and measuring:
-        make = lambda: select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)  # noqa: E731
-        cost = sampler_overhead(step, timed, device, make, cfg.trials.overhead_pairs, cfg.trials.overhead_iters)
-        metrics |= {
-            "sampler_overhead_pct": cost.overhead_pct,
-            "sampler_overhead_spread_pct": cost.spread_pct,
-            "latency_sampler_off_ms": cost.off_ms,
-            "latency_sampler_on_ms": cost.on_ms,
-        }
-    if fp32_model is not None:
-        # Last of all: a profiler session could change what a later window or calibration measures.
-        fp32_model.to(device)  # before profiling: moving the weights is no part of a forward pass
-        baseline_copies = host_copies(lambda: fp32_model(**timed[0]), device)
-        kernels = check_kernels(precision, model, lambda: step(timed[0]), device, baseline_copies)
-        metrics |= kernels.metrics()
-        tags["eaq.kernel_check"] = kernels.summary
-    if cfg.trials.cooldown_s:
+    with phases("artifacts"):
+        if trace.times:
+            files = [artifact_dir / "power_trace.csv", artifact_dir / "power_trace.png"]
+            write_csv(trace, files[0], origin=result.t0)
+            title = f"{cfg.run_name}: {energy.sampler}, window {result.duration_s:.1f} s"
+            idle_span = (idle_window.t0, idle_window.t1) if idle_window else None
+            write_png(trace, files[1], (result.t0, result.t1), idle_span, title)
+    # After the window: roofline, sampler overhead, kernel check.
+    with phases("checks"):
+        if flops and energy.energy_j:
+            extra_metrics, extra_tags = roofline_metrics(cfg, device, precision.matmul, flops, energy.energy_j, result.iterations)
+            metrics |= extra_metrics
+            tags |= extra_tags
+        if cfg.trials.overhead_pairs and measuring:
+            make = lambda: select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)  # noqa: E731
+            cost = sampler_overhead(step, timed, device, make, cfg.trials.overhead_pairs, cfg.trials.overhead_iters)
+            metrics |= {
+                "sampler_overhead_pct": cost.overhead_pct,
+                "sampler_overhead_spread_pct": cost.spread_pct,
+                "latency_sampler_off_ms": cost.off_ms,
+                "latency_sampler_on_ms": cost.on_ms,
+            }
+        if fp32_model is not None:
+            # Last of all: a profiler session could change what a later window or calibration measures.
+            fp32_model.to(device)  # before profiling: moving the weights is no part of a forward pass
+            baseline_copies = host_copies(lambda: fp32_model(**timed[0]), device)
+            kernels = check_kernels(precision, model, lambda: step(timed[0]), device, baseline_copies)
+            metrics |= kernels.metrics()
+            tags["eaq.kernel_check"] = kernels.summary
+    with phases("cooldown"):
         time.sleep(cfg.trials.cooldown_s)
-    return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=files)
+    return TaskResult(metrics=metrics | phases.metrics(), tags=tags, device=describe_device(device), files=files)

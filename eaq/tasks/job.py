@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
@@ -20,16 +22,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from eaq.config import GROUPS, validate
 from eaq.errors import EaqError
-from eaq.tasks.benchmark import benchmark
-from eaq.tasks.isolation import run_isolated
-from eaq.tasks.result import TaskResult
-from eaq.tasks.roofline import run_calibration
+from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking import TrackedRun, config_hash, flatten, open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip
 from eaq.tracking.environment import capture, summary_tags
+from eaq.tracking.progress import output_sink, show_phase
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
 
+if TYPE_CHECKING:
+    from eaq.tasks.result import TaskResult
+
 log = logging.getLogger(__name__)
+# Each task by name, imported only where it runs (the forked process, with isolate=true).
+TASKS = {"benchmark": "eaq.tasks.benchmark:benchmark", "calibrate": "eaq.tasks.roofline:run_calibration"}
 
 
 def _report_error(exc: BaseException, debug: bool) -> None:
@@ -59,12 +64,16 @@ def summary_line(name: str, result: TaskResult) -> str:
     return f"{name}: " + ", ".join(parts)
 
 
-def run_job(cfg: DictConfig) -> None:
+def run_job(cfg: DictConfig) -> str:
+    """One run, logged; returns how it ended (``finished``, ``failed``, ``skipped``) for the sweep's progress."""
+    started = time.perf_counter()
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     debug = bool(resolved.get("debug"))
+    if resolved.get("isolate", True):
+        start_server()  # its imports run while this process opens the store and logs the config
     tracking = resolved["tracking"]
     try:
         client, experiment_id = open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
@@ -78,7 +87,7 @@ def run_job(cfg: DictConfig) -> None:
         if done is not None:
             record_skip(hydra_cfg.sweep.dir, done)
             log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
-            return
+            return "skipped"
     choices = {f"eaq.group.{g}": str(hydra_cfg.runtime.choices.get(g)) for g in GROUPS}
     run = TrackedRun(
         client,
@@ -95,12 +104,16 @@ def run_job(cfg: DictConfig) -> None:
         run.log_artifact(output_dir / CONFIG_FILE)
         run.log_artifacts(output_dir / ".hydra", ".hydra")
         config = validate(cfg)
-        task = run_calibration if config.task == "calibrate" else benchmark
+        task = TASKS[config.task]
+        setup_s = time.perf_counter() - started
         if config.isolate:
-            result, overhead_s = run_isolated(task, config, output_dir)
+            result, overhead_s = run_isolated(task, config, output_dir, on_phase=show_phase, on_output=output_sink())
             result.metrics["isolation_overhead_s"] = overhead_s
         else:
-            result = task(config, output_dir)
+            result = run_in_process(task, config, output_dir, on_phase=show_phase)
+        show_phase("logging")
+        logging_started = time.perf_counter()
+        result.metrics["phase_setup_s"] = setup_s
         run.log_metrics(result.metrics)
         run.set_tags(result.tags)
         env = capture(result.device, digest)
@@ -117,6 +130,8 @@ def run_job(cfg: DictConfig) -> None:
         _report_error(exc, debug)
         if not multirun:
             sys.exit(2 if isinstance(exc, EaqError) else 1)
-        return
+        return "failed"
+    run.log_metrics({"phase_logging_s": time.perf_counter() - logging_started, "run_wall_s": time.perf_counter() - started})
     run.end("FINISHED")
     log.info(summary_line(run.run.info.run_name, result))
+    return "finished"

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from eaq.config import EaqConfig
-from eaq.device import resolve_device
+from eaq.device import device_key, resolve_device
 from eaq.errors import EaqError
 from eaq.measure.samplers import measures_energy, select_sampler
 from eaq.measure.roofline import CALIBRATION_SIZE, Calibration, calibrate, calibration_path, load_calibration, save_calibration
@@ -24,12 +24,6 @@ from eaq.tasks.result import TaskResult, describe_device
 log = logging.getLogger(__name__)
 
 
-def _device_key(device: torch.device) -> str:
-    if device.type == "cuda":
-        return str(torch.cuda.get_device_properties(device).uuid)
-    return "cpu"
-
-
 def _measure(cfg: EaqConfig, device: torch.device, matmul: str) -> Calibration | None:
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)
     if not measures_energy(sampler):
@@ -38,14 +32,14 @@ def _measure(cfg: EaqConfig, device: torch.device, matmul: str) -> Calibration |
     set_tf32(matmul == "tfloat32")  # fp32 products run as IEEE fp32 unless the format is TF32
     calibration = calibrate(device, matmul, sampler, size=size)
     if calibration is not None:
-        save_calibration(calibration_path(cfg.paths.cache_dir, _device_key(device), matmul), calibration)
+        save_calibration(calibration_path(cfg.paths.cache_dir, device_key(device), matmul), calibration)
     return calibration
 
 
 def roofline_metrics(
     cfg: EaqConfig, device: torch.device, matmul: str, flops_per_batch: int, energy_j: float, iterations: int
 ) -> tuple[dict[str, float], dict[str, str]]:
-    path = calibration_path(cfg.paths.cache_dir, _device_key(device), matmul)
+    path = calibration_path(cfg.paths.cache_dir, device_key(device), matmul)
     calibration = load_calibration(path) or _measure(cfg, device, matmul)
     if calibration is None:
         return {"forward_flops_per_batch": float(flops_per_batch)}, {}

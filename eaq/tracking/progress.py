@@ -1,0 +1,146 @@
+"""Hydra callback: where a sweep is, how many runs are done, failed or skipped, and how long is left.
+
+A sweep of dozens of runs used to be a silent wait with one log line per finished run.
+In a terminal this draws a progress bar for the sweep and, under it, one line with the
+run in progress and its phase (load, quality, idle, warm-up, window, ...). When stderr
+is not a terminal (CI logs, files) it prints plain lines instead: one when a run starts
+each phase and one when it ends, with the counts and the time left.
+
+The time left is the mean duration of the runs that ran (skipped ones take no time)
+times the runs still to come. Phases reach this process through ``show_phase``: the job
+passes it to the task, which runs here or in a forked process (eaq.tasks.isolation).
+In a terminal, log lines (this process's, and a forked run's through ``output_sink``)
+are written above the two progress lines rather than through them.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+from tqdm.contrib import DummyTqdmFile
+
+_active: SweepProgress | None = None
+
+
+def show_phase(phase: str) -> None:
+    """The run in progress has started ``phase``; shown by the sweep's progress, if one is running here."""
+    if _active is not None:
+        _active.phase(phase)
+
+
+def output_sink() -> Callable[[str], None] | None:
+    """Where a forked run's printed output should go: above the progress bars, when they are drawn."""
+    return _active.write if _active is not None and _active.bar is not None else None
+
+
+def count_jobs(config: DictConfig) -> int | None:
+    """How many jobs the basic sweeper will launch: the product of the sweep's value lists.
+
+    None when that cannot be told (another sweeper, an override it cannot parse here).
+    """
+    try:
+        params = config.hydra.sweeper.get("params")
+        named = OmegaConf.to_container(params, resolve=False) if params is not None else {}
+        overrides = [f"{k}={v}" for k, v in named.items()] + list(config.hydra.overrides.task)
+        parsed = OverridesParser.create().parse_overrides(overrides)
+        return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
+    except Exception:  # a sweep the basic sweeper's rules do not describe: no total, no estimate
+        return None
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+class SweepProgress(Callback):
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.total: int | None = None
+        self.counts = {"finished": 0, "failed": 0, "skipped": 0}
+        self.ran_s: list[float] = []
+        self.run_name = ""
+        self.run_started = self.phase_started = 0.0
+        self.bar: tqdm | None = None
+        self.line: tqdm | None = None
+        self._stdout: TextIO | None = None
+
+    # Hydra's hooks
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global _active
+        _active = self
+        self.total = count_jobs(config)
+        if self.stream.isatty():
+            self.bar = tqdm(total=self.total, desc="sweep", unit="run", file=self.stream, position=0, dynamic_ncols=True)
+            self.line = tqdm(bar_format="{desc}", file=self.stream, position=1, dynamic_ncols=True)
+            # Hydra's log handlers write to sys.stdout as it is when it configures them (for
+            # every job): through this proxy their lines land above the bars, on the bars' stream.
+            self._stdout = sys.stdout
+            sys.stdout = DummyTqdmFile(self.stream)  # type: ignore[assignment]
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if _active is not self:
+            return
+        self.run_name = str(config.get("run_name", ""))
+        self.run_started = time.perf_counter()
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if _active is not self:
+            return
+        ok = job_return.status == JobStatus.COMPLETED and job_return.return_value in self.counts
+        status = job_return.return_value if ok else "failed"
+        self.counts[status] += 1
+        took = time.perf_counter() - self.run_started
+        if status != "skipped":
+            self.ran_s.append(took)
+        if self.bar is not None and self.line is not None:
+            self.bar.set_postfix_str(self._counts(), refresh=False)
+            self.bar.update()
+            self.line.set_description_str("")
+        else:
+            self._print(self._done(), f"{self.run_name} {status} in {_duration(took)}; {self._counts()}")
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global _active
+        for bar in (self.line, self.bar):
+            if bar is not None:
+                bar.close()
+        if self._stdout is not None:
+            sys.stdout = self._stdout
+        if _active is self:
+            _active = None
+
+    # What the run in progress reports
+    def write(self, text: str) -> None:
+        for line in text.rstrip("\n").splitlines():
+            tqdm.write(line, file=self.stream)
+
+    def phase(self, name: str) -> None:
+        self.phase_started = time.perf_counter()
+        if self.line is not None:
+            self.line.set_description_str(f"  {self.run_name}: {name}")
+        else:
+            self._print(self._done() + 1, f"{self.run_name}: {name}")
+
+    def _done(self) -> int:
+        return sum(self.counts.values())
+
+    def _counts(self) -> str:
+        text = ", ".join(f"{n} {k}" for k, n in self.counts.items())
+        if self.total is not None and self.ran_s and self._done() < self.total:
+            left = (self.total - self._done()) * sum(self.ran_s) / len(self.ran_s)
+            text += f"; about {_duration(left)} left"
+        return text
+
+    def _print(self, index: int, text: str) -> None:
+        print(f"[sweep {index}/{self.total if self.total is not None else '?'}] {text}", file=self.stream, flush=True)

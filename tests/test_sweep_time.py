@@ -1,0 +1,134 @@
+"""Issue 13: sweeps that spend their time measuring. Isolation by fork, the idle baseline
+reused while fresh, quality computed once per configuration, per-phase timings, progress."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import FAST, all_runs, run_eaq
+from eaq.config import EaqConfig
+from eaq.measure.idle import IdleBaseline, ReusePolicy, stale_reason
+from eaq.measure.nvml import NvmlSampler
+from eaq.tasks.benchmark import _idle_baseline
+from eaq.tasks.isolation import run_isolated
+from fake_nvml import FakeNvml
+
+_stash: list[torch.Tensor] = []
+
+
+def _compile_and_stash() -> tuple[int, int, int, bool]:
+    """In the run's process: compile a function, keep a tensor alive in a module global."""
+    fn = torch.compile(lambda x: x * 2 + 1, backend="eager")
+    fn(torch.ones(4))
+    _stash.append(torch.ones(1024, 1024))
+    frames = torch._dynamo.utils.counters["frames"]["ok"]
+    return os.getpid(), frames, len(_stash), torch.cuda.is_initialized()
+
+
+def test_each_isolated_run_starts_clean_in_its_own_forked_process() -> None:
+    (pid1, frames1, stash1, cuda1), _ = run_isolated("test_sweep_time:_compile_and_stash")
+    (pid2, frames2, stash2, cuda2), overhead2 = run_isolated("test_sweep_time:_compile_and_stash")
+    assert pid1 != pid2 and os.getpid() not in (pid1, pid2)
+    # Dynamo's frame counter and the module global start from nothing in each run: neither the
+    # compiler state nor the memory the first run held carried over, and the parent never ran it.
+    assert (frames1, stash1) == (frames2, stash2) == (1, 1)
+    assert not _stash
+    assert not cuda1 and not cuda2
+    # The second run is a fork of the preloaded server: no interpreter start, no imports.
+    assert overhead2 < 2.0, overhead2
+
+
+def test_phases_reach_the_parent_while_the_run_is_in_progress(out: Path) -> None:
+    result = run_eaq(out, "-m", "precision=fp32", "trial=1,2", *FAST)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # Not a terminal: plain lines, one per phase and one per finished run, with counts.
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[sweep ")]
+    assert "[sweep 1/2] bert-tiny-random-fp32-b4-t1: load" in lines
+    assert "[sweep 2/2] bert-tiny-random-fp32-b4-t2: window" in lines
+    assert any(line.startswith("[sweep 1/2] bert-tiny-random-fp32-b4-t1 finished in") and "about" in line for line in lines), lines
+    assert not any("\r" in line or "\x1b[" in line for line in result.stderr.splitlines())  # no bar, no escape codes
+    for run in all_runs(out):
+        if run.data.tags.get("eaq.kind") != "benchmark":
+            continue
+        metrics = run.data.metrics
+        phases = {k: v for k, v in metrics.items() if k.startswith("phase_")}
+        assert {"phase_load_s", "phase_quality_s", "phase_warmup_s", "phase_window_s", "phase_logging_s"} <= set(phases)
+        assert metrics["phase_window_s"] == pytest.approx(metrics["window_duration_s"], abs=0.05)
+        # The phases and the isolation start account for the run's wall time, within what
+        # happens between them (a few milliseconds of bookkeeping).
+        accounted = sum(phases.values()) + metrics["isolation_overhead_s"]
+        assert accounted <= metrics["run_wall_s"] and accounted > 0.7 * metrics["run_wall_s"], (accounted, metrics["run_wall_s"])
+
+
+def test_quality_is_computed_once_per_configuration_and_reused_by_other_trials(out: Path) -> None:
+    result = run_eaq(out, "-m", "precision=fp32,int8", "trial=1,2", "model=minilm_sst2", "dataset=sst2",
+                     "trials=quick", "batch_size=8", "seq_len=32", "trials.quality_max_batches=3")
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = {r.info.run_name: r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"}
+    for precision in ("fp32", "int8"):
+        first, second = runs[f"minilm-sst2-{precision}-b8-t1"], runs[f"minilm-sst2-{precision}-b8-t2"]
+        assert first.data.tags["eaq.quality.source"] == "computed in this run"
+        assert second.data.tags["eaq.quality.source"].startswith("cache")
+        quality = {k: v for k, v in first.data.metrics.items() if k.startswith("quality_")}
+        assert quality and quality == {k: v for k, v in second.data.metrics.items() if k.startswith("quality_")}
+    # Another precision is another configuration: its figures are its own, not fp32's.
+    assert runs["minilm-sst2-fp32-b8-t1"].data.metrics["quality_kl_from_fp32"] == 0
+    assert runs["minilm-sst2-int8-b8-t1"].data.metrics["quality_kl_from_fp32"] > 0
+
+
+def _config(tmp_path: Path, **trials: float) -> EaqConfig:
+    cfg = EaqConfig()
+    cfg.paths.cache_dir = str(tmp_path / "cache")
+    for key, value in trials.items():
+        setattr(cfg.trials, key, value)
+    return cfg
+
+
+def test_a_stale_idle_baseline_is_measured_again(tmp_path: Path) -> None:
+    fake = FakeNvml(schedule=[(0.0, 80.0)])
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)
+    cpu = torch.device("cpu")
+    sampler.start()
+    try:
+        cfg = _config(tmp_path)
+        first, window, tags = _idle_baseline(cfg, cpu, sampler, idle_s=0.3)
+        assert window is not None and tags["eaq.idle"].startswith("measured in this run (no stored baseline")
+        assert first is not None and first.power_w == pytest.approx(80.0, rel=0.05)
+
+        again, window, tags = _idle_baseline(cfg, cpu, sampler, idle_s=0.3)
+        assert window is None and tags["eaq.idle"].startswith("reused") and again == first
+
+        fake.temperature_c += 15  # the device warmed up since: idle power is not what it was
+        moved, window, tags = _idle_baseline(cfg, cpu, sampler, idle_s=0.3)
+        assert window is not None and "temperature moved from 45 to 60 C" in tags["eaq.idle"]
+        assert moved is not None and moved.facts["temperature_c"] == 60
+
+        time.sleep(0.2)
+        old, window, tags = _idle_baseline(_config(tmp_path, idle_max_age_s=0.1), cpu, sampler, idle_s=0.3)
+        assert window is not None and "old (reused up to 0 s)" in tags["eaq.idle"]
+        assert old is not None and old.measured_unix_s > moved.measured_unix_s
+
+        _, window, tags = _idle_baseline(_config(tmp_path, idle_reuse=False), cpu, sampler, idle_s=0.3)
+        assert window is not None and "trials.idle_reuse=false" in tags["eaq.idle"]
+    finally:
+        sampler.stop()
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        ({"temperature_c": 52.0, "sm_clock_mhz": 1900.0}, None),
+        ({"temperature_c": 61.0, "sm_clock_mhz": 1980.0}, "temperature moved"),
+        ({"temperature_c": 50.0, "sm_clock_mhz": 345.0}, "SM clock moved"),
+    ],
+)
+def test_idle_reuse_rules(facts: dict[str, float], expected: str | None) -> None:
+    baseline = IdleBaseline(80.0, 5.0, time.time() - 30, "nvml", {"temperature_c": 50.0, "sm_clock_mhz": 1980.0})
+    reason = stale_reason(baseline, "nvml", facts, ReusePolicy())
+    assert reason is None if expected is None else expected in (reason or "")
+    assert "sampler" in (stale_reason(baseline, "rapl", facts, ReusePolicy()) or "")
