@@ -93,6 +93,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("phase_logging_s", "s", "Logging metrics, tags, environment and artifacts to MLflow after the task."),
     Metric("sweep_runs", "count", "Sweep parent runs: child runs in the sweep."),
     Metric("sweep_runs_failed", "count", "Sweep parent runs: child runs that did not finish."),
+    # Pattern, not one name (eaq/report/build.py): <metric> is latency_mean_ms, throughput_samples_per_s,
+    # energy_per_sample_mj or a quality_* metric; the MLflow UI charts each <metric>/<configuration> as one section.
+    Metric("<metric>/<configuration>/<stat>", "unit of <metric>", "Sweep parent runs (and eaq.kind=report runs): trials aggregated per configuration (model-precision-b<batch>-s<seq>[-compiled]); <stat> is mean, ci95_low, ci95_high (Student t 95% interval of the mean, absent with one trial) or n (valid finished trials). Absent for a metric no run measured."),
 )
 
 METRIC_NAMES = frozenset(m.name for m in METRICS)
@@ -121,7 +124,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.proof.stored_dtypes", "Share of stored elements per dtype after the precision is applied."),
     ("eaq.device", "The torch device the run used."),
     ("eaq.error", "Error class and message of a FAILED (or KILLED) run."),
-    ("eaq.kind", "'benchmark', 'calibrate', or 'sweep' (a multirun's parent run)."),
+    ("eaq.kind", "'benchmark', 'calibrate', 'sweep' (a multirun's parent run), or 'report' (python -m eaq.report --log without --sweep)."),
     ("eaq.sweep_dir", "Sweep parent runs: the multirun folder its jobs wrote to."),
     ("eaq.model_source", "Where the weights came from: the hub id or local directory they were read from, or random."),
     ("eaq.calibration.<field>", "Calibration runs (task=calibrate): the device, the matmul format and size, TFLOP/s, FLOP/J, mean power, duration and when."),

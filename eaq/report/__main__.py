@@ -1,0 +1,59 @@
+"""``python -m eaq.report --uri sqlite:///outputs/mlflow.db [--sweep PARENT | --experiment NAME] --out DIR``.
+
+Reads MLflow only and writes, under ``--out``: ``runs.csv``/``runs.parquet`` (one row per
+run), ``aggregates.csv`` (mean, std, 95% CI, CV, counts per configuration and metric),
+``ratios.csv`` (each precision over ``--baseline``), ``figures/`` (PNG + SVG) and
+``report.html``. ``--log`` also logs them to MLflow: onto the sweep's parent run with
+``--sweep``, else onto a new summary run (tag ``eaq.kind=report``) of the experiment.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import sys
+
+from mlflow.tracking import MlflowClient
+
+from eaq.errors import EaqError
+from eaq.report.aggregate import compact
+from eaq.report.build import build, log
+from eaq.tracking.run_logger import TrackedRun
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the report; exit 1 with one sentence when there is nothing to report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].strip("`"))
+    parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="the MLflow store")
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument("--sweep", help="a sweep's parent run id: report its runs")
+    scope.add_argument("--experiment", default=None, help="report every run of this experiment (default eaq)")
+    parser.add_argument("--out", type=Path, default=Path("outputs/report"), help="folder for the report's files")
+    parser.add_argument("--baseline", default=None, help="precision the others are compared with (default fp32 if run)")
+    parser.add_argument("--trace-run", help="run id whose power trace is drawn (default: the last run that measured energy)")
+    parser.add_argument("--log", action="store_true", help="log the report to MLflow as well")
+    args = parser.parse_args(argv)
+    try:
+        report = build(args.uri, args.out, args.sweep, args.experiment, args.baseline, args.trace_run)
+    except EaqError as error:
+        print(error, file=sys.stderr)
+        return 1
+    print(compact(report.table).to_markdown(index=False))
+    for figure in report.figures:
+        if figure.note:
+            print(f"left out: {figure.title}: {figure.note}")
+    if args.log:
+        client = MlflowClient(tracking_uri=args.uri)
+        if args.sweep:
+            log(client, args.sweep, report)
+        else:
+            experiment = client.get_experiment_by_name(args.experiment or "eaq")
+            summary = TrackedRun(client, experiment.experiment_id, run_name="report", tags={"eaq.kind": "report"})
+            log(client, summary.run_id, report)
+            summary.end("FINISHED")
+    print(f"report: {report.html}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""Trials -> one row per configuration and metric: mean, spread and a 95% confidence interval.
+
+Two trials of the same bf16 run on an H100 differed by 18% in energy per sample: a single
+number misleads, so every figure and table of the report carries the spread computed here.
+Only FINISHED benchmark runs not flagged invalid (tag ``eaq.valid=false``) enter the
+statistics; the invalid and failed runs of each configuration are counted beside them, so
+a mean over 3 of 5 trials says so.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from eaq.report.frame import CONFIG_KEYS
+
+LEVEL = 0.95
+# What the report aggregates; a metric absent from every run (energy on a CPU) is "not measured", not 0.
+METRICS = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", "energy_net_per_sample_mj",
+           "power_mean_w", "model_size_mb", "memory_peak_rss_mb", "memory_peak_gpu_mb", "quality_accuracy",
+           "quality_perplexity", "quality_cosine_to_fp32_mean", "quality_agreement_with_fp32",
+           "quality_top1_agreement_with_fp32", "quality_kl_from_fp32")
+# The quality figure a configuration is judged by: the first of these its runs logged.
+QUALITY = ("quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mean", "quality_agreement_with_fp32",
+           "quality_top1_agreement_with_fp32")
+STATS = ("n", "mean", "std", "ci_low", "ci_high", "cv", "runs", "invalid", "failed")
+
+
+def t_interval(values: pd.Series, level: float = LEVEL) -> tuple[int, float, float, float, float]:
+    """(n, mean, sample std, lower, upper): Student t interval of the mean; NaN bounds for one value.
+
+    Student t, not the normal: with 2-5 trials the normal quantile (1.96) would understate
+    the interval by up to a factor of 6.5 (t at 1 degree of freedom is 12.7).
+    """
+    values = values.dropna().astype(float)
+    n = len(values)
+    if n == 0:
+        return 0, math.nan, math.nan, math.nan, math.nan
+    mean = float(values.mean())
+    if n == 1:
+        return 1, mean, math.nan, math.nan, math.nan
+    std = float(values.std(ddof=1))
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * std / math.sqrt(n)
+    return n, mean, std, mean - half, mean + half
+
+
+def benchmark_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """Benchmark runs only: layer-analysis runs measure components, not the configurations compared here."""
+    return frame[frame["kind"] == "benchmark"]
+
+
+def aggregate(frame: pd.DataFrame, metrics: tuple[str, ...] = METRICS) -> pd.DataFrame:
+    """Long table: configuration keys, ``metric`` and STATS; only metrics some run logged."""
+    runs = benchmark_runs(frame)
+    rows = []
+    for key, group in runs.groupby(list(CONFIG_KEYS), sort=True, dropna=False):
+        finished = group[group["status"] == "FINISHED"]
+        counted = finished[finished["valid"].fillna("") != "false"]
+        counts = {"runs": len(group), "invalid": int((finished["valid"] == "false").sum()),
+                  "failed": len(group) - len(finished)}
+        for metric in metrics:
+            if metric not in runs.columns or runs[metric].isna().all():
+                continue
+            n, mean, std, low, high = t_interval(counted[metric])
+            cv = std / mean if n > 1 and mean else math.nan
+            rows.append({**dict(zip(CONFIG_KEYS, key)), "metric": metric, "n": n, "mean": mean, "std": std,
+                         "ci_low": low, "ci_high": high, "cv": cv, **counts})
+    return pd.DataFrame(rows, columns=[*CONFIG_KEYS, "metric", *STATS])
+
+
+def wide(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration, columns ``<metric>`` (mean), ``<metric>_ci_low``, ``<metric>_ci_high``."""
+    if table.empty:
+        return pd.DataFrame(columns=list(CONFIG_KEYS))
+    pivot = table.pivot_table(index=list(CONFIG_KEYS), columns="metric", values=["mean", "ci_low", "ci_high", "n"],
+                              dropna=False, sort=True)
+    out = pivot["mean"].copy()
+    for stat in ("ci_low", "ci_high", "n"):
+        out = out.join(pivot[stat].add_suffix(f"_{stat}"))
+    counts = table.groupby(list(CONFIG_KEYS))[["runs", "invalid", "failed"]].first()
+    return out.join(counts).reset_index()
+
+
+def quality_metric(table: pd.DataFrame) -> str | None:
+    """The quality figure this set of runs has, by QUALITY's order; None for synthetic data."""
+    present = set(table["metric"])
+    return next((m for m in QUALITY if m in present), None)
+
+
+def ratio_interval(a: pd.Series, b: pd.Series, level: float = LEVEL) -> tuple[float, float, float]:
+    """(ratio, lower, upper) of mean(a) / mean(b) for independent trials: delta method, Welch's degrees of freedom.
+
+    Why the delta method: trials of two precisions are independent runs (not pairs), energy
+    and latency are positive with small relative spread (CV of a few percent), and then the
+    first-order variance of a ratio, r^2 (s_a^2/(n_a m_a^2) + s_b^2/(n_b m_b^2)), is accurate
+    and always gives a finite, symmetric interval. Fieller's interval is exact for normal
+    means but is unbounded whenever the denominator's own interval reaches 0, which with two
+    trials and a t quantile of 12.7 happens for noisy runs; it would print no interval at
+    all where the delta method prints a wide one. The t quantile uses Welch-Satterthwaite
+    degrees of freedom, so two trials are not treated as many. NaN bounds with one trial.
+    """
+    a, b = a.dropna().astype(float), b.dropna().astype(float)
+    if a.empty or b.empty:
+        return math.nan, math.nan, math.nan
+    ratio = a.mean() / b.mean()
+    if len(a) < 2 or len(b) < 2:
+        return float(ratio), math.nan, math.nan
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    rel = va / a.mean() ** 2 + vb / b.mean() ** 2
+    if rel == 0:
+        return float(ratio), float(ratio), float(ratio)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb > 0 else len(a) + len(b) - 2
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * ratio * np.sqrt(rel)
+    return float(ratio), float(ratio - half), float(ratio + half)
+
+
+def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """Each configuration's mean over the same model, shape and compile mode in ``baseline``, with its interval."""
+    runs = benchmark_runs(frame)
+    runs = runs[(runs["status"] == "FINISHED") & (runs["valid"].fillna("") != "false")]
+    same = [k for k in CONFIG_KEYS if k != "precision"]
+    rows = []
+    for key, group in runs.groupby(same, sort=True, dropna=False):
+        base = group[group["precision"] == baseline]
+        if base.empty:
+            continue
+        for precision, runs_p in group.groupby("precision", sort=True):
+            for metric in metrics:
+                if metric in group.columns and group[metric].notna().any():
+                    ratio, low, high = ratio_interval(runs_p[metric], base[metric])
+                    rows.append({**dict(zip(same, key)), "precision": precision, "baseline": baseline, "metric": metric,
+                                 "ratio": ratio, "ci_low": low, "ci_high": high})
+    return pd.DataFrame(rows, columns=[*same, "precision", "baseline", "metric", "ratio", "ci_low", "ci_high"])
+
+
+def config_label(row: pd.Series | dict) -> str:
+    """A configuration as one readable word, like the run names: ``bert-tiny-random-int8-b4-s32[-compiled]``."""
+    label = f"{row['model']}-{row['precision']}-b{int(row['batch_size'])}-s{int(row['seq_len'])}"
+    return label + ("-compiled" if bool(row["compile"]) else "")
+
+
+def format_ci(mean: float, low: float, high: float) -> str:
+    """``mean ± half-width`` with 4 significant digits; "not measured" for a missing figure, never 0."""
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "not measured"
+    if low is None or math.isnan(low):
+        return f"{mean:.4g} (1 trial)"
+    return f"{mean:.4g} ± {(high - low) / 2:.4g}"
+
+
+def compact(table: pd.DataFrame) -> pd.DataFrame:
+    """Configuration x mean ± CI of latency, energy per sample and quality: what a sweep prints at its end."""
+    quality = quality_metric(table)
+    shown = [m for m in ("latency_mean_ms", "energy_per_sample_mj", quality) if m]
+    rows = []
+    for key, group in table.groupby(list(CONFIG_KEYS), sort=True):
+        config = dict(zip(CONFIG_KEYS, key))
+        by_metric = group.set_index("metric")
+        row = {"configuration": config_label(config), "trials": f"{by_metric['n'].max()}/{group['runs'].iloc[0]}"}
+        for metric in shown:
+            stat = by_metric.loc[metric] if metric in by_metric.index else None
+            row[metric] = format_ci(*(stat[["mean", "ci_low", "ci_high"]] if stat is not None else (math.nan,) * 3))
+        rows.append(row)
+    return pd.DataFrame(rows)

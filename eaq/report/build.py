@@ -1,0 +1,102 @@
+"""Build the full report of a sweep or an experiment, and hand it to MLflow.
+
+Shared by ``python -m eaq.report`` and the end-of-sweep callback, so the files a user
+builds by hand and the ones a sweep logs are the same files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+import os
+from pathlib import Path
+
+from mlflow.entities import Metric as MlflowMetric
+from mlflow.tracking import MlflowClient
+import pandas as pd
+
+from eaq.errors import EaqError
+from eaq.report import aggregate, figures, frame as frames, html, layers
+from eaq.rerun import logged_overrides
+
+# The report downloads a small artifact per configuration (its overrides, a trace, layer CSVs); MLflow's
+# progress bar for each would bury the sweep's closing table on stderr. A user's own setting wins.
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+# The aggregates logged on a sweep's parent run, named <metric>/<configuration>/<stat>: the MLflow UI (3.17)
+# groups a run's charts by the part before the last "/", one section per metric and configuration holding
+# mean, ci95_low, ci95_high and n; the Overview tab's metrics table lists them sorted, so a metric's rows sit together.
+LOGGED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", *aggregate.QUALITY)
+LOGGED_STATS = ("mean", "ci95_low", "ci95_high", "n")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What build() wrote: the folder, its HTML file, the aggregates (for MLflow and the screen) and the figures."""
+
+    out: Path
+    html: Path
+    table: pd.DataFrame
+    figures: list[figures.Figure]
+
+
+def report_command(uri: str, sweep: str | None, experiment: str | None, out: Path) -> str:
+    """The command line that builds this report again, printed by a sweep and written into the HTML."""
+    scope = f"--sweep {sweep}" if sweep else f"--experiment {experiment or 'eaq'}"
+    return f"python -m eaq.report --uri {uri} {scope} --out {out}"
+
+
+def _commands(client: MlflowClient, frame: pd.DataFrame) -> list[str]:
+    """One ``python -m eaq.run`` line per configuration, from its first run's recorded Hydra overrides."""
+    lines = []
+    for _, run in frame.drop_duplicates([*frames.CONFIG_KEYS, "kind"]).iterrows():
+        try:
+            lines.append("python -m eaq.run " + " ".join(logged_overrides(run["run_id"], client)))
+        except Exception as error:  # an older run, or an artifact store that moved: say it, list the rest
+            lines.append(f"# {run['run_name']}: overrides not recorded ({type(error).__name__})")
+    return lines
+
+
+def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None = None, baseline: str | None = None,
+          trace_run: str | None = None) -> Report:
+    """Frame, aggregates, ratios, figures and ``report.html`` under ``out``; returns where they are."""
+    client = MlflowClient(tracking_uri=uri)
+    frame = frames.load(uri, experiment, sweep)
+    if trace_run is not None and trace_run not in set(frame["run_id"]):
+        raise EaqError(f"--trace-run {trace_run} is not one of the reported runs; pick a run id from runs.csv.")
+    out.mkdir(parents=True, exist_ok=True)
+    frames.export(frame, out)
+    table = aggregate.aggregate(frame)
+    table.to_csv(out / "aggregates.csv", index=False)
+    precisions = sorted(frame["precision"].dropna().unique())
+    baseline = baseline if baseline in precisions else ("fp32" if "fp32" in precisions else precisions[0])
+    ratio = aggregate.ratios(frame, baseline, ("latency_mean_ms", "energy_per_sample_mj"))
+    ratio.to_csv(out / "ratios.csv", index=False)
+    drawn = figures.study(frame, table, baseline, out / "figures", client,
+                          lambda: layers.layer_figures(client, frame, out / "figures"), trace_run)
+    scope = f"sweep {sweep}" if sweep else f"experiment {experiment or 'eaq'}"
+    sections = {"Summary (mean ± 95% CI half-width)": aggregate.compact(table),
+                "All aggregates": table, f"Ratios to {baseline} (delta-method 95% CI)": ratio}
+    page = html.render(f"eaq report: {scope}", f"{scope} at {uri}", frame, sections, drawn,
+                       [*_commands(client, frame), "# this report:", report_command(uri, sweep, experiment, out)])
+    path = out / "report.html"
+    path.write_text(page)
+    return Report(out, path, table, drawn)
+
+
+def aggregate_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """The aggregates as MLflow metrics ``<metric>/<configuration>/<stat>`` (NaN bounds of one trial left out)."""
+    metrics = {}
+    for _, row in table[table["metric"].isin(LOGGED)].iterrows():
+        label = aggregate.config_label(row)
+        values = dict(zip(LOGGED_STATS, (row["mean"], row["ci_low"], row["ci_high"], row["n"])))
+        metrics |= {f"{row['metric']}/{label}/{stat}": float(v) for stat, v in values.items() if not math.isnan(v)}
+    return metrics
+
+
+def log(client: MlflowClient, run_id: str, report: Report) -> None:
+    """Aggregated metrics and the report's files onto one run (a sweep's parent, or a summary run)."""
+    metrics = [MlflowMetric(name, value, 0, 0) for name, value in aggregate_metrics(report.table).items()]
+    for start in range(0, len(metrics), 1000):  # MLflow's batch limit
+        client.log_batch(run_id, metrics=metrics[start:start + 1000])
+    client.log_artifacts(run_id, str(report.out), "report")

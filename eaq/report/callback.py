@@ -1,0 +1,45 @@
+"""Hydra callback: at the end of a sweep, its aggregates and report onto the parent run, and a table on screen.
+
+Registered in conf/config.yaml after ``mlflow_sweep`` and before ``progress``. Hydra 1.3 calls
+``on_multirun_end`` in reverse registration order (hydra/_internal/callbacks.py:
+``reverse=True``), so this runs after ``progress`` has closed its bars and given stdout back,
+and before ``mlflow_sweep`` closes the parent run: the aggregates land on a run still open,
+and the parent's FINISHED/FAILED status still comes from its children alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+import sys
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig
+
+from eaq.errors import EaqError
+from eaq.report.aggregate import compact
+from eaq.report.build import build, log, report_command
+from eaq.tracking.callbacks import parent_run_id
+
+
+class SweepReportCallback(Callback):
+    """The sweep's answer where users look: on screen at its end, and on its parent run in MLflow."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Build the report of the sweep's runs, log it onto the parent, print the compact table and the command."""
+        sweep_dir = Path(HydraConfig.get().sweep.dir)
+        parent = parent_run_id(str(sweep_dir))
+        if parent is None:  # the sweep never opened a parent run (mlflow_sweep not registered): nothing to report on
+            return
+        uri = config.tracking.uri
+        try:
+            report = build(uri, sweep_dir / "report", sweep=parent)
+            log(MlflowClient(tracking_uri=uri), parent, report)
+        except EaqError as error:  # no run finished: the sweep's own summary says why; measurements are not lost
+            print(f"sweep report: not built: {error}", file=sys.stderr)
+            return
+        print(compact(report.table).to_markdown(index=False))
+        print(f"sweep report: {report.html} (also on the parent run's artifacts, report/report.html)")
+        print(f"full report again: {report_command(uri, parent, None, Path(config.paths.output_dir) / 'report')}")

@@ -1,0 +1,289 @@
+"""The study's figures, from the aggregates and MLflow artifacts alone: 300 DPI PNG and SVG each.
+
+Every point is a mean over trials with its 95% confidence interval as an error bar
+(aggregate.py), because single numbers mislead. A figure whose data the store does not
+hold (energy on a sensorless CPU, a layer analysis nobody ran, a single model) is not
+drawn with zeros: it is left out with a note saying why, and the report shows the note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+import math
+from pathlib import Path
+import tempfile
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display: runs in CI, in a Hydra callback, on a headless GPU host
+
+from matplotlib.axes import Axes
+from matplotlib.ticker import ScalarFormatter
+import matplotlib.pyplot as plt
+from mlflow.tracking import MlflowClient
+import numpy as np
+import pandas as pd
+
+from eaq.report.aggregate import quality_metric, ratio_interval, wide
+
+DPI = 300
+LABELS = {
+    "latency_mean_ms": "latency per batch (ms)", "throughput_samples_per_s": "throughput (samples/s)",
+    "energy_per_sample_mj": "energy per sample (mJ)", "model_size_mb": "model size (MB)",
+    "quality_accuracy": "accuracy (fraction)", "quality_perplexity": "perplexity",
+    "quality_cosine_to_fp32_mean": "cosine to fp32 (1 = same)", "quality_agreement_with_fp32": "agreement with fp32 (fraction)",
+    "quality_top1_agreement_with_fp32": "top-1 agreement with fp32 (fraction)", "speed_up": "speed-up vs baseline (x)", "quality": "quality (synthetic data: none)",
+}
+LOWER_IS_BETTER = {"quality_perplexity", "quality_kl_from_fp32"}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of the report: written files, or the note saying why it was left out."""
+
+    title: str
+    png: Path | None = None
+    svg: Path | None = None
+    note: str = ""
+
+
+def save(fig: plt.Figure, out: Path, name: str, title: str) -> Figure:
+    """PNG at 300 DPI for papers and the HTML, SVG for editing; the figure is closed (a sweep draws dozens)."""
+    out.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    png, svg = out / f"{name}.png", out / f"{name}.svg"
+    fig.savefig(png, dpi=DPI)
+    fig.savefig(svg)
+    plt.close(fig)
+    return Figure(title, png, svg)
+
+
+def _yerr(rows: pd.DataFrame, metric: str) -> np.ndarray:
+    """Asymmetric error bars from the CI columns; 0 where one trial gives no interval."""
+    mean, low, high = rows[metric], rows[f"{metric}_ci_low"], rows[f"{metric}_ci_high"]
+    return np.nan_to_num(np.vstack([mean - low, high - mean]))
+
+
+def _not_measured(ax: Axes, label: str) -> None:
+    """An empty panel that says so: a missing measurement is never drawn as a bar of 0."""
+    ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.set_ylabel(label)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _bars(ax: Axes, rows: pd.DataFrame, metric: str, precisions: list[str]) -> None:
+    """Grouped bars (dots for quality): precision on x, one per batch size, CI error bars."""
+    if metric not in rows or rows[metric].isna().all():
+        _not_measured(ax, LABELS.get(metric, metric))
+        return
+    batches = sorted(rows["batch_size"].unique())
+    width = 0.8 / len(batches)
+    quality = metric.startswith("quality")
+    for i, batch in enumerate(batches):
+        sub = rows[rows["batch_size"] == batch].set_index("precision").reindex(precisions)
+        x = np.arange(len(precisions)) + (i - (len(batches) - 1) / 2) * width
+        if quality:  # dots: quality differs in the third decimal, a bar from 0 would hide it
+            ax.errorbar(x, sub[metric], yerr=_yerr(sub, metric), fmt="o", capsize=3, color=f"C{i}", label=f"batch {batch}")
+        else:
+            ax.bar(x, sub[metric], width, yerr=_yerr(sub, metric), capsize=3, label=f"batch {batch}")
+    ax.set_xticks(np.arange(len(precisions)), precisions)
+    ax.set_xlabel("precision")
+    ax.set_ylabel(LABELS.get(metric, metric))
+    if not quality:
+        ax.set_ylim(bottom=0)  # every figure here is positive: an interval reaching below 0 is cut at the axis
+    ax.ticklabel_format(axis="y", useOffset=False)
+
+
+def speed_up(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Baseline latency / latency per configuration, with the delta-method interval of aggregate.ratio_interval."""
+    runs = frame[(frame["kind"] == "benchmark") & (frame["status"] == "FINISHED") & (frame["valid"].fillna("") != "false")]
+    rows = []
+    for (model, batch, seq, compiled), group in runs.groupby(["model", "batch_size", "seq_len", "compile"]):
+        base = group.loc[group["precision"] == baseline, "latency_mean_ms"]
+        for precision, sub in group.groupby("precision"):
+            ratio, low, high = ratio_interval(base, sub["latency_mean_ms"]) if not base.empty else (math.nan,) * 3
+            rows.append({"model": model, "batch_size": batch, "seq_len": seq, "compile": compiled, "precision": precision,
+                         "speed_up": ratio, "speed_up_ci_low": low, "speed_up_ci_high": high})
+    return pd.DataFrame(rows)
+
+
+def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str, out: Path) -> Figure:
+    """Six panels for one model: latency, speed-up, energy per sample, throughput, quality, model size."""
+    rows = configs[configs["model"] == model].merge(ups, how="left", on=["model", "precision", "batch_size", "seq_len", "compile"])
+    precisions = sorted(rows["precision"].unique(), key=lambda p: (p != baseline, p))
+    quality = next((m for m in LABELS if m.startswith("quality_") and m in rows and rows[m].notna().any()), "quality")
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
+    for ax, metric in zip(axes.flat, ("latency_mean_ms", "speed_up", "energy_per_sample_mj",
+                                      "throughput_samples_per_s", quality, "model_size_mb")):
+        _bars(ax, rows, metric, precisions)
+    axes.flat[1].axhline(1, color="0.3", lw=0.8, ls="--")
+    axes.flat[1].set_ylabel(f"speed-up vs {baseline} (x)")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", title="batch size", fontsize=8)
+    fig.suptitle(f"{model}: mean over trials, 95% CI error bars")
+    fig.subplots_adjust(right=0.9)
+    return save(fig, out, f"overview_{model}", f"{model}: overview")
+
+
+def _scatter_ci(ax: Axes, rows: pd.DataFrame, x: str, y: str) -> None:
+    """One point per configuration with CIs on both axes, colour by batch size, labelled with its precision."""
+    for batch, sub in rows.groupby("batch_size"):
+        ax.errorbar(sub[x], sub[y], xerr=_yerr(sub, x), yerr=_yerr(sub, y), fmt="o", capsize=3, label=f"batch {batch}")
+    # A label that would overlap earlier ones (measured on screen, at the final limits) goes one line higher.
+    ax.set_xlim(left=0)  # energy and throughput are positive: an interval reaching below 0 is cut at the axis
+    ax.autoscale_view()
+    placed: list[tuple[float, float]] = []
+    stacked = 0
+    for _, row in rows.sort_values(x).iterrows():
+        px, py = ax.transData.transform((row[x], row[y]))
+        near = sum(abs(px - qx) < 60 and abs(py - qy) < 14 for qx, qy in placed)
+        ax.annotate(f"{row['precision']} b{row['batch_size']:.0f}", (row[x], row[y]), textcoords="offset points",
+                    xytext=(4, 5 + 11 * near), fontsize=8)
+        placed.append((px, py))
+        stacked = max(stacked, near)
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high + (high - low) * 0.07 * (stacked + 1))  # room for the stacked labels inside the frame
+    ax.set_xlabel(LABELS.get(x, x))
+    ax.set_ylabel(LABELS.get(y, y))
+    ax.ticklabel_format(axis="y", useOffset=False)  # quality near 1 reads as 0.99999, not as an offset "1e-8+1"
+    ax.legend(fontsize=8)
+
+
+def tradeoff(configs: pd.DataFrame, model: str, quality: str | None, out: Path) -> Figure:
+    """Throughput against quality: what a precision gives up for its speed."""
+    title = f"{model}: speed vs quality"
+    if quality is None:
+        return Figure(title, note="no quality metric (synthetic data): speed vs quality not drawn.")
+    fig, ax = plt.subplots(figsize=(7, 5))
+    _scatter_ci(ax, configs[configs["model"] == model], "throughput_samples_per_s", quality)
+    ax.set_title(title)
+    return save(fig, out, f"tradeoff_{model}", title)
+
+
+def pareto_front(points: pd.DataFrame, energy: str, quality: str) -> pd.DataFrame:
+    """Configurations no other one beats on both energy (lower) and quality (per LOWER_IS_BETTER)."""
+    sign = 1 if quality in LOWER_IS_BETTER else -1
+    ordered = points.assign(_q=sign * points[quality]).sort_values([energy, "_q"])
+    best, keep = math.inf, []
+    for index, row in ordered.iterrows():
+        if row["_q"] < best:
+            best = row["_q"]
+            keep.append(index)
+    return points.loc[keep].sort_values(energy)
+
+
+def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) -> Figure:
+    """Energy per sample against quality, one panel per batch size, the Pareto front drawn through the winners."""
+    title = f"{model}: energy vs quality, Pareto front per batch size"
+    rows = configs[configs["model"] == model]
+    if quality is None:
+        return Figure(title, note="no quality metric (synthetic data): energy vs quality not drawn.")
+    if "energy_per_sample_mj" not in rows or rows["energy_per_sample_mj"].isna().all():
+        return Figure(title, note="energy not measured (no energy sensor on the machine that ran these runs).")
+    batches = sorted(rows["batch_size"].unique())
+    fig, axes = plt.subplots(1, len(batches), figsize=(5.5 * len(batches), 4.5), squeeze=False)
+    for ax, batch in zip(axes.flat, batches):
+        sub = rows[(rows["batch_size"] == batch) & rows["energy_per_sample_mj"].notna()]
+        _scatter_ci(ax, sub, "energy_per_sample_mj", quality)
+        front = pareto_front(sub, "energy_per_sample_mj", quality)
+        ax.plot(front["energy_per_sample_mj"], front[quality], "k--", lw=1, label="Pareto front")
+        ax.legend(fontsize=8)
+        ax.set_title(f"batch {batch}")
+    fig.suptitle(title)
+    return save(fig, out, f"pareto_{model}", title)
+
+
+def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
+    """Latency and energy per sample against batch size, a line per precision and compile mode."""
+    title = f"{model}: latency and energy per sample vs batch size"
+    rows = configs[configs["model"] == model]
+    if rows["batch_size"].nunique() < 2:
+        return Figure(title, note=f"one batch size ({rows['batch_size'].iloc[0]}) for {model}: no batch-size curve.")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for ax, metric in zip(axes, ("latency_mean_ms", "energy_per_sample_mj")):
+        if metric not in rows or rows[metric].isna().all():
+            _not_measured(ax, LABELS[metric])
+            continue
+        lines = list(rows.groupby(["precision", "compile"]))
+        for i, ((precision, compiled), sub) in enumerate(lines):
+            sub = sub.sort_values("batch_size")
+            dodge = 2 ** (0.04 * (i - (len(lines) - 1) / 2))  # side by side, so error bars at one batch size do not hide each other
+            ax.errorbar(sub["batch_size"] * dodge, sub[metric], yerr=_yerr(sub, metric), marker="o", capsize=3,
+                        label=precision + (" compiled" if compiled else ""))
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(rows["batch_size"].unique()))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("batch size (samples)")
+        ax.set_ylabel(LABELS[metric])
+        ax.legend(title="precision", fontsize=8)
+    fig.suptitle(title)
+    return save(fig, out, f"batch_{model}", title)
+
+
+def models(configs: pd.DataFrame, out: Path) -> Figure:
+    """Model against model: energy per sample (latency where energy was not measured) per precision."""
+    title = "model vs model"
+    if configs["model"].nunique() < 2:
+        return Figure(title, note="one model in these runs: no model comparison.")
+    metric = "energy_per_sample_mj" if "energy_per_sample_mj" in configs and configs["energy_per_sample_mj"].notna().any() \
+        else "latency_mean_ms"
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    names = sorted(configs["model"].unique())
+    precisions = sorted(configs["precision"].unique())
+    width = 0.8 / len(precisions)
+    for i, precision in enumerate(precisions):
+        # The largest batch of each model: where precisions differ most, one bar per model.
+        sub = configs[configs["precision"] == precision].sort_values("batch_size").groupby("model").last().reindex(names)
+        ax.bar(np.arange(len(names)) + (i - (len(precisions) - 1) / 2) * width, sub[metric], width,
+               yerr=_yerr(sub, metric), capsize=3, label=precision)
+    ax.set_xticks(np.arange(len(names)), names)
+    ax.set_xlabel("model (largest batch size measured)")
+    ax.set_ylabel(LABELS[metric])
+    ax.legend(title="precision", fontsize=8)
+    ax.set_title(title)
+    return save(fig, out, "models", title)
+
+
+def power_trace(client: MlflowClient, run: pd.Series, out: Path) -> Figure:
+    """The power trace of one run (its ``power_trace.csv`` artifact), the measurement window shaded."""
+    title = f"power trace: {run['run_name']}"
+    if run.get("energy") != "measured":
+        return Figure(title, note=f"energy not measured for {run['run_name']}: {run.get('energy_reason') or 'no sensor'}.")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = pd.read_csv(client.download_artifacts(run["run_id"], "power_trace.csv", tmp))
+    except Exception as error:  # the artifact store may be gone (a copied database): say so, draw the rest
+        return Figure(title, note=f"power_trace.csv of {run['run_name']} could not be read ({type(error).__name__}: {error}).")
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for column in trace.columns[1:]:
+        ax.plot(trace["t_s"], trace[column], lw=0.8, label=column.removesuffix("_w").replace("_", " "))
+    ax.axvspan(0, run.get("window_duration_s", 0) or 0, color="C2", alpha=0.15, label="measurement window")
+    ax.set_xlabel("time from window start (s)")
+    ax.set_ylabel("power (W)")
+    ax.legend(fontsize=8)
+    ax.set_title(title)
+    return save(fig, out, "power_trace", title)
+
+
+def study(frame: pd.DataFrame, table: pd.DataFrame, baseline: str, out: Path, client: MlflowClient,
+          layer_figures: Callable[[], list[Figure]], trace_run: str | None = None) -> list[Figure]:
+    """Every figure of the report, in reading order, per model where it applies."""
+    configs = wide(table)
+    quality = quality_metric(table)
+    ups = speed_up(frame, baseline)
+    figures: list[Figure] = []
+    for model in sorted(configs["model"].unique()):
+        figures += [overview(configs, ups, model, baseline, out), tradeoff(configs, model, quality, out),
+                    pareto(configs, model, quality, out), batch_scaling(configs, model, out)]
+    figures.append(models(configs, out))
+    figures += layer_figures()
+    if trace_run is not None:
+        chosen = frame[frame["run_id"] == trace_run].iloc[0]
+    else:  # default: the last run (by configuration) that measured energy, so there is a trace to show
+        measured = frame[(frame["kind"] == "benchmark") & (frame["energy"] == "measured")]
+        chosen = measured.iloc[-1] if not measured.empty else frame[frame["kind"] == "benchmark"].iloc[-1]
+    figures.append(power_trace(client, chosen, out))
+    return figures

@@ -1,0 +1,87 @@
+"""MLflow -> one tidy DataFrame: a row per run of an experiment or of one sweep.
+
+Everything else in the report (aggregates, figures, HTML) starts from this frame, so
+what a run "is" for the report is decided once here: its configuration (model,
+precision, shape, compile mode, trial), its status and validity, and its metrics.
+Unlike ``runs_table`` (finished runs only, for tables), the frame keeps FAILED and KILLED
+runs too, because the report must say how many of each configuration did not finish.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+import pandas as pd
+
+from eaq.errors import EaqError
+from eaq.metrics import METRIC_NAMES
+
+# The configuration of a run: what a row of an aggregate is keyed by (trial is what varies within one).
+CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile")
+PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "batch_size", "seq_len": "seq_len",
+          "compile": "compile", "trial": "trial"}
+TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_reasons", "eaq.energy": "energy",
+        "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id"}
+KINDS = ("benchmark", "layers")
+
+
+def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None) -> list:
+    """The benchmark and layer-analysis runs of one sweep (its parent run id) or of one experiment."""
+    client = MlflowClient(tracking_uri=uri)
+    if sweep is not None:
+        try:
+            parent = client.get_run(sweep)
+        except Exception as error:  # MLflow raises its own exception class for an unknown id
+            raise EaqError(f"--sweep {sweep}: no such run in {uri} ({error}); pass a sweep's parent run id "
+                           "(tag eaq.kind=sweep) or --experiment NAME.") from error
+        experiment_ids = [parent.info.experiment_id]
+        where = f"tags.`mlflow.parentRunId` = '{sweep}'"
+    else:
+        name = experiment or "eaq"
+        found = client.get_experiment_by_name(name)
+        if found is None:
+            names = ", ".join(e.name for e in client.search_experiments())
+            raise EaqError(f"--experiment {name}: not in {uri}; experiments there: {names or 'none'}.")
+        experiment_ids = [found.experiment_id]
+        where = ""
+    runs = client.search_runs(experiment_ids, filter_string=where, max_results=50000)
+    return [r for r in runs if r.data.tags.get("eaq.kind") in KINDS]
+
+
+def runs_frame(runs: list) -> pd.DataFrame:
+    """One row per run: ids, configuration, status, validity tags, env tags and every documented metric."""
+    rows = []
+    for run in runs:
+        row: dict[str, object] = {"run_id": run.info.run_id, "run_name": run.info.run_name, "status": run.info.status,
+                                  "start_time": run.info.start_time, "artifact_uri": run.info.artifact_uri}
+        row |= {column: run.data.params.get(param) for param, column in PARAMS.items()}
+        row |= {column: run.data.tags.get(tag) for tag, column in TAGS.items()}
+        row |= {tag: value for tag, value in run.data.tags.items() if tag.startswith("eaq.env.")}
+        row |= {name: value for name, value in run.data.metrics.items() if name in METRIC_NAMES}
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    for number in ("batch_size", "seq_len", "trial"):  # params are strings in MLflow: sort 1, 8, 32 as numbers
+        frame[number] = pd.to_numeric(frame[number], errors="coerce")
+    frame["compile"] = frame["compile"].fillna("False").map({"True": True, "true": True}).fillna(False).astype(bool)
+    return frame.sort_values([*CONFIG_KEYS, "trial"], na_position="last").reset_index(drop=True)
+
+
+def load(uri: str, experiment: str | None = None, sweep: str | None = None) -> pd.DataFrame:
+    """``runs_frame(fetch_runs(...))``, failing with what to do when there is nothing to report."""
+    frame = runs_frame(fetch_runs(uri, experiment, sweep))
+    if frame.empty:
+        scope = f"sweep {sweep}" if sweep else f"experiment {experiment or 'eaq'}"
+        raise EaqError(f"{scope} at {uri} has no benchmark or layers runs; run `python -m eaq.run -m ...` into it first.")
+    return frame
+
+
+def export(frame: pd.DataFrame, out: Path) -> list[Path]:
+    """The frame as CSV (for anyone) and Parquet (types kept: numbers stay numbers)."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "runs.csv", out / "runs.parquet"]
+    frame.to_csv(written[0], index=False)
+    frame.to_parquet(written[1], index=False)
+    return written

@@ -1,0 +1,224 @@
+"""The report: a real CPU sweep into tmp_path, aggregates checked by hand, figures, HTML in a real browser."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+import shutil
+import statistics
+import subprocess
+import sys
+
+from mlflow.tracking import MlflowClient
+import pandas as pd
+import pytest
+from scipy import stats
+
+from eaq.report.aggregate import config_label, ratio_interval
+from tests.conftest import FAST, REPO, all_runs, run_eaq, store
+
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, subprocess.CompletedProcess[str]]:
+    """fp32 and int8 x 3 trials of the tiny BERT, on this CPU: (output dir, parent run id, the sweep's process)."""
+    out = tmp_path_factory.mktemp("report") / "outputs"
+    result = run_eaq(out, "-m", "precision=fp32,int8", "trial=1,2,3", *FAST, "isolate=false")
+    assert result.returncode == 0, result.stderr[-3000:]
+    parents = [r for r in store(out).search_runs([e.experiment_id for e in store(out).search_experiments()])
+               if r.data.tags.get("eaq.kind") == "sweep"]
+    assert len(parents) == 1
+    return out, parents[0].info.run_id, result
+
+
+def report(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "eaq.report", "--uri", f"sqlite:///{out}/mlflow.db", *args]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def children(out: Path, parent: str) -> list:
+    client = store(out)
+    return client.search_runs([e.experiment_id for e in client.search_experiments()],
+                              filter_string=f"tags.`mlflow.parentRunId` = '{parent}'")
+
+
+def test_sweep_end_logs_aggregates_on_parent_and_prints_table(sweep) -> None:
+    out, parent, result = sweep
+    runs = children(out, parent)
+    parent_run = store(out).get_run(parent)
+    assert parent_run.info.status == "FINISHED"  # logged while the parent was open, then closed by mlflow_sweep
+    for precision in ("fp32", "int8"):
+        mine = [r for r in runs if r.data.params["precision.name"] == precision]
+        latencies = [r.data.metrics["latency_mean_ms"] for r in mine]
+        label = config_label({"model": "bert-tiny-random", "precision": precision, "batch_size": 4, "seq_len": 32,
+                              "compile": False})
+        half = stats.t.ppf(0.975, 2) * statistics.stdev(latencies) / math.sqrt(3)
+        logged = parent_run.data.metrics
+        assert logged[f"latency_mean_ms/{label}/mean"] == pytest.approx(statistics.mean(latencies), rel=1e-9)
+        assert logged[f"latency_mean_ms/{label}/ci95_high"] == pytest.approx(statistics.mean(latencies) + half, rel=1e-9)
+        assert logged[f"latency_mean_ms/{label}/n"] == 3
+        assert not any(name.startswith("energy_per_sample_mj/") for name in logged)  # no sensor here: not logged as 0
+        assert label in result.stdout
+    artifacts = {f.path for f in store(out).list_artifacts(parent, "report")}
+    assert "report/report.html" in artifacts and "report/aggregates.csv" in artifacts
+    assert "not measured" in result.stdout  # energy per sample column of the compact table
+    assert f"python -m eaq.report --uri sqlite:///{out}/mlflow.db --sweep {parent}" in result.stdout
+
+
+def test_report_aggregates_match_a_hand_computation(sweep, tmp_path: Path) -> None:
+    out, parent, _ = sweep
+    result = report(out, "--sweep", parent, "--out", str(tmp_path / "rep"), "--baseline", "fp32")
+    assert result.returncode == 0, result.stderr
+    frame = pd.read_parquet(tmp_path / "rep" / "runs.parquet")
+    assert len(frame) == 6 and len(pd.read_csv(tmp_path / "rep" / "runs.csv")) == 6
+    table = pd.read_csv(tmp_path / "rep" / "aggregates.csv")
+    runs = children(out, parent)
+    by_precision = {p: [r for r in runs if r.data.params["precision.name"] == p] for p in ("fp32", "int8")}
+    for precision, mine in by_precision.items():
+        for metric in ("latency_mean_ms", "throughput_samples_per_s", "model_size_mb"):
+            values = [r.data.metrics[metric] for r in mine]
+            row = table[(table["precision"] == precision) & (table["metric"] == metric)].iloc[0]
+            mean, std = statistics.mean(values), statistics.stdev(values)
+            half = stats.t.ppf(0.975, len(values) - 1) * std / math.sqrt(len(values))
+            assert (row["n"], row["runs"], row["invalid"], row["failed"]) == (3, 3, 0, 0)
+            assert row["mean"] == pytest.approx(mean, rel=1e-9)
+            assert row["std"] == pytest.approx(std, rel=1e-9)
+            assert (row["ci_low"], row["ci_high"]) == pytest.approx((mean - half, mean + half), rel=1e-9)
+            assert row["cv"] == pytest.approx(std / mean, rel=1e-9)
+    assert "energy_per_sample_mj" not in set(table["metric"])  # not measured, so not a row of zeros
+    ratios = pd.read_csv(tmp_path / "rep" / "ratios.csv")
+    int8 = ratios[(ratios["precision"] == "int8") & (ratios["metric"] == "latency_mean_ms")].iloc[0]
+    lat = {p: [r.data.metrics["latency_mean_ms"] for r in mine] for p, mine in by_precision.items()}
+    assert int8["ratio"] == pytest.approx(statistics.mean(lat["int8"]) / statistics.mean(lat["fp32"]), rel=1e-9)
+    assert int8["ci_low"] < int8["ratio"] < int8["ci_high"]
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "not measured" in page and "python -m eaq.run" in page and "precision=int8" in page
+
+
+def test_ratio_interval_is_the_delta_method_with_welch_df() -> None:
+    a, b = pd.Series([10.0, 12.0, 11.0]), pd.Series([5.0, 5.5])
+    ratio, low, high = ratio_interval(a, b)
+    va, vb = a.var() / 3, b.var() / 2
+    df = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 1)
+    half = stats.t.ppf(0.975, df) * (11 / 5.25) * math.sqrt(va / 11**2 + vb / 5.25**2)
+    assert (ratio, low, high) == pytest.approx((11 / 5.25, 11 / 5.25 - half, 11 / 5.25 + half))
+    assert math.isnan(ratio_interval(a, pd.Series([5.0]))[1])  # one baseline trial: no interval claimed
+
+
+def test_every_figure_is_written_and_the_missing_ones_say_why(sweep, tmp_path: Path) -> None:
+    out, parent, _ = sweep
+    result = report(out, "--sweep", parent, "--out", str(tmp_path / "rep"))
+    assert result.returncode == 0, result.stderr
+    written = sorted((tmp_path / "rep" / "figures").iterdir())
+    assert {p.name for p in written} >= {"overview_bert-tiny-random.png", "overview_bert-tiny-random.svg",
+                                         "tradeoff_bert-tiny-random.png", "tradeoff_bert-tiny-random.svg"}
+    assert all(p.stat().st_size > 0 for p in written)
+    assert "energy not measured" in result.stdout  # Pareto front and power trace: left out with the reason
+    assert "no layer-analysis runs" in result.stdout
+
+
+def _log_layers_run(uri: str, experiment_id: str, folder: Path) -> None:
+    """A run shaped as issue 11's contract says a layers run is, logged through the real MLflow client."""
+    client = MlflowClient(tracking_uri=uri)
+    run = client.create_run(experiment_id, run_name="bert-tiny-random-fp32-b4-layers",
+                            tags={"eaq.kind": "layers", "eaq.layers.share_basis": "time"})
+    for key, value in {"model.name": "bert-tiny-random", "precision.name": "fp32", "batch_size": "4", "seq_len": "32",
+                       "trial": "1", "compile": "False"}.items():
+        client.log_param(run.info.run_id, key, value)
+    layers = folder / "layers"
+    layers.mkdir(parents=True)
+    types = ["embeddings", "attention", "ffn", "attention", "ffn", "head"]
+    pd.DataFrame({"component": [f"c{i}" for i in range(6)], "type": types, "block": ["", 0, 0, 1, 1, ""],
+                  "modules": ["m"] * 6, "params": [100] * 6, "flops_per_pass": [1e6] * 6,
+                  "time_ms_per_pass": [0.1, 0.3, 0.4, 0.3, 0.4, 0.2], "energy_replay_mj_per_pass": [""] * 6,
+                  "energy_attribution_mj_per_pass": [""] * 6, "energy_share": [0.06, 0.18, 0.24, 0.18, 0.24, 0.1],
+                  "sensitivity_kl": [0.01, 0.2, 0.1, 0.3, 0.05, 0.02], "sensitivity_impact": [0.1, 0.5, 0.3, 0.6, 0.2, 0.1],
+                  "ablation_kl": [""] * 6, "ablation_impact": [0.2, 0.7, 0.4, 0.8, 0.3, ""]}).to_csv(layers / "components.csv", index=False)
+    pd.DataFrame({"type": ["embeddings", "attention", "ffn", "head"], "energy_share": [0.06, 0.36, 0.48, 0.1],
+                  "sensitivity_impact": [0.1, 0.9, 0.4, 0.1], "ablation_impact": [0.2, 1.0, 0.5, ""]}
+                 ).to_csv(layers / "component_types.csv", index=False)
+    pd.DataFrame({"scope": ["all"] * 4 + ["attention"] * 2, "impact": ["sensitivity", "sensitivity", "ablation", "ablation",
+                                                                        "sensitivity", "ablation"],
+                  "method": ["pearson", "spearman"] * 3, "r": [0.8, 0.7, 0.6, 0.5, 0.9, -0.2],
+                  "p_value": [0.05, 0.1, 0.2, 0.3, 0.01, 0.8], "n": [6, 6, 5, 5, 2, 2]}).to_csv(layers / "correlation.csv", index=False)
+    client.log_artifacts(run.info.run_id, str(layers), "layers")
+    client.set_terminated(run.info.run_id, "FINISHED")
+
+
+def test_layer_figures_come_from_a_layers_runs_csv_artifacts(sweep, tmp_path: Path) -> None:
+    out, _, _ = sweep
+    shutil.copy(out / "mlflow.db", tmp_path / "mlflow.db")  # the shared sweep's store stays as the other tests expect
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    experiment = MlflowClient(tracking_uri=uri).get_experiment_by_name("eaq")
+    _log_layers_run(uri, experiment.experiment_id, tmp_path / "artifacts")
+    result = subprocess.run([sys.executable, "-m", "eaq.report", "--uri", uri, "--out", str(tmp_path / "rep")],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    names = {p.name for p in (tmp_path / "rep" / "figures").iterdir() if p.stat().st_size > 0}
+    for figure in ("energy", "impact", "scatter", "correlation"):
+        assert any(n.startswith(f"layers_{figure}_") and n.endswith(".png") for n in names), (figure, names)
+    assert "no layer-analysis runs" not in result.stdout
+
+
+def test_report_html_displays_every_image_in_a_real_browser(sweep, tmp_path: Path) -> None:
+    """Headless Chromium from the distribution; in CI (CI=true) a missing browser fails the test."""
+    if not CHROMEDRIVER.exists() and os.environ.get("CI") != "true":
+        pytest.skip("chromium-driver not installed (apt-get install chromium chromium-driver); CI installs it")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    out, parent, _ = sweep
+    assert report(out, "--sweep", parent, "--out", str(tmp_path / "rep")).returncode == 0
+    options = webdriver.ChromeOptions()
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        driver.get((tmp_path / "rep" / "report.html").as_uri())
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth]);")
+        assert len(images) >= 2, images
+        assert all(complete and width > 0 for _, complete, width in images), images
+        errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+        assert not errors, json.dumps(errors)
+    finally:
+        driver.quit()
+
+
+def test_invalid_runs_are_counted_not_averaged(sweep, tmp_path: Path) -> None:
+    out, parent, _ = sweep
+    shutil.copy(out / "mlflow.db", tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    fp32 = sorted((r for r in children(out, parent) if r.data.params["precision.name"] == "fp32"),
+                  key=lambda r: r.data.params["trial"])
+    client.set_tag(fp32[0].info.run_id, "eaq.valid", "false")  # what the validity checks leave on a flagged GPU run
+    client.set_tag(fp32[0].info.run_id, "eaq.valid.reasons", "poll coverage 0.90 < 0.99")
+    result = subprocess.run([sys.executable, "-m", "eaq.report", "--uri", uri, "--sweep", parent, "--out", str(tmp_path / "rep")],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(tmp_path / "rep" / "aggregates.csv")
+    row = table[(table["precision"] == "fp32") & (table["metric"] == "latency_mean_ms")].iloc[0]
+    kept = [r.data.metrics["latency_mean_ms"] for r in fp32[1:]]
+    assert (row["n"], row["runs"], row["invalid"], row["failed"]) == (2, 3, 1, 0)
+    assert row["mean"] == pytest.approx(statistics.mean(kept), rel=1e-9)
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "poll coverage 0.90 &lt; 0.99" in page and fp32[0].info.run_name in page
+
+
+def test_a_failed_run_is_counted_and_named_in_the_sweeps_report(out: Path, tmp_path: Path) -> None:
+    result = run_eaq(out, "-m", "batch_size=0,4", *FAST[:2], "seq_len=32", "isolate=false")
+    assert result.returncode != 0  # the sweep still fails for its failed run; the report does not hide it
+    parent = next(r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "sweep")
+    assert parent.info.status == "FAILED"
+    folder = Path(store(out).download_artifacts(parent.info.run_id, "report", str(tmp_path)))
+    table = pd.read_csv(folder / "aggregates.csv")
+    failed = table[table["batch_size"] == 0]
+    assert not failed.empty and (failed["failed"] == 1).all() and (failed["n"] == 0).all()
+    assert (table.loc[table["batch_size"] == 4, "n"] == 1).all()
+    page = (folder / "report.html").read_text()
+    assert "bert-tiny-random-fp32-b0-t1" in page and "FAILED" in page
