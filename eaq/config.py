@@ -58,6 +58,8 @@ class PrecisionConfig:
     # layer ran the format's kernel, with no float fallback and every float GEMM in the
     # precision's dtype (host copies are recorded).
     kernel_check: bool = False
+    # precision=mixed: the plan YAML saying which Linear layers run which format (eaq.precision.mixed).
+    plan: str | None = None
 
 
 @dataclass

@@ -38,6 +38,7 @@ from eaq.errors import ConfigError
 from eaq.precision import get_precision, proof
 from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies
+from eaq.precision.mixed import MixedPrecision
 from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import compile_model, inductor_settings
 from eaq.tasks.result import TaskResult, describe_device
@@ -95,7 +96,7 @@ def _window_metrics(result: WindowResult, latencies: list[float], batch_size: in
 def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     # Everything that can be refused is checked before the model loads.
     device = resolve_device(cfg.device)
-    precision = get_precision(cfg.precision.name, device)
+    precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
     if cfg.cuda_graphs and device.type != "cuda":
         raise ConfigError(f"cuda_graphs=true needs a CUDA device and this run is on {device}; drop cuda_graphs or use device=cuda.")
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
@@ -215,6 +216,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         write_csv(trace, files[0], origin=result.t0)
         title = f"{cfg.run_name}: {energy.sampler}, window {result.duration_s:.1f} s"
         write_png(trace, files[1], (result.t0, result.t1), (idle.t0, idle.t1) if idle else None, title)
+    if isinstance(precision, MixedPrecision):  # which layer runs which format, read from the model
+        tags |= precision.tags(model)
+        files.append(precision.write_layers(model, artifact_dir / "precision_layers.csv"))
     if flops and energy.energy_j:
         extra_metrics, extra_tags = roofline_metrics(cfg, device, precision.matmul, flops, energy.energy_j, result.iterations)
         metrics |= extra_metrics
