@@ -12,8 +12,15 @@ from transformers import AutoConfig, AutoModelForSequenceClassification
 
 from eaq.config import ModelConfig
 from eaq.layers.components import TYPES, find_components
+from eaq.layers.attribution import OUTSIDE
+from eaq.layers.energy import Settings, measure_components
+from eaq.layers.replay import capture, replay
+from eaq.measure.nvml import NvmlSampler
+from eaq.measure.samplers import NoSampler
+from fake_nvml import FakeNvml
 from eaq.models import load_model
 
+CPU = torch.device("cpu")
 CONF = Path(__file__).resolve().parents[1] / "conf"
 DISTILBERT_TINY = dict(vocab_size=128, dim=32, n_layers=2, n_heads=2, hidden_dim=64, num_labels=2)
 
@@ -68,3 +75,79 @@ def test_unrecognised_modules_are_reported_as_other_not_dropped() -> None:
     assert [(c.name, c.type, c.modules) for c in components] == [
         ("other", "other", ("proj_in",)), ("block.0.other", "other", ("blocks.0",)), ("block.1.other", "other", ("blocks.1",))
     ]
+
+
+def _batch(model: nn.Module, rows: int = 2, length: int = 8) -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, model.config.vocab_size, (rows, length), generator=generator)
+    mask = torch.ones_like(ids)
+    mask[0, length // 2 :] = 0  # padding, so a wrong or missing attention mask changes the outputs
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+@pytest.mark.parametrize("kind", ["bert_tiny_random", "gpt2_tiny_random", "distilbert"])
+def test_replaying_a_component_on_its_captured_input_reproduces_its_output(kind: str) -> None:
+    model = tiny(kind)
+    batch = _batch(model)
+    components = find_components(model)
+    seen: dict[str, list[object]] = {}
+    handles = [
+        model.get_submodule(root).register_forward_hook(lambda _m, _a, out, r=root: seen.setdefault(r, []).append(out))
+        for c in components for root in c.roots
+    ]
+    calls = capture(model, components, lambda: model(**batch))
+    for handle in handles:
+        handle.remove()
+    with torch.inference_mode():
+        for c in components:
+            assert calls[c.name], c.name
+            replayed = replay(model, calls[c.name])
+            originals = [seen[call.root].pop(0) for call in calls[c.name]]
+            # The same kernels on the same inputs on a CPU: bit for bit.
+            torch.testing.assert_close(replayed, originals, rtol=0, atol=0, msg=f"{kind} {c.name}")
+        # The mask went along as a kwarg: replaying attention without it gives other outputs.
+        attention = next(c for c in components if c.type == "attention")
+        call = calls[attention.name][0]
+        if call.kwargs.get("attention_mask") is not None:
+            unmasked = model.get_submodule(call.root)(*call.args, **(call.kwargs | {"attention_mask": None}))
+            assert not torch.equal(unmasked[0], replay(model, [call])[0][0])
+
+
+SETTINGS = Settings(iters=3, min_window_s=0.3, idle_s=0.2, warmup_iters=2, profile_passes=2)
+
+
+def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> None:
+    # A GPU at a steady 300 W (the NVML test double): every window's energy is 300 W x its time.
+    model = tiny("bert_tiny_random")
+    batch = _batch(model)
+    components = find_components(model)
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
+    with torch.inference_mode():
+        found = measure_components(model, components, lambda: model(**batch), CPU, sampler, SETTINGS, samples_per_pass=2)
+    assert found.whole_j == pytest.approx(300.0 * found.whole_s_per_pass, rel=0.05)
+    assert set(found.attribution_j) == {c.name for c in components} | {OUTSIDE}
+    assert sum(found.attribution_j.values()) == pytest.approx(found.whole_j, rel=1e-9)
+    assert found.attribution_j[OUTSIDE] >= 0
+    # Attribution's capture is, by construction, the share of the pass's time inside components.
+    assert found.metrics["layers_capture_ratio_attribution"] == pytest.approx(found.times.captured, rel=1e-9)
+    assert 0 < found.times.captured <= 1
+    # Replay: every component measured, positive, and its type's parts sum to 300 W x the replay time per pass.
+    assert set(found.replay_j) == {c.name for c in components}
+    assert all(j is not None and j > 0 for j in found.replay_j.values())
+    assert found.metrics["layers_capture_ratio_replay"] > 0
+    # The idle baseline is 300 W too: net of idle, the whole window is about nothing.
+    assert abs(found.whole_net_j) < 0.1 * found.whole_j
+
+
+def test_without_an_energy_sensor_times_are_measured_and_energy_is_unavailable() -> None:
+    model = tiny("gpt2_tiny_random")
+    batch = _batch(model)
+    components = find_components(model)
+    with torch.inference_mode():
+        found = measure_components(model, components, lambda: model(**batch), CPU, NoSampler(reason="no sensor here"), SETTINGS, 2)
+    assert found.whole_j is None and found.tags["eaq.energy"] == "unavailable"
+    assert "no sensor here" in found.tags["eaq.energy.reason"]
+    assert all(v is None for v in [*found.replay_j.values(), *found.attribution_j.values()])
+    assert "layers_capture_ratio_replay" not in found.metrics and "layers_capture_ratio_attribution" not in found.metrics
+    assert all(found.times.components[c.name] > 0 for c in components)
+    assert found.metrics["layers_whole_model_time_ms"] > 0

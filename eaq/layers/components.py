@@ -35,6 +35,8 @@ capture ratio shows how much that is.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from torch import nn
@@ -132,4 +134,34 @@ def component_params(model: nn.Module, component: Component) -> int:
     return sum(seen.values())
 
 
-__all__ = ["TYPES", "Component", "classify", "component_params", "find_components"]
+
+
+@contextmanager
+def around_roots(
+    model: nn.Module,
+    components: list[Component],
+    enter: Callable[[Component, str, tuple, dict], None],
+    leave: Callable[[Component, str], None] | None = None,
+) -> Iterator[None]:
+    """Call ``enter(component, root, args, kwargs)`` before and ``leave(component, root)`` after
+    every call of every root while the context is open: how capture, the profiler ranges
+    and the FLOP counter see one component at a time. Hooks are removed on exit."""
+    handles = []
+    for component in components:
+        for root in component.roots:
+            module = model.get_submodule(root)
+
+            def pre(_: nn.Module, args: tuple, kwargs: dict, c: Component = component, r: str = root) -> None:
+                enter(c, r, args, kwargs)
+
+            handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+            if leave is not None:
+                handles.append(module.register_forward_hook(lambda *_, c=component, r=root: leave(c, r)))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+__all__ = ["TYPES", "Component", "around_roots", "classify", "component_params", "find_components"]
