@@ -84,7 +84,7 @@ def test_apply_plan_stores_each_format_and_the_kernel_check_sees_each_gemm() -> 
     model = load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model
     batch = {"input_ids": torch.randint(0, 1000, (4, 32)), "attention_mask": torch.ones(4, 32, dtype=torch.long)}
     model = apply_plan(model, CPU, PLAN)
-    formats = layer_formats(model, PLAN)
+    formats = layer_formats(model)
     assert formats["encoder.layer.0.intermediate.dense"] == "Int8Tensor int8 + activations"
     assert formats["encoder.layer.1.output.dense"] == "Int8Tensor int8"
     assert formats["encoder.layer.0.output.dense"] == "float32"

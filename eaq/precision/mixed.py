@@ -163,7 +163,7 @@ def apply_plan(model: nn.Module, device: torch.device, plan: Plan, rows: dict[st
     return model
 
 
-def layer_formats(model: nn.Module, plan: Plan) -> dict[str, str]:
+def layer_formats(model: nn.Module) -> dict[str, str]:
     """{Linear layer: what its weight stores}, read from the model, not from the plan.
 
     A quantized layer shows its torchao tensor type and stored dtype (``Int8Tensor int8``, with
@@ -239,7 +239,7 @@ class MixedPrecision:
 
     def tags(self, model: nn.Module) -> dict[str, str]:
         """The run's record of the plan: its file and hash, and how many layers run each format."""
-        stored = Counter(layer_formats(model, self.plan).values())
+        stored = Counter(layer_formats(model).values())
         return {
             "eaq.precision.plan": self.path,
             "eaq.precision.plan_sha256": hashlib.sha256(Path(self.path).read_bytes()).hexdigest()[:16],
@@ -249,7 +249,7 @@ class MixedPrecision:
     def write_layers(self, model: nn.Module, path: Path) -> Path:
         """CSV: each Linear layer, the format the plan gave it, and what its weight stores."""
         lines = ["layer,planned,stored"]
-        for layer, stored in layer_formats(model, self.plan).items():
+        for layer, stored in layer_formats(model).items():
             lines.append(f"{layer},{self.plan.layers.get(layer, self.plan.base)},{stored}")
         path.write_text("\n".join(lines) + "\n")
         return path
