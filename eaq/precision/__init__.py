@@ -27,6 +27,8 @@ PRECISIONS: dict[str, Callable[[torch.device], Precision]] = {
     "fp8": fp8,
     "int4_weight_only": int4_weight_only,
 }
+# Every precision a run can name: the uniform ones, and ``mixed``, built from its plan file.
+NAMES: tuple[str, ...] = (*PRECISIONS, MIXED)
 
 
 def runnable(device: torch.device) -> list[str]:
@@ -45,11 +47,11 @@ def get_precision(name: str, device: torch.device, plan: str | None = None) -> P
     elif name in PRECISIONS:
         precision = PRECISIONS[name](device)
     else:
-        raise UnsupportedPrecisionError(f"precision {name!r} does not exist; valid: {', '.join(PRECISIONS)}, {MIXED}.")
+        raise UnsupportedPrecisionError(f"precision {name!r} does not exist; valid: {', '.join(NAMES)}.")
     reason = precision.requirements.unmet(name, device)
     if reason:
         raise UnsupportedPrecisionError(f"{reason}; on {device} these run for real: {', '.join(runnable(device))}.")
     return precision
 
 
-__all__ = ["PRECISIONS", "Precision", "get_precision", "proof", "runnable"]
+__all__ = ["NAMES", "PRECISIONS", "Precision", "get_precision", "proof", "runnable"]
