@@ -79,6 +79,18 @@ METRICS: tuple[Metric, ...] = (
     Metric("isolation_overhead_s", "s", "Starting the fresh process a run measures in (interpreter + imports); outside every measurement."),
     Metric("sweep_runs", "count", "Sweep parent runs: child runs in the sweep."),
     Metric("sweep_runs_failed", "count", "Sweep parent runs: child runs that did not finish."),
+    # task=layers (eaq/layers): per-component tables are the artifacts layers/*.csv.
+    Metric("layers_whole_model_time_ms", "ms", "task=layers: time of one whole-model forward pass in its window (the one attribution splits)."),
+    Metric("layers_time_capture_ratio", "1", "task=layers: share of a profiled pass's time inside components (the rest: residual adds, activations, glue between modules)."),
+    Metric("layers_capture_ratio_replay", "1", "task=layers: sum of the components' replay energy / whole-model energy, per pass (absent without an energy sensor)."),
+    Metric("layers_capture_ratio_attribution", "1", "task=layers: sum of the components' attributed energy / whole-model energy, per pass (absent without an energy sensor)."),
+    Metric("layers_capture_ratio_replay_net", "1", "task=layers: layers_capture_ratio_replay with every energy net of the idle baseline."),
+    Metric("layers_capture_ratio_attribution_net", "1", "task=layers: layers_capture_ratio_attribution with every energy net of the idle baseline."),
+    Metric("layers_components", "count", "task=layers: components the model was grouped into (rows of layers/components.csv)."),
+    *(
+        Metric(f"energy_share_{kind}", "1", f"task=layers: share of the components' summed energy spent in {kind} components (basis: tag eaq.layers.share_basis).")
+        for kind in ("embeddings", "attention", "ffn", "layer_norm", "head", "other")
+    ),
 )
 
 METRIC_NAMES = frozenset(m.name for m in METRICS)
@@ -97,6 +109,9 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.window.start_unix_s", "Window start, Unix seconds (and eaq.window.end_unix_s)."),
     ("eaq.energy.sampler", "The sampler that ran (auto records what it picked)."),
     ("eaq.warmup.settled", "'true'/'false' when warm-up ran until latency and power settled; 'not asked' for a fixed count."),
+    ("eaq.layers.share_basis", "task=layers: what energy_share is a share of: replay or attribution energy, or time where no energy was measured."),
+    ("eaq.layers.impact", "task=layers: the impact measured (target precision, base format, ablation), or why none."),
+    ("eaq.layers.plan", "task=layers: the mixed-precision plan written to layers/plan.yaml (layers lowered, budget)."),
     ("eaq.memory.rss_peak", "What memory_peak_rss_mb spans: 'warm-up and window', or the whole process where the high-water mark could not be reset."),
     ("eaq.data.token_cache", "'hit' or 'miss': were the token tensors read from the cache."),
     ("eaq.compile", "'true' when the timed model ran through torch.compile (compiled during warm-up)."),

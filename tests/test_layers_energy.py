@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ from eaq.layers.energy import Settings, measure_components
 from eaq.layers.replay import capture, replay
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.samplers import NoSampler
+from eaq.layers.tables import COMPONENT_COLUMNS
+from eaq.metrics import METRIC_NAMES
+from conftest import FAST, all_runs, run_eaq, store
 from fake_nvml import FakeNvml
 from eaq.models import load_model
 
@@ -113,7 +117,7 @@ def test_replaying_a_component_on_its_captured_input_reproduces_its_output(kind:
             assert not torch.equal(unmasked[0], replay(model, [call])[0][0])
 
 
-SETTINGS = Settings(iters=3, min_window_s=0.3, idle_s=0.2, warmup_iters=2, profile_passes=2)
+SETTINGS = Settings(iters=3, min_window_s=0.3, idle_s=0.2, warmup_iters=2, replay_iters=3, replay_min_s=0.3, profile_passes=2)
 
 
 def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> None:
@@ -151,3 +155,66 @@ def test_without_an_energy_sensor_times_are_measured_and_energy_is_unavailable()
     assert "layers_capture_ratio_replay" not in found.metrics and "layers_capture_ratio_attribution" not in found.metrics
     assert all(found.times.components[c.name] > 0 for c in components)
     assert found.metrics["layers_whole_model_time_ms"] > 0
+
+
+def _csv(client, run_id: str, path: str, tmp: Path) -> list[dict[str, str]]:
+    local = client.download_artifacts(run_id, path, str(tmp))
+    with open(local, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_task_layers_leaves_a_finished_run_with_the_tables_and_metrics(out: Path, tmp_path: Path) -> None:
+    done = run_eaq(out, "task=layers", *FAST)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = all_runs(out)
+    client = store(out)
+    assert run.info.status == "FINISHED"
+    tags, metrics = run.data.tags, run.data.metrics
+    assert tags["eaq.kind"] == "layers" and tags["eaq.group.layers"] == "default"
+    assert run.data.params["task"] == "layers"
+    # This CPU has no energy sensor: shares of time, energy unavailable, never 0.
+    assert tags["eaq.energy"] == "unavailable" and tags["eaq.layers.share_basis"] == "time"
+    assert set(metrics) <= METRIC_NAMES
+    assert {f"energy_share_{t}" for t in TYPES} <= METRIC_NAMES
+    assert "layers_capture_ratio_replay" not in metrics and metrics["layers_whole_model_time_ms"] > 0
+    rows = _csv(client, run.info.run_id, "layers/components.csv", tmp_path)
+    assert tuple(rows[0]) == COMPONENT_COLUMNS
+    model = tiny("bert_tiny_random")
+    parameterised = [n for n, m in model.named_modules() if next(m.parameters(recurse=False), None) is not None]
+    listed = [m for r in rows for m in r["modules"].split(";")]
+    assert sorted(listed) == sorted(parameterised)  # every parameterised module, once
+    assert all(r["energy_replay_mj_per_pass"] == "" and r["energy_attribution_mj_per_pass"] == "" for r in rows)
+    assert all(float(r["time_ms_per_pass"]) > 0 for r in rows)
+    assert sum(float(r["energy_share"]) for r in rows) == pytest.approx(1.0)
+    assert sum(int(r["params"]) for r in rows) == sum(p.numel() for p in model.parameters())
+    # Ablation exists for attention and FFN only: a layer norm's cell is empty, not 0.
+    assert {r["type"] for r in rows if r["ablation_impact"] != ""} == {"attention", "ffn"}
+    types = _csv(client, run.info.run_id, "layers/component_types.csv", tmp_path)
+    assert [t["type"] for t in types] == [t for t in TYPES if any(r["type"] == t for r in rows)]
+    for t in types:
+        assert metrics[f"energy_share_{t['type']}"] == pytest.approx(float(t["energy_share"]))
+        members = [r for r in rows if r["type"] == t["type"]]
+        assert float(t["time_ms_per_pass"]) == pytest.approx(sum(float(r["time_ms_per_pass"]) for r in members))
+    correlation = _csv(client, run.info.run_id, "layers/correlation.csv", tmp_path)
+    assert {c["scope"] for c in correlation} >= {"all"} and {c["method"] for c in correlation} == {"pearson", "spearman"}
+    assert "base:" in Path(client.download_artifacts(run.info.run_id, "layers/plan.yaml", str(tmp_path))).read_text()
+
+
+def test_task_layers_in_a_multirun_under_one_parent(out: Path) -> None:
+    done = run_eaq(out, "-m", "task=layers", "layers.impact=false", "model=bert_tiny_random,gpt2_tiny_random",
+                   "trials=quick", "batch_size=2", "seq_len=16", "isolate=false")
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = all_runs(out)
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(children) == 2 and {r.info.status for r in children} == {"FINISHED"}
+    assert len({r.data.tags["mlflow.parentRunId"] for r in children}) == 1
+    assert {r.data.tags["eaq.kind"] for r in children} == {"layers"}
+    gpt2 = next(r for r in children if r.data.params["model.name"] == "gpt2-tiny-random")
+    assert gpt2.data.tags["eaq.layers.impact"] == "not measured: layers.impact=false"
+    assert gpt2.data.metrics["energy_share_head"] > 0
+
+
+def test_task_layers_refuses_a_compiled_model_before_loading(out: Path) -> None:
+    done = run_eaq(out, "task=layers", "compile=true", *FAST)
+    assert done.returncode == 2
+    assert "task=layers hooks and replays the eager model's modules" in done.stderr

@@ -31,10 +31,12 @@ TRACE_MARGIN_S = 0.3
 
 @dataclass(frozen=True)
 class Settings:
-    iters: int  # passes per window, at least
-    min_window_s: float  # seconds per window, at least (the sensor needs seconds to see a component)
+    iters: int  # passes in the whole-model window, at least
+    min_window_s: float  # seconds of the whole-model window, at least
     idle_s: float  # idle baseline; 0 for none
     warmup_iters: int
+    replay_iters: int  # passes per replay window, at least
+    replay_min_s: float  # seconds per replay window, at least (the sensor needs seconds to see a component)
     profile_passes: int = 3
 
 
@@ -47,6 +49,8 @@ class ComponentEnergy:
     # The whole-model window's joules per pass, total and net of idle (None: not measured).
     whole_j: float | None = None
     whole_net_j: float | None = None
+    # Seconds per pass of each component replayed alone (the split within its type).
+    replay_alone_s: dict[str, float] = field(default_factory=dict)
     replay_j: dict[str, float | None] = field(default_factory=dict)
     replay_net_j: dict[str, float | None] = field(default_factory=dict)
     attribution_j: dict[str, float | None] = field(default_factory=dict)
@@ -97,7 +101,7 @@ def measure_components(
             idle = idle_window.result
         metered(forward, device, sampler, settings.warmup_iters, 0.0)  # warm-up; its energy is not read
         whole = metered(forward, device, sampler, settings.iters, settings.min_window_s)
-        replays = replay_by_type(model, components, calls, device, sampler, settings.iters, settings.min_window_s)
+        replays = replay_by_type(model, components, calls, device, sampler, settings.replay_iters, settings.replay_min_s)
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
     finally:
         trace = sampler.stop()
@@ -116,9 +120,10 @@ def measure_components(
     for replayed in replays:
         energy = energy_of(replayed.window)
         total, net = _per_pass(energy, replayed.window, idle_w)
+        found.replay_alone_s |= replayed.seconds_alone
         found.replay_j |= _split_or_none(total, replayed.seconds_alone)
         found.replay_net_j |= _split_or_none(net, replayed.seconds_alone)
-        reasons += [f"replay {replayed.type}: {r}" for r in check(replayed.window, energy, idle_w, settings.min_window_s).reasons]
+        reasons += [f"replay {replayed.type}: {r}" for r in check(replayed.window, energy, idle_w, settings.replay_min_s).reasons]
     found.metrics = {
         "layers_whole_model_time_ms": found.whole_s_per_pass * 1e3,
         "layers_time_capture_ratio": times.captured,

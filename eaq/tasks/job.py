@@ -22,6 +22,7 @@ from eaq.config import GROUPS, validate
 from eaq.errors import EaqError
 from eaq.tasks.benchmark import benchmark
 from eaq.tasks.isolation import run_isolated
+from eaq.tasks.layers import layers
 from eaq.tasks.result import TaskResult
 from eaq.tasks.roofline import run_calibration
 from eaq.tracking import TrackedRun, config_hash, flatten, open_store
@@ -84,7 +85,7 @@ def run_job(cfg: DictConfig) -> None:
         client,
         experiment_id,
         run_name=str(resolved["run_name"]),
-        tags={**choices, "eaq.config_hash": digest, "eaq.kind": "benchmark"},
+        tags={**choices, "eaq.config_hash": digest, "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark"},
         parent_run_id=parent_run_id(hydra_cfg.sweep.dir) if multirun else None,
     )
     output_dir = Path(hydra_cfg.runtime.output_dir)
@@ -95,7 +96,7 @@ def run_job(cfg: DictConfig) -> None:
         run.log_artifact(output_dir / CONFIG_FILE)
         run.log_artifacts(output_dir / ".hydra", ".hydra")
         config = validate(cfg)
-        task = run_calibration if config.task == "calibrate" else benchmark
+        task = {"calibrate": run_calibration, "layers": layers}.get(config.task, benchmark)
         if config.isolate:
             result, overhead_s = run_isolated(task, config, output_dir)
             result.metrics["isolation_overhead_s"] = overhead_s
@@ -107,8 +108,8 @@ def run_job(cfg: DictConfig) -> None:
         (output_dir / ENV_FILE).write_text(json.dumps(env, indent=2, sort_keys=True, default=str))
         run.log_artifact(output_dir / ENV_FILE)
         run.set_tags(summary_tags(env))
-        for file in result.files:
-            run.log_artifact(file)
+        for file in result.files:  # a folder keeps its name under the run's artifacts (layers/)
+            run.log_artifacts(file, file.name) if file.is_dir() else run.log_artifact(file)
     except KeyboardInterrupt as exc:
         run.end("KILLED", exc)
         raise
