@@ -86,7 +86,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     measuring = measures_energy(sampler)
     examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
     labelled = examples is not None and examples.labels is not None
-    budget = _budget(cfg, labelled) if cfg.layers.plan and cfg.layers.impact and examples is not None else None
+    budget = _budget(cfg, labelled) if cfg.layers.plan and cfg.layers.impact else None
     torch.manual_seed(cfg.trial)
     set_tf32(False)
 
@@ -103,15 +103,17 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     tags = {"eaq.kind": "layers", "eaq.device": str(device), "eaq.weights": cfg.model.weights, "eaq.model_source": loaded.source}
     per_component, per_type = Impacts({}, {}), Impacts({}, {})
     base_model = data = reference = None
-    if cfg.layers.impact and examples is not None:
+    if cfg.layers.impact:
         base_model = get_precision(base, device).apply(copy.deepcopy(model), device, rows)
         stride = cfg.dataset.perplexity_stride or max(1, cfg.seq_len // 2)
         data = EvalData(cfg.model.head, batches.batches[: cfg.trials.quality_max_batches], batches.labels, stream, cfg.seq_len, stride)
         reference = run_outputs(base_model, data)
         per_component, per_type = _impacts(cfg, base_model, components, data, device, base, rows, reference)
-        tags["eaq.layers.impact"] = f"{cfg.layers.target} from {base}" + (", ablation" if cfg.layers.ablation else "")
+        tags["eaq.layers.impact"] = f"{cfg.layers.target} from {base}" + (", ablation" if cfg.layers.ablation else "") + (
+            "" if examples is not None else "; on synthetic token ids: drift from the unchanged model only, no task quality"
+        )
     else:
-        tags["eaq.layers.impact"] = "not measured: " + ("layers.impact=false" if not cfg.layers.impact else "dataset is synthetic token ids")
+        tags["eaq.layers.impact"] = "not measured: layers.impact=false"
 
     model = precision.apply(model, device, rows)
     evidence = proof(model)
@@ -144,7 +146,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "linear_layers": evidence["linear_layers"],
     }
     tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
-    if budget is not None and base_model is not None and data is not None:
+    if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
         _plan(cfg, base_model, components, data, device, budget, per_component, energy, shares, basis, base, rows, reference, folder, tags)
     return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=[folder])
 
