@@ -138,3 +138,10 @@ def test_the_kernel_check_fails_a_format_whose_gemm_did_not_run() -> None:
         check_kernels(mixed, half, lambda: half(torch.randn(8, 64)), CPU)
     whole = apply_plan(nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64)), CPU, plan)
     assert check_kernels(mixed, whole, lambda: whole(torch.randn(8, 64)), CPU).lowp_gemms == 2
+
+
+@pytest.mark.parametrize("overrides", [["precision=int8", "precision.plan=plan.yaml"], ["precision=mixed"]])
+def test_a_plan_goes_with_precision_mixed_only(out: Path, overrides: list[str]) -> None:
+    result = run_eaq(out, *FAST, *overrides)
+    assert result.returncode != 0
+    assert "a plan file goes with precision=mixed and only with it" in result.stderr
