@@ -18,7 +18,7 @@ from eaq.layers.energy import Settings, measure_components
 from eaq.layers.replay import capture, replay
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.samplers import NoSampler
-from eaq.layers.tables import COMPONENT_COLUMNS
+from eaq.layers.tables import COMPONENT_COLUMNS, Impacts, component_rows, energy_shares, type_rows
 from eaq.metrics import METRIC_NAMES
 from conftest import FAST, all_runs, run_eaq, store
 from fake_nvml import FakeNvml
@@ -141,6 +141,16 @@ def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> No
     assert found.metrics["layers_capture_ratio_replay"] > 0
     # The idle baseline is 300 W too: net of idle, the whole window is about nothing.
     assert abs(found.whole_net_j) < 0.1 * found.whole_j
+    # With energy measured, shares come from replay and the tables carry both methods.
+    shares, basis = energy_shares(components, found)
+    assert basis == "replay" and sum(shares.values()) == pytest.approx(1.0)
+    params = {c.name: 1 for c in components}
+    rows = component_rows(components, params, params, found, shares, Impacts({}, {}))
+    assert all(r["energy_replay_mj_per_pass"] > 0 and r["energy_attribution_mj_per_pass"] >= 0 for r in rows)
+    assert all(r["sensitivity_impact"] is None and r["ablation_kl"] is None for r in rows)  # not measured: empty
+    types = type_rows(rows, Impacts({}, {}))
+    assert sum(t["energy_attribution_mj_per_pass"] for t in types) == pytest.approx(
+        1e3 * (found.whole_j - found.attribution_j[OUTSIDE]))
 
 
 def test_without_an_energy_sensor_times_are_measured_and_energy_is_unavailable() -> None:

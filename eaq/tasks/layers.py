@@ -5,7 +5,8 @@ group the fp32 model into components and count their FLOPs; measure impact on th
 from the ``layers.base`` float model (sensitivity to ``layers.target``, ablation), outside
 any window; apply the run's precision; measure energy per component by replay and
 attribution (eaq.layers.energy); correlate energy share with impact; choose a
-mixed-precision plan within the budget. Wiring only: eaq/layers computes.
+mixed-precision plan within the budget. Wiring only: eaq/layers computes, and loading and
+batching are the benchmark's own helpers (``_batches``, ``_auto``), so both tasks see the same data.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from eaq.data import load_examples
 from eaq.device import resolve_device
 from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
-from eaq.layers.components import component_params, find_components
+from eaq.layers.components import Component, component_params, find_components
 from eaq.layers.correlation import correlations
 from eaq.layers.energy import ComponentEnergy, Settings, measure_components
 from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, run_outputs, sensitivity
@@ -57,7 +58,7 @@ def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
 
 
 def _impacts(
-    cfg: EaqConfig, base_model: nn.Module, components: list, data: EvalData, device: torch.device, base: str,
+    cfg: EaqConfig, base_model: nn.Module, components: list[Component], data: EvalData, device: torch.device, base: str,
     rows: dict[str, int], reference: Outputs,
 ) -> tuple[Impacts, Impacts]:
     """(Per component, per type): sensitivity to layers.target and, if asked, ablation."""
@@ -152,7 +153,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
 
 def _plan(
-    cfg: EaqConfig, base_model: nn.Module, components: list, data: EvalData, device: torch.device, budget: Budget,
+    cfg: EaqConfig, base_model: nn.Module, components: list[Component], data: EvalData, device: torch.device, budget: Budget,
     impacts: Impacts, energy: ComponentEnergy, shares: dict[str, float], basis: str, base: str,
     rows: dict[str, int], reference: Outputs | None, folder: Path, tags: dict[str, str],
 ) -> None:
