@@ -7,7 +7,7 @@
 #    protocol (5 s idle baseline, 5 s whole-model window) and 3 s replay windows per type.
 #    Capture ratios (layers_capture_ratio_*) and the per-type tables land in $OUT/layers;
 #    the summary at the end prints each type's share, both methods and the trial-to-trial
-#    spread (max-min over mean) per model x precision x type.
+#    spread (max-min over mean) of each method per model x precision x type.
 # 2. The mixed plan: one task=layers run per model in bf16 choosing which components to
 #    lower to fp8 within a drift budget (KL <= PLAN_KL on synthetic ids: random weights have no
 #    task quality), then task=benchmark of that plan against uniform bf16, fp8 and int8,
@@ -45,7 +45,7 @@ done
 
 # Summary of part 1 from the store alone (MLflow artifacts), as the report would read it.
 python3 - "$OUT/layers" <<'EOF' | tee $OUT/layers-summary.txt
-import csv, statistics, sys
+import csv, statistics, sys, tempfile
 from collections import defaultdict
 from mlflow.tracking import MlflowClient
 out = sys.argv[1]
@@ -55,18 +55,19 @@ by_config = defaultdict(list)
 for run in runs:
     if run.info.status != "FINISHED":
         continue
-    rows = list(csv.DictReader(open(client.download_artifacts(run.info.run_id, "layers/component_types.csv", "/tmp"))))
+    rows = list(csv.DictReader(open(client.download_artifacts(run.info.run_id, "layers/component_types.csv", tempfile.mkdtemp()))))
     key = (run.data.params["model.name"], run.data.params["precision.name"])
     by_config[key].append((run.data.metrics, {r["type"]: r for r in rows}))
-print("model precision type trials share replay_mj attribution_mj replay_spread_pct capture_replay capture_attribution")
+print("model precision type trials share replay_mj attribution_mj replay_spread_pct attribution_spread_pct capture_replay/attribution per trial")
+spread = lambda xs: 100 * (max(xs) - min(xs)) / statistics.mean(xs) if len(xs) > 1 else float("nan")  # noqa: E731
+mean = lambda xs: statistics.mean(xs) if xs else float("nan")  # noqa: E731
 for (model, precision), trials in sorted(by_config.items()):
     captures = [(m.get("layers_capture_ratio_replay"), m.get("layers_capture_ratio_attribution")) for m, _ in trials]
     for kind in trials[0][1]:
         def values(column):
             return [float(t[kind][column]) for _, t in trials if t.get(kind) and t[kind][column] != ""]
         replay, attribution, share = values("energy_replay_mj_per_pass"), values("energy_attribution_mj_per_pass"), values("energy_share")
-        spread = 100 * (max(replay) - min(replay)) / statistics.mean(replay) if len(replay) > 1 else float("nan")
-        mean = lambda xs: statistics.mean(xs) if xs else float("nan")  # noqa: E731
-        print(model, precision, kind, len(trials), f"{mean(share):.3f}", f"{mean(replay):.3f}", f"{mean(attribution):.3f}", f"{spread:.1f}",
+        print(model, precision, kind, len(trials), f"{mean(share):.3f}", f"{mean(replay):.3f}", f"{mean(attribution):.3f}",
+              f"{spread(replay):.1f}", f"{spread(attribution):.1f}",
               " ".join(f"{c[0]:.3f}/{c[1]:.3f}" if None not in c else "-" for c in captures))
 EOF
