@@ -2,8 +2,8 @@
 
 Order: capture the components' inputs and profile their in-situ times (no sampler
 reads: both perturb nothing measured); then, with the sampler running, the idle
-baseline, a warm-up, the whole-model window (attribution's energy), and one replay
-window per component type. Every window's energy is read from the trace after the
+baseline, a warm-up (with a sensor, until latency and power settle, as the benchmark's),
+the whole-model window (attribution's energy), and one replay window per component type. Every window's energy is read from the trace after the
 sampler stops. Energy figures are per forward pass, total and net of the idle baseline
 (its power times the time per pass); where no sensor exists they are None, never 0.
 """
@@ -20,9 +20,10 @@ from torch import nn
 from eaq.layers.attribution import OUTSIDE, PassTimes, profile_times, split
 from eaq.layers.components import Component
 from eaq.layers.replay import capture, metered, replay_by_type
-from eaq.measure.energy import WindowEnergy, energy_metrics, window_energy
+from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, window_energy
 from eaq.measure.samplers import Sampler, measures_energy
 from eaq.measure.validity import check
+from eaq.measure.warmup import warm_up
 from eaq.measure.window import MeasurementWindow, WindowResult
 
 # Sampler margin before the first and after the last window (as the benchmark's).
@@ -38,6 +39,7 @@ class Settings:
     replay_iters: int  # passes per replay window, at least
     replay_min_s: float  # seconds per replay window, at least (the sensor needs seconds to see a component)
     profile_passes: int = 3
+    warmup_max_s: float = 10.0  # settling stops after this long, settled or not
 
 
 @dataclass
@@ -78,6 +80,12 @@ def _ratio(parts: dict[str, float | None], whole: float | None) -> float | None:
     return sum(values) / whole  # type: ignore[arg-type]
 
 
+def _mean_power(sampler: Sampler, t0: float, t1: float) -> float | None:
+    trace = sampler.trace  # drains the polling process once, outside any window
+    channel = next((ch for ch in PRIMARY_CHANNELS if ch in trace.channels), None)
+    return trace.stats_w(channel, t0, t1).get("mean") if channel else None
+
+
 def measure_components(
     model: nn.Module,
     components: list[Component],
@@ -99,7 +107,9 @@ def measure_components(
             with MeasurementWindow(device, sampler) as idle_window:
                 time.sleep(settings.idle_s)
             idle = idle_window.result
-        metered(forward, device, sampler, settings.warmup_iters, 0.0)  # warm-up; its energy is not read
+        # As the benchmark: fixed passes, then (with a sensor) until latency and power settle.
+        warm = warm_up(lambda _: forward(), [None], device, settings.warmup_iters, measuring,
+                       lambda t0, t1: _mean_power(sampler, t0, t1), max_s=settings.warmup_max_s)
         whole = metered(forward, device, sampler, settings.iters, settings.min_window_s)
         replays = replay_by_type(model, components, calls, device, sampler, settings.replay_iters, settings.replay_min_s)
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
@@ -136,7 +146,12 @@ def measure_components(
         "layers_capture_ratio_attribution_net": _ratio(found.attribution_net_j, whole_net_j),
     }
     found.metrics |= {k: v for k, v in ratios.items() if v is not None}
-    found.tags = {"eaq.energy": whole_energy.status, "eaq.energy.sampler": whole_energy.sampler}
+    found.metrics |= {"warmup_iterations": warm.iterations, "warmup_duration_s": warm.duration_s}
+    found.tags = {
+        "eaq.energy": whole_energy.status,
+        "eaq.energy.sampler": whole_energy.sampler,
+        "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
+    }
     if whole_energy.energy_j is None:
         found.tags["eaq.energy.reason"] = whole_energy.reason
     else:

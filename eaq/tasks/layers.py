@@ -126,6 +126,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         replay_iters=cfg.layers.replay_iters,
         replay_min_s=cfg.layers.replay_min_s if cfg.layers.replay_min_s is not None else (REPLAY_MIN_S if measuring else 0.0),
         profile_passes=cfg.layers.profile_passes,
+        warmup_max_s=cfg.trials.warmup_max_s,
     )
     energy = measure_components(model, components, forward, device, sampler, settings, cfg.batch_size)
     shares, basis = energy_shares(components, energy)
