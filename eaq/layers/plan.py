@@ -157,6 +157,8 @@ def choose_plan(
         "saving_basis": basis,
         "cost_share_lowered": round(sum(cost[c] for c in chosen) / total, 6) if total else None,
         "linear_layers_lowered": f"{len(layers)} of {len(linears(model, components))}",
+        # The verification trail: each plan measured, in order.
+        "measured_plans": [f"{len(c)} components: loss {loss_:.4g}, {'within' if ok else 'over'} budget" for c, loss_, ok in steps],
     })
     return Choice(plan, chosen, measured, steps)
 
