@@ -228,3 +228,11 @@ def test_task_layers_refuses_a_compiled_model_before_loading(out: Path) -> None:
     done = run_eaq(out, "task=layers", "compile=true", *FAST)
     assert done.returncode == 2
     assert "task=layers hooks and replays the eager model's modules" in done.stderr
+
+
+def test_task_layers_refuses_a_budget_its_data_cannot_measure_before_loading(out: Path) -> None:
+    # A causal LM's default budget is perplexity, which needs raw text: the shipped sentences are not.
+    done = run_eaq(out, "task=layers", "model=gpt2_tiny_random", "trials=quick", "batch_size=2", "seq_len=16")
+    assert done.returncode == 2
+    assert "has no raw text for perplexity" in done.stderr and "layers.budget=impact" in done.stderr
+    assert "loaded gpt2-tiny-random" not in done.stdout + done.stderr

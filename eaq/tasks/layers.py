@@ -46,15 +46,27 @@ REPLAY_MIN_S = 3.0
 
 
 def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
+    """The plan's quality budget, checked against the data before any model loads: accuracy
+    needs labels and perplexity needs raw text, else the plan would fail after all the impact work."""
     kind, limit = cfg.layers.budget, cfg.layers.budget_limit
     if kind is None and limit is None:
-        return default_budget(cfg.model.head, labelled)
-    if kind not in BUDGETS or limit is None:
+        budget = default_budget(cfg.model.head, labelled)
+    elif kind not in BUDGETS or limit is None:
         raise ConfigError(
             f"layers.budget={kind} layers.budget_limit={limit}: set both, the budget to one of {', '.join(BUDGETS)} "
             "(e.g. layers.budget=accuracy_points layers.budget_limit=0.5), or neither for the default."
         )
-    return Budget(kind, limit)
+    else:
+        budget = Budget(kind, limit)
+    missing = {"accuracy_points": not labelled, "perplexity_pct": cfg.dataset.kind != "raw"}.get(budget.kind, False)
+    if missing:
+        raise ConfigError(
+            f"the plan's budget is in {budget.kind} and dataset={cfg.dataset.name} has no "
+            f"{'labels' if budget.kind == 'accuracy_points' else 'raw text for perplexity'}; use "
+            f"{'labelled data (dataset=sst2)' if budget.kind == 'accuracy_points' else 'dataset=wikitext2'}, "
+            "or layers.budget=impact layers.budget_limit=0.01, or layers.plan=false."
+        )
+    return budget
 
 
 def _impacts(
