@@ -24,7 +24,7 @@ from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
 from eaq.layers.correlation import correlations
-from eaq.layers.energy import ComponentEnergy, Settings, measure_components
+from eaq.layers.energy import Settings, measure_components
 from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, run_outputs, sensitivity
 from eaq.layers.plan import BUDGETS, Budget, choose_plan, default_budget
 from eaq.layers.tables import (
@@ -161,13 +161,13 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     }
     tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
     if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
-        _plan(cfg, base_model, components, data, device, budget, per_component, energy, shares, basis, base, rows, reference, folder, tags)
+        _plan(cfg, base_model, components, data, device, budget, per_component, shares, basis, base, rows, reference, folder, tags)
     return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=[folder])
 
 
 def _plan(
     cfg: EaqConfig, base_model: nn.Module, components: list[Component], data: EvalData, device: torch.device, budget: Budget,
-    impacts: Impacts, energy: ComponentEnergy, shares: dict[str, float], basis: str, base: str,
+    impacts: Impacts, shares: dict[str, float], basis: str, base: str,
     rows: dict[str, int], reference: Outputs | None, folder: Path, tags: dict[str, str],
 ) -> None:
     """Choose the plan saving the most (by the share basis) within the budget; write layers/plan.yaml."""
