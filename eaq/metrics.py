@@ -96,7 +96,7 @@ METRICS: tuple[Metric, ...] = (
 METRIC_NAMES = frozenset(m.name for m in METRICS)
 
 TAGS: tuple[tuple[str, str], ...] = (
-    ("eaq.group.<group>", "The choice of each config group (model, precision, dataset, sampler, trials)."),
+    ("eaq.group.<group>", "The choice of each config group (model, precision, dataset, sampler, trials, layers)."),
     ("eaq.config_hash", "Hash of the measurement-relevant resolved config (all but tracking, paths, debug, run_name, resume)."),
     ("eaq.energy", "'measured' or 'unavailable'."),
     ("eaq.energy.reason", "Why energy is unavailable, when it is."),
