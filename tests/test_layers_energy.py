@@ -236,3 +236,16 @@ def test_task_layers_refuses_a_budget_its_data_cannot_measure_before_loading(out
     assert done.returncode == 2
     assert "has no raw text for perplexity" in done.stderr and "layers.budget=impact" in done.stderr
     assert "loaded gpt2-tiny-random" not in done.stdout + done.stderr
+
+
+def test_minilm_with_eaqs_linear_classifier_groups_its_pooler_and_classifier_as_the_head() -> None:
+    model = tiny("minilm_sst2")  # real weights: all-MiniLM-L6-v2 + the shipped SST-2 head
+    components = {c.name: c for c in find_components(model)}
+    parameterised = [n for n, m in model.named_modules() if next(m.parameters(recurse=False), None) is not None]
+    assert sorted(m for c in components.values() for m in c.modules) == sorted(parameterised)
+    assert "other" not in {c.type for c in components.values()}
+    assert components["head"].modules == ("encoder.pooler.dense", "classifier")
+    assert components["head"].roots == ("encoder.pooler", "classifier")
+    assert {c.block for c in components.values() if c.block is not None} == set(range(6))
+    assert [m for c in components.values() for m in c.modules if m.startswith("encoder.embeddings")] == list(
+        components["embeddings"].modules)
