@@ -37,12 +37,17 @@ def tiny(kind: str) -> nn.Module:
     return load_model(cfg, with_tokenizer=False).model
 
 
+def own_parameters(model: nn.Module) -> list[str]:
+    """Names of the modules holding parameters of their own: what the grouping must cover once each."""
+    return [n for n, m in model.named_modules() if next(m.parameters(recurse=False), None) is not None]
+
+
 @pytest.mark.parametrize("kind", ["bert_tiny_random", "gpt2_tiny_random", "distilbert"])
 def test_components_cover_every_parameterised_module_once(kind: str) -> None:
     model = tiny(kind)
     components = find_components(model)
     owned = [m for c in components for m in c.modules]
-    parameterised = [n for n, m in model.named_modules() if next(m.parameters(recurse=False), None) is not None]
+    parameterised = own_parameters(model)
     assert sorted(owned) == sorted(parameterised)  # every one, and none twice
     assert {c.type for c in components} <= set(TYPES)
     blocks = {c.block for c in components if c.block is not None}
@@ -51,8 +56,7 @@ def test_components_cover_every_parameterised_module_once(kind: str) -> None:
         # Each root's parameterised modules are the component's own: calling it runs nothing else.
         assert c.roots, c.name
         for root in c.roots:
-            inside = {f"{root}.{n}" if n else root for n, m in model.get_submodule(root).named_modules()
-                      if next(m.parameters(recurse=False), None) is not None}
+            inside = {f"{root}.{n}" if n else root for n in own_parameters(model.get_submodule(root))}
             assert inside <= set(c.modules), (c.name, root)
     by_name = {c.name: c for c in components}
     assert {"embeddings", "head", "block.1.attention", "block.1.ffn", "block.1.layer_norm"} <= set(by_name)
@@ -190,7 +194,7 @@ def test_task_layers_leaves_a_finished_run_with_the_tables_and_metrics(out: Path
     rows = _csv(client, run.info.run_id, "layers/components.csv", tmp_path)
     assert tuple(rows[0]) == COMPONENT_COLUMNS
     model = tiny("bert_tiny_random")
-    parameterised = [n for n, m in model.named_modules() if next(m.parameters(recurse=False), None) is not None]
+    parameterised = own_parameters(model)
     listed = [m for r in rows for m in r["modules"].split(";")]
     assert sorted(listed) == sorted(parameterised)  # every parameterised module, once
     assert all(r["energy_replay_mj_per_pass"] == "" and r["energy_attribution_mj_per_pass"] == "" for r in rows)
@@ -241,7 +245,7 @@ def test_task_layers_refuses_a_budget_its_data_cannot_measure_before_loading(out
 def test_minilm_with_eaqs_linear_classifier_groups_its_pooler_and_classifier_as_the_head() -> None:
     model = tiny("minilm_sst2")  # real weights: all-MiniLM-L6-v2 + the shipped SST-2 head
     components = {c.name: c for c in find_components(model)}
-    parameterised = [n for n, m in model.named_modules() if next(m.parameters(recurse=False), None) is not None]
+    parameterised = own_parameters(model)
     assert sorted(m for c in components.values() for m in c.modules) == sorted(parameterised)
     assert "other" not in {c.type for c in components.values()}
     assert components["head"].modules == ("encoder.pooler.dense", "classifier")
