@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch.autograd import DeviceType
 from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
@@ -68,7 +69,9 @@ def profile_times(
             torch.cuda.synchronize(device)
     seconds: dict[str, float] = {c.name: 0.0 for c in components}
     whole = 0.0
-    for event in prof.events():
+    # Only the host-side ranges: on a GPU the profiler also mirrors each range on the device
+    # timeline (a span, idle gaps included), which must not count twice.
+    for event in (e for e in prof.events() if e.device_type == DeviceType.CPU):
         if event.name == _WHOLE:
             whole += _range_seconds(event, device)
         elif event.name.startswith(_PREFIX):
