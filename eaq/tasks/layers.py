@@ -23,7 +23,6 @@ from eaq.device import resolve_device
 from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
-from eaq.layers.correlation import correlations
 from eaq.layers.energy import Settings, measure_components
 from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, run_outputs, sensitivity
 from eaq.layers.plan import BUDGETS, Budget, choose_plan, default_budget
@@ -147,6 +146,10 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     folder = artifact_dir / "layers"
     write_csv(folder / "components.csv", COMPONENT_COLUMNS, rows_out)
     write_csv(folder / "component_types.csv", TYPE_COLUMNS, types_out)
+    # Imported here: scipy is needed by task=layers only, and every run imports this module
+    # through eaq.tasks.job (the GPU image has no scipy unless its wheelhouse adds it).
+    from eaq.layers.correlation import correlations
+
     impacts = {m: {n: i.impact for n, i in found.items()} for m, found in
                (("sensitivity", per_component.sensitivity), ("ablation", per_component.ablation)) if found}
     write_csv(folder / "correlation.csv", CORRELATION_COLUMNS,
