@@ -18,10 +18,10 @@ from omegaconf import DictConfig, OmegaConf
 from eaq.errors import ConfigError
 
 # The config groups (folders of conf/) a run composes.
-GROUPS = ("model", "precision", "dataset", "sampler", "trials")
+GROUPS = ("model", "precision", "dataset", "sampler", "trials", "layers")
 HEADS = ("embedding", "sequence_classification", "causal_lm")
 DATASET_KINDS = ("text", "tsv", "jsonl", "raw", "synthetic")
-TASKS = ("benchmark", "calibrate")
+TASKS = ("benchmark", "calibrate", "layers")
 WEIGHTS = ("pretrained", "random")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 
@@ -58,6 +58,8 @@ class PrecisionConfig:
     # layer ran the format's kernel, with no float fallback and every float GEMM in the
     # precision's dtype (host copies are recorded).
     kernel_check: bool = False
+    # precision=mixed: the plan YAML saying which Linear layers run which format (eaq.precision.mixed).
+    plan: str | None = None
 
 
 @dataclass
@@ -133,6 +135,31 @@ class TrialsConfig:
 
 
 @dataclass
+class LayersConfig:
+    """``task=layers``: energy per component (replay, attribution), impact, correlation, plan (eaq/layers)."""
+
+    # Each replay window (one per component type) lasts at least this long (null: 3 s when
+    # energy is measured, so a ~100 ms sensor updates 30 times; else 0) and this many passes.
+    replay_min_s: float | None = None
+    replay_iters: int = 20
+    # Profiled passes (outside every window) whose time shares split the whole-model window.
+    profile_passes: int = 3
+    # Impact on the data: lower each component to ``target`` (sensitivity), skip its
+    # residual branch (ablation); both need real text (not dataset=synthetic).
+    impact: bool = True
+    ablation: bool = True
+    target: str = "int8"
+    # Float format of the model impact and the plan start from (null: the device's base dtype:
+    # fp32 on a CPU, bf16 on a GPU).
+    base: str | None = None
+    # Choose and write a mixed-precision plan (layers/plan.yaml) within the quality budget:
+    # budget in accuracy_points | perplexity_pct | impact (null: 0.5 points, 1% perplexity or 0.01 impact).
+    plan: bool = True
+    budget: str | None = None
+    budget_limit: float | None = None
+
+
+@dataclass
 class TrackingConfig:
     """Where runs are logged."""
 
@@ -157,6 +184,7 @@ class EaqConfig:
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     trials: TrialsConfig = field(default_factory=TrialsConfig)
+    layers: LayersConfig = field(default_factory=LayersConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     batch_size: int = 32
@@ -174,7 +202,8 @@ class EaqConfig:
     # Replay the compiled model as CUDA graphs (Inductor's triton.cudagraphs, as mode "reduce-overhead"):
     # fewer kernel launches, which matters at small batches. Needs compile=true and a GPU.
     cuda_graphs: bool = False
-    # ``benchmark`` (default) or ``calibrate`` (measure and cache the device's peak FLOP/J).
+    # ``benchmark`` (default), ``calibrate`` (measure and cache the device's peak FLOP/J) or
+    # ``layers`` (where the energy goes per component and what each is worth; see ``layers``).
     task: str = "benchmark"
     # Show full tracebacks instead of one-sentence errors.
     debug: bool = False
@@ -223,6 +252,14 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
     _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)
     _one_of("task", obj.task, TASKS)
+    if (obj.precision.name == "mixed") != bool(obj.precision.plan):
+        raise ConfigError(
+            f"precision={obj.precision.name} precision.plan={obj.precision.plan}: a plan file goes with precision=mixed "
+            "and only with it; use precision=mixed precision.plan=FILE, or drop precision.plan."
+        )
+    _positive("layers.replay_iters", obj.layers.replay_iters)
+    _positive("layers.profile_passes", obj.layers.profile_passes)
+    _positive("layers.replay_min_s", obj.layers.replay_min_s, 0)
     if obj.compile and obj.trials.warmup_iters < 1:
         raise ConfigError("compile=true needs trials.warmup_iters of at least 1: the first pass compiles the model, outside the window.")
     if obj.cuda_graphs and not obj.compile:

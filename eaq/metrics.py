@@ -96,12 +96,24 @@ METRICS: tuple[Metric, ...] = (
     # Pattern, not one name (eaq/report/build.py): <metric> is latency_mean_ms, throughput_samples_per_s,
     # energy_per_sample_mj or a quality_* metric; the MLflow UI charts each <metric>/<configuration> as one section.
     Metric("<metric>/<configuration>/<stat>", "unit of <metric>", "Sweep parent runs (and eaq.kind=report runs): trials aggregated per configuration (model-precision-b<batch>-s<seq>[-compiled]); <stat> is mean, ci95_low, ci95_high (Student t 95% interval of the mean, absent with one trial) or n (valid finished trials). Absent for a metric no run measured."),
+    # task=layers (eaq/layers): per-component tables are the artifacts layers/*.csv.
+    Metric("layers_whole_model_time_ms", "ms", "task=layers: time of one whole-model forward pass in its window (the one attribution splits)."),
+    Metric("layers_time_capture_ratio", "1", "task=layers: share of a profiled pass's time inside components (the rest: residual adds, activations, glue between modules)."),
+    Metric("layers_capture_ratio_replay", "1", "task=layers: sum of the components' replay energy / whole-model energy, per pass (absent without an energy sensor)."),
+    Metric("layers_capture_ratio_attribution", "1", "task=layers: sum of the components' attributed energy / whole-model energy, per pass (absent without an energy sensor)."),
+    Metric("layers_capture_ratio_replay_net", "1", "task=layers: layers_capture_ratio_replay with every energy net of the idle baseline."),
+    Metric("layers_capture_ratio_attribution_net", "1", "task=layers: layers_capture_ratio_attribution with every energy net of the idle baseline."),
+    Metric("layers_components", "count", "task=layers: components the model was grouped into (rows of layers/components.csv)."),
+    *(
+        Metric(f"energy_share_{kind}", "1", f"task=layers: share of the components' summed energy spent in {kind} components (basis: tag eaq.layers.share_basis).")
+        for kind in ("embeddings", "attention", "ffn", "layer_norm", "head", "other")
+    ),
 )
 
 METRIC_NAMES = frozenset(m.name for m in METRICS)
 
 TAGS: tuple[tuple[str, str], ...] = (
-    ("eaq.group.<group>", "The choice of each config group (model, precision, dataset, sampler, trials)."),
+    ("eaq.group.<group>", "The choice of each config group (model, precision, dataset, sampler, trials, layers)."),
     ("eaq.config_hash", "Hash of the measurement-relevant resolved config (all but tracking, paths, debug, run_name, resume)."),
     ("eaq.energy", "'measured' or 'unavailable'."),
     ("eaq.energy.reason", "Why energy is unavailable, when it is."),
@@ -114,6 +126,9 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.window.start_unix_s", "Window start, Unix seconds (and eaq.window.end_unix_s)."),
     ("eaq.energy.sampler", "The sampler that ran (auto records what it picked)."),
     ("eaq.warmup.settled", "'true'/'false' when warm-up ran until latency and power settled; 'not asked' for a fixed count."),
+    ("eaq.layers.share_basis", "task=layers: what energy_share is a share of: replay or attribution energy, or time where no energy was measured."),
+    ("eaq.layers.impact", "task=layers: the impact measured (target precision, base format, ablation), or why none."),
+    ("eaq.layers.plan", "task=layers: the mixed-precision plan written to layers/plan.yaml (layers lowered, budget)."),
     ("eaq.memory.rss_peak", "What memory_peak_rss_mb spans: 'warm-up and window', or the whole process where the high-water mark could not be reset."),
     ("eaq.data.token_cache", "'hit' or 'miss': were the token tensors read from the cache."),
     ("eaq.compile", "'true' when the timed model ran through torch.compile (compiled during warm-up)."),

@@ -98,10 +98,10 @@ def test_compile_shows_in_the_run_name() -> None:
 
 
 def test_every_precision_option_is_an_implementation_and_back() -> None:
-    from eaq.precision import PRECISIONS
+    from eaq.precision import NAMES
 
     options = sorted(p.stem for p in (CONF / "precision").glob("*.yaml"))
-    assert options == sorted(PRECISIONS)
+    assert options == sorted(NAMES)
     for option in options:  # each file names its implementation and says what executes
         cfg = validate(_compose("paths.root=/x", f"precision={option}"))
         assert cfg.precision.name == option and cfg.precision.description

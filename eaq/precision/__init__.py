@@ -8,6 +8,7 @@ import torch
 
 from eaq.errors import UnsupportedPrecisionError
 from eaq.precision.base import Precision
+from eaq.precision.mixed import MIXED, mixed
 from eaq.precision.native import amp_bf16, amp_fp16, bf16, fp16, fp32, tf32
 from eaq.precision.proof import proof
 from eaq.precision.torchao_quant import fp8, int4_weight_only, int8, int8_weight_only
@@ -26,6 +27,8 @@ PRECISIONS: dict[str, Callable[[torch.device], Precision]] = {
     "fp8": fp8,
     "int4_weight_only": int4_weight_only,
 }
+# Every precision a run can name: the uniform ones, and ``mixed``, built from its plan file.
+NAMES: tuple[str, ...] = (*PRECISIONS, MIXED)
 
 
 def runnable(device: torch.device) -> list[str]:
@@ -33,15 +36,22 @@ def runnable(device: torch.device) -> list[str]:
     return [name for name, make in PRECISIONS.items() if make(device).requirements.unmet(name, device) is None]
 
 
-def get_precision(name: str, device: torch.device) -> Precision:
-    """The precision object, after checking it runs for real on ``device`` (never a stand-in)."""
-    if name not in PRECISIONS:
-        raise UnsupportedPrecisionError(f"precision {name!r} does not exist; valid: {', '.join(PRECISIONS)}.")
-    precision = PRECISIONS[name](device)
+def get_precision(name: str, device: torch.device, plan: str | None = None) -> Precision:
+    """The precision object, after checking it runs for real on ``device`` (never a stand-in).
+
+    ``plan``: the plan file of ``precision=mixed`` (which layers run which format); the
+    uniform precisions take none, which is why ``mixed`` is not in ``PRECISIONS``.
+    """
+    if name == MIXED:
+        precision: Precision = mixed(device, plan)
+    elif name in PRECISIONS:
+        precision = PRECISIONS[name](device)
+    else:
+        raise UnsupportedPrecisionError(f"precision {name!r} does not exist; valid: {', '.join(NAMES)}.")
     reason = precision.requirements.unmet(name, device)
     if reason:
         raise UnsupportedPrecisionError(f"{reason}; on {device} these run for real: {', '.join(runnable(device))}.")
     return precision
 
 
-__all__ = ["PRECISIONS", "Precision", "get_precision", "proof", "runnable"]
+__all__ = ["NAMES", "PRECISIONS", "Precision", "get_precision", "proof", "runnable"]

@@ -79,14 +79,23 @@ def _count(names: Counter[str], patterns: tuple[str, ...]) -> int:
     return sum(n for name, n in names.items() if any(p in name for p in patterns))
 
 
+def lowp_gemms(seen: Profile, patterns: tuple[str, ...]) -> int:
+    """GEMMs of a format: an op (aten::_int_mm) or a kernel named after it (a Triton template under torch.compile)."""
+    return max(_count(seen.ops, patterns), _count(seen.kernels, patterns))
+
+
+def copies(seen: Profile) -> int:
+    """Host<->device copies the profiled pass made."""
+    return _count(seen.kernels, HOST_COPIES)
+
+
 def evaluate(precision: Precision, model: nn.Module, seen: Profile, baseline_copies: int = 0) -> KernelCheck:
     """Judge one profiled forward pass.
 
     ``baseline_copies``: host<->device copies the model's fp32 forward makes by itself.
     """
     quantized, linears = linear_coverage(model)
-    # An op (aten::_int_mm) or a kernel named after it (a Triton template under torch.compile).
-    lowp = max(_count(seen.ops, precision.kernels), _count(seen.kernels, precision.kernels)) if precision.kernels else 0
+    lowp = lowp_gemms(seen, precision.kernels) if precision.kernels else 0
     floats = sum(seen.ops[name] for name in FLOAT_GEMMS)
     failures = []
     if precision.kernels and lowp < quantized:
@@ -97,8 +106,7 @@ def evaluate(precision: Precision, model: nn.Module, seen: Profile, baseline_cop
     for dtype, n in sorted(seen.float_gemm_dtypes.items()):
         if dtype != expected:
             failures.append(f"{n} float GEMMs ran in {dtype} where {precision.name} computes in {expected}")
-    copies = _count(seen.kernels, HOST_COPIES)
-    return KernelCheck(quantized, linears - quantized, lowp, floats, copies, baseline_copies, failures)
+    return KernelCheck(quantized, linears - quantized, lowp, floats, copies(seen), baseline_copies, failures)
 
 
 def _profile(forward: Callable[[], object], device: torch.device) -> Profile:
@@ -124,14 +132,19 @@ def _profile(forward: Callable[[], object], device: torch.device) -> Profile:
 
 def host_copies(forward: Callable[[], object], device: torch.device) -> int:
     """Host<->device copies in one ``forward()``: run on the fp32 model, the baseline of the check."""
-    return _count(_profile(forward, device).kernels, HOST_COPIES)
+    return copies(_profile(forward, device))
 
 
 def check_kernels(
     precision: Precision, model: nn.Module, forward: Callable[[], object], device: torch.device, baseline_copies: int = 0
 ) -> KernelCheck:
-    """Profile ``forward()`` once and judge it; raise KernelCheckError on a failure."""
-    result = evaluate(precision, model, _profile(forward, device), baseline_copies)
+    """Profile ``forward()`` once and judge it; raise KernelCheckError on a failure.
+
+    A precision made of several formats (mixed) judges the profile itself, per format.
+    """
+    judge = getattr(precision, "judge", None)
+    seen = _profile(forward, device)
+    result = judge(model, seen, baseline_copies) if judge else evaluate(precision, model, seen, baseline_copies)
     if result.failures:
         raise KernelCheckError(
             f"precision={precision.name} did not run as named ({'; '.join(result.failures)}); "

@@ -40,6 +40,7 @@ from eaq.errors import ConfigError
 from eaq.precision import get_precision, proof
 from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies
+from eaq.precision.mixed import MixedPrecision
 from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import compile_model, inductor_settings
 from eaq.tasks.isolation import phase_listener
@@ -133,7 +134,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     phases = Phases(phase_listener())
     # Everything that can be refused is checked before the model loads.
     device = resolve_device(cfg.device)
-    precision = get_precision(cfg.precision.name, device)
+    precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
     if cfg.cuda_graphs and device.type != "cuda":
         raise ConfigError(f"cuda_graphs=true needs a CUDA device and this run is on {device}; drop cuda_graphs or use device=cuda.")
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
@@ -183,7 +184,10 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
             if cfg.trials.reuse_quality:
                 # Everything the figures depend on; the trial index is not among them.
-                quality_key = reference_key(reference=key, precision=asdict(cfg.precision), batch_size=cfg.batch_size, device=device_key(device))
+                plan = hashlib.sha256(Path(cfg.precision.plan).read_bytes()).hexdigest() if cfg.precision.plan else None
+                quality_key = reference_key(
+                    reference=key, precision=asdict(cfg.precision), plan=plan, batch_size=cfg.batch_size, device=device_key(device)
+                )
                 quality, quality_reused = cached_quality(cfg.paths.cache_dir, quality_key, compute_quality)
             else:
                 quality = compute_quality()
@@ -270,6 +274,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             title = f"{cfg.run_name}: {energy.sampler}, window {result.duration_s:.1f} s"
             idle_span = (idle_window.t0, idle_window.t1) if idle_window else None
             write_png(trace, files[1], (result.t0, result.t1), idle_span, title)
+        if isinstance(precision, MixedPrecision):  # which layer runs which format, read from the model
+            tags |= precision.tags(model)
+            files.append(precision.write_layers(model, artifact_dir / "precision_layers.csv"))
     # After the window: roofline, sampler overhead, kernel check.
     with phases("checks"):
         if flops and energy.energy_j:

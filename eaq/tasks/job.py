@@ -34,7 +34,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 # Each task by name, imported only where it runs (the forked process, with isolate=true).
-TASKS = {"benchmark": "eaq.tasks.benchmark:benchmark", "calibrate": "eaq.tasks.roofline:run_calibration"}
+TASKS = {
+    "benchmark": "eaq.tasks.benchmark:benchmark",
+    "calibrate": "eaq.tasks.roofline:run_calibration",
+    "layers": "eaq.tasks.layers:layers",
+}
 
 
 def _report_error(exc: BaseException, debug: bool) -> None:
@@ -93,7 +97,7 @@ def run_job(cfg: DictConfig) -> str:
         client,
         experiment_id,
         run_name=str(resolved["run_name"]),
-        tags={**choices, "eaq.config_hash": digest, "eaq.kind": "benchmark"},
+        tags={**choices, "eaq.config_hash": digest, "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark"},
         parent_run_id=parent_run_id(hydra_cfg.sweep.dir) if multirun else None,
     )
     output_dir = Path(hydra_cfg.runtime.output_dir)
@@ -120,8 +124,8 @@ def run_job(cfg: DictConfig) -> str:
         (output_dir / ENV_FILE).write_text(json.dumps(env, indent=2, sort_keys=True, default=str))
         run.log_artifact(output_dir / ENV_FILE)
         run.set_tags(summary_tags(env))
-        for file in result.files:
-            run.log_artifact(file)
+        for file in result.files:  # a folder keeps its name under the run's artifacts (layers/)
+            run.log_artifacts(file, file.name) if file.is_dir() else run.log_artifact(file)
     except KeyboardInterrupt as exc:
         run.end("KILLED", exc)
         raise

@@ -1,0 +1,167 @@
+"""A model's components: every parameterised module assigned to exactly one (type, block).
+
+Energy and impact are reported per component, so the grouping must cover the whole
+model and never count a module twice; whatever no rule recognises lands in ``other``
+and is reported, never dropped. The rules read module names (lower-cased dotted path
+segments) and classes, so they work on any Hugging Face model whose names follow the
+usual conventions, checked in this order:
+
+1. ``embeddings``: an ``nn.Embedding``, or a module under a segment containing ``embed``
+   (``embeddings``, ``embed_tokens``) or named ``wte``/``wpe`` (GPT-2). A layer norm inside
+   the embeddings module (BERT, DistilBERT) is part of the embeddings' forward, so it is
+   embeddings too.
+2. ``head``: a module under a top-level segment in ``HEAD_SEGMENTS`` (``classifier``,
+   ``pre_classifier``, ``lm_head``, ``pooler``, ``score``, ...) or under a ``pooler``
+   anywhere (eaq's MiniLM + linear classifier keeps BERT's pooler at ``encoder.pooler``).
+3. ``layer_norm``: a class whose name contains ``LayerNorm``/``RMSNorm``/``GroupNorm``,
+   or a last segment like ``layer_norm``, ``LayerNorm``, ``ln_1``, ``ln_f``, ``norm``.
+4. ``attention``: a segment containing ``attn`` or ``attention``.
+5. ``ffn``: a segment containing ``mlp``, ``ffn``, ``intermediate``, ``feed_forward``, or
+   ``output`` inside a block (BERT's ``output.dense``, after rule 4 took ``attention.output``).
+6. ``other``: everything else.
+
+The block is the first all-digit segment of the name (``encoder.layer.3...``,
+``transformer.h.3...``); modules outside numbered blocks have none. A component is
+named ``block.<i>.<type>``, or ``<type>`` without a block (``embeddings``, ``head``, the
+final ``layer_norm`` of GPT-2).
+
+Each component also has its *roots*: the largest submodules all of whose parameterised
+modules belong to it (``attention.self`` and ``attention.output.dense`` for a BERT block,
+``attn`` for GPT-2). Replay calls the roots; attribution hooks them. Work done outside
+every root (residual adds, activations between modules) belongs to no component, and the
+capture ratio shows how much that is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from torch import nn
+
+TYPES = ("embeddings", "attention", "ffn", "layer_norm", "head", "other")
+HEAD_SEGMENTS = frozenset({"classifier", "pre_classifier", "lm_head", "pooler", "score", "qa_outputs", "cls", "head"})
+_NORM_CLASS = re.compile(r"(LayerNorm|RMSNorm|GroupNorm)")
+_NORM_NAME = re.compile(r"^(.*layer_?norm.*|ln_?\w*|.*_ln|norm\w*|.*_norm)$")
+_FFN_SEGMENT = re.compile(r"(mlp|ffn|intermediate|feed_forward)")
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str  # "block.3.attention", "embeddings", "head"
+    type: str  # one of TYPES
+    block: int | None
+    # Names (as model.named_modules() gives them) of the parameterised modules it owns.
+    modules: tuple[str, ...]
+    # The submodules replay calls and attribution hooks; see the module docstring.
+    roots: tuple[str, ...]
+
+
+def _block(segments: list[str]) -> int | None:
+    return next((int(s) for s in segments if s.isdigit()), None)
+
+
+def classify(name: str, module: nn.Module) -> str:
+    """The type of one parameterised module, by the rules in this module's docstring."""
+    segments = name.lower().split(".")
+    if isinstance(module, nn.Embedding) or any("embed" in s or s in ("wte", "wpe") for s in segments):
+        return "embeddings"
+    if segments[0] in HEAD_SEGMENTS or "pooler" in segments:
+        return "head"
+    if _NORM_CLASS.search(type(module).__name__) or _NORM_NAME.match(segments[-1]):
+        return "layer_norm"
+    if any("attn" in s or "attention" in s for s in segments):
+        return "attention"
+    if any(_FFN_SEGMENT.search(s) for s in segments) or (_block(segments) is not None and "output" in segments):
+        return "ffn"
+    return "other"
+
+
+def _parameterised(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    return [(n, m) for n, m in model.named_modules() if next(m.parameters(recurse=False), None) is not None]
+
+
+def _roots(model: nn.Module, owner: dict[str, str]) -> dict[str, list[str]]:
+    """Component name -> its roots, found top-down: the first module whose parameterised
+    descendants (itself included) all belong to one component is that component's root."""
+    roots: dict[str, list[str]] = {}
+
+    def visit(name: str, module: nn.Module) -> None:
+        owners = {owner[".".join(p for p in (name, n) if p)] for n, m in _parameterised(module)}
+        if not owners:
+            return
+        if len(owners) == 1:
+            roots.setdefault(owners.pop(), []).append(name)
+            return
+        for child, sub in module.named_children():
+            visit(f"{name}.{child}" if name else child, sub)
+
+    visit("", model)
+    return roots
+
+
+def find_components(model: nn.Module) -> list[Component]:
+    """Every parameterised module of ``model`` in exactly one component, in module order.
+
+    A module with parameters of its own and children of other components (rare: a custom
+    block holding a bare ``nn.Parameter``) is listed in its component but is no root,
+    since calling it would run the others too; its own work is then in no component's time.
+    """
+    owner: dict[str, str] = {}
+    members: dict[str, tuple[str, int | None, list[str]]] = {}
+    for name, module in _parameterised(model):
+        kind = classify(name, module)
+        block = _block(name.split(".")) if kind not in ("embeddings", "head") else None
+        component = f"block.{block}.{kind}" if block is not None else kind
+        owner[name] = component
+        members.setdefault(component, (kind, block, []))[2].append(name)
+    roots = _roots(model, owner)
+    return [
+        Component(name=c, type=kind, block=block, modules=tuple(names), roots=tuple(roots.get(c, ())))
+        for c, (kind, block, names) in members.items()
+    ]
+
+
+def component_params(model: nn.Module, component: Component) -> int:
+    """Parameters the component's modules hold; a weight tied to another component (GPT-2's
+    LM head and token embedding) counts in both, since both run it."""
+    seen: dict[int, int] = {}
+    for name in component.modules:
+        for p in model.get_submodule(name).parameters(recurse=False):
+            seen[id(p)] = p.numel()
+    return sum(seen.values())
+
+
+
+
+@contextmanager
+def around_roots(
+    model: nn.Module,
+    components: list[Component],
+    enter: Callable[[Component, str, tuple, dict], None],
+    leave: Callable[[Component, str], None] | None = None,
+) -> Iterator[None]:
+    """Call ``enter(component, root, args, kwargs)`` before and ``leave(component, root)`` after
+    every call of every root while the context is open: how capture, the profiler ranges
+    and the FLOP counter see one component at a time. Hooks are removed on exit."""
+    handles = []
+    for component in components:
+        for root in component.roots:
+            module = model.get_submodule(root)
+
+            def pre(_: nn.Module, args: tuple, kwargs: dict, c: Component = component, r: str = root) -> None:
+                enter(c, r, args, kwargs)
+
+            handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+            if leave is not None:
+                handles.append(module.register_forward_hook(lambda *_, c=component, r=root: leave(c, r)))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+__all__ = ["TYPES", "Component", "around_roots", "classify", "component_params", "find_components"]

@@ -1,0 +1,254 @@
+"""What each component is worth to the predictions: sensitivity and ablation, on real data.
+
+Two questions per component (or per group of components, e.g. all FFNs at once):
+
+- **sensitivity**: lower only its Linear layers to a target precision (int8 by default)
+  and keep everything else as it was. Quantized targets go through the mixed precision's
+  ``apply_plan`` (the same torchao configs and shape rule as every run); a float target
+  (fp16, bf16) casts the component's modules and casts at each module's boundary, so the
+  rest of the model keeps computing in the base dtype.
+- **ablation**: the component's residual branch contributes nothing. Attention and FFN
+  end in one Linear that projects back to the residual stream (BERT ``attention.output.dense``
+  and ``output.dense``, DistilBERT ``out_lin`` and ``lin2``, GPT-2 ``attn.c_proj`` and
+  ``mlp.c_proj``); its output, bias included, is replaced by zeros. In post-LN blocks
+  (BERT, DistilBERT, MiniLM) the block then computes ``LayerNorm(x + 0)``: the layer norm
+  still runs on the residual alone. In pre-LN blocks (GPT-2) it computes ``x + 0``: the
+  branch's ``ln_1``/``ln_2`` output is discarded. Other types (embeddings, layer norm,
+  head) have no residual branch to skip and are not ablated.
+
+Each is compared with the unchanged model on the same batches (``compare``):
+
+- ``kl``: KL(reference || changed) of the output distributions, nats, averaged over
+  examples (over scored token positions for a causal LM); None for embedding models.
+- ``agreement``: fraction of examples (token positions) whose top-1 prediction is unchanged.
+- ``accuracy_delta_points``: change in accuracy, percentage points (labelled classifiers).
+- ``perplexity_delta_pct``: change in perplexity, percent (causal LMs on raw text).
+- ``impact``: **the impact score**, the KL divergence above; for embedding models, which
+  have no distribution, ``1 - mean cosine`` of the pooled embeddings. Zero when the
+  outputs are unchanged, growing with how far predictions move; unlike accuracy it does
+  not saturate or hide changes that happen not to flip a label on a small data set.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from eaq.errors import ConfigError
+from eaq.evaluate import accuracy, fidelity
+from eaq.evaluate.outputs import model_outputs
+from eaq.evaluate.perplexity import perplexity
+from eaq.layers.components import Component
+from eaq.precision.mixed import BASES, LAYER_FORMATS, Plan, apply_plan
+
+# Types whose component is a residual branch ending in a projection ablation can zero.
+BRANCH_TYPES = ("attention", "ffn")
+
+
+@dataclass
+class EvalData:
+    """The real data impact is measured on, already tokenized and on the model's device."""
+
+    head: str
+    batches: list[dict[str, torch.Tensor]]
+    labels: torch.Tensor | None = None
+    # Causal LMs: the token stream perplexity is computed on, its window and stride.
+    stream: torch.Tensor | None = None
+    seq_len: int = 0
+    stride: int = 0
+
+
+@dataclass
+class Outputs:
+    """What one model produced on the data: the outputs compared, and its task quality."""
+
+    # Class logits, token logits at scored positions (causal LM), or pooled embeddings.
+    values: torch.Tensor
+    accuracy: float | None = None
+    perplexity: float | None = None
+
+
+@dataclass
+class Impact:
+    """One component (or group) changed one way, against the unchanged model."""
+
+    name: str
+    method: str  # "sensitivity" or "ablation"
+    kl: float | None
+    agreement: float | None
+    accuracy_delta_points: float | None
+    perplexity_delta_pct: float | None
+    impact: float
+    # The Linear layers lowered (sensitivity) or zeroed (ablation).
+    layers: tuple[str, ...] = ()
+
+
+@torch.inference_mode()
+def run_outputs(model: nn.Module, data: EvalData) -> Outputs:
+    """The model's outputs and quality on ``data`` (eaq.evaluate for accuracy and perplexity)."""
+    parts = []
+    for batch in data.batches:
+        if data.head == "causal_lm":
+            # Each scored position is one distribution over the vocabulary.
+            logits = model(**batch).logits.float()
+            parts.append(logits[batch["attention_mask"].bool()].cpu())
+        else:
+            parts.append(model_outputs(model, data.head, batch))
+    values = torch.cat(parts)
+    found = Outputs(values)
+    if data.labels is not None and data.head == "sequence_classification":
+        found.accuracy = accuracy(data.head, values, data.labels)["quality_accuracy"]
+    if data.stream is not None and data.head == "causal_lm":
+        found.perplexity = perplexity(model, data.stream, data.seq_len, data.stride).perplexity
+    return found
+
+
+def compare(name: str, method: str, reference: Outputs, changed: Outputs, head: str, layers: tuple[str, ...] = ()) -> Impact:
+    """The changed model against the reference; see the module docstring for each figure."""
+    if head == "embedding":
+        cosine = fidelity(head, changed.values, reference.values)["quality_cosine_to_fp32_mean"]
+        kl, agreement, impact = None, None, max(1.0 - cosine, 0.0)
+    else:
+        # Class logits and a causal LM's token logits are both rows of distributions.
+        drift = fidelity("sequence_classification", changed.values, reference.values)
+        # KL is never negative; float rounding can give -1e-9 for identical outputs.
+        kl, agreement = max(drift["quality_kl_from_fp32"], 0.0), drift["quality_agreement_with_fp32"]
+        impact = kl
+    acc = None
+    if reference.accuracy is not None and changed.accuracy is not None:
+        acc = 100.0 * (changed.accuracy - reference.accuracy)
+    ppl = None
+    if reference.perplexity is not None and changed.perplexity is not None:
+        ppl = 100.0 * (changed.perplexity / reference.perplexity - 1.0)
+    return Impact(name, method, kl, agreement, acc, ppl, impact, layers)
+
+
+def linears(model: nn.Module, components: list[Component]) -> list[str]:
+    """The Linear layers the components own, in module order."""
+    owned = {m for c in components for m in c.modules}
+    return [n for n, m in model.named_modules() if n in owned and isinstance(m, nn.Linear)]
+
+
+def lowerable(model: nn.Module, components: list[Component], target: str, device: torch.device,
+              rows: dict[str, int] | None = None) -> list[str]:
+    """The components' Linear layers ``target``'s kernel takes (the shape rule); the rest stay."""
+    if target not in LAYER_FORMATS:
+        return linears(model, components)
+    fmt = LAYER_FORMATS[target](device)
+    modules = dict(model.named_modules())
+    return [n for n in linears(model, components) if fmt.eligible(modules[n], n, rows)]
+
+
+def _cast_floats(value: object, dtype: torch.dtype) -> object:
+    """Float tensors in ``value`` (a tensor or tuple of them) cast to ``dtype``; the rest as is."""
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, tuple):
+        return tuple(_cast_floats(v, dtype) for v in value)
+    return value
+
+
+def _cast_layers(model: nn.Module, layers: list[str], dtype: torch.dtype, back: torch.dtype) -> None:
+    """Cast these modules' weights to ``dtype``, with casts of their inputs in and outputs back."""
+    for name in layers:
+        module = model.get_submodule(name)
+        module.to(dtype)
+        module.register_forward_pre_hook(lambda m, args: _cast_floats(args, dtype))
+        module.register_forward_hook(lambda m, args, out: _cast_floats(out, back))
+
+
+def lowered(model: nn.Module, layers: list[str], target: str, base: str, device: torch.device,
+            rows: dict[str, int] | None = None) -> nn.Module:
+    """A copy of the (base-format) model with only ``layers`` lowered to ``target``, for real."""
+    changed = copy.deepcopy(model)
+    if target in LAYER_FORMATS:
+        return apply_plan(changed, device, Plan(base, {n: target for n in layers}), rows)
+    if target not in BASES:
+        raise ConfigError(
+            f"sensitivity target {target!r} cannot lower one component; use a quantized format "
+            f"({', '.join(LAYER_FORMATS)}) or a float cast ({', '.join(BASES)})."
+        )
+    _cast_layers(changed, layers, BASES[target](device).dtype, BASES[base](device).dtype)
+    return changed
+
+
+def sensitivity(model: nn.Module, groups: dict[str, list[Component]], data: EvalData, device: torch.device,
+                target: str = "int8", base: str = "fp32", rows: dict[str, int] | None = None,
+                reference: Outputs | None = None) -> dict[str, Impact]:
+    """Each group lowered alone to ``target``; groups with no Linear the target takes are left out.
+
+    ``model`` is in the base format and is never changed (each group lowers a copy).
+    """
+    reference = reference or run_outputs(model, data)
+    found = {}
+    for name, components in groups.items():
+        layers = lowerable(model, components, target, device, rows)
+        if layers:
+            changed = lowered(model, layers, target, base, device, rows)
+            found[name] = compare(name, "sensitivity", reference, run_outputs(changed, data), data.head, tuple(layers))
+            del changed
+    return found
+
+
+def branch_output(model: nn.Module, component: Component) -> str | None:
+    """The Linear that writes the component's residual branch back, or None for other types."""
+    layers = linears(model, [component])
+    return layers[-1] if component.type in BRANCH_TYPES and layers else None
+
+
+@contextmanager
+def ablated(model: nn.Module, components: list[Component]) -> Iterator[list[str]]:
+    """Inside: the components' residual branches output zeros. On exit the hooks are removed,
+    leaving the model exactly as before (no weight is touched). Yields the zeroed layers."""
+    zeroed = [layer for c in components if (layer := branch_output(model, c))]
+    handles = [
+        model.get_submodule(layer).register_forward_hook(lambda m, args, out: torch.zeros_like(out)) for layer in zeroed
+    ]
+    try:
+        yield zeroed
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def ablation(model: nn.Module, groups: dict[str, list[Component]], data: EvalData,
+             reference: Outputs | None = None) -> dict[str, Impact]:
+    """Each group's residual branches skipped; groups with none to skip are left out."""
+    reference = reference or run_outputs(model, data)
+    found = {}
+    for name, components in groups.items():
+        with ablated(model, components) as zeroed:
+            if zeroed:
+                found[name] = compare(name, "ablation", reference, run_outputs(model, data), data.head, tuple(zeroed))
+    return found
+
+
+def each(components: list[Component]) -> dict[str, list[Component]]:
+    """One group per component."""
+    return {c.name: [c] for c in components}
+
+
+def by_type(components: list[Component]) -> dict[str, list[Component]]:
+    """One group per component type: impacts of lowering or ablating the whole type at once."""
+    groups: dict[str, list[Component]] = {}
+    for c in components:
+        groups.setdefault(c.type, []).append(c)
+    return groups
+
+
+def linear_macs(model: nn.Module, component: Component) -> int:
+    """Multiply-accumulates per token of the component's Linear layers: the saving basis
+    when neither energy nor time per component is known."""
+    modules = dict(model.named_modules())
+    return sum(modules[n].in_features * modules[n].out_features for n in linears(model, [component]))
+
+
+__all__ = [
+    "BRANCH_TYPES", "EvalData", "Impact", "Outputs", "ablated", "ablation", "branch_output", "by_type",
+    "compare", "each", "linear_macs", "linears", "lowerable", "lowered", "run_outputs", "sensitivity",
+]

@@ -1,0 +1,166 @@
+"""Choose a mixed-precision plan under a quality budget, verified on real data.
+
+1. Estimate. Lowering a component to the target format saves a fraction of its cost;
+   with one format that fraction is taken as the same for every component, so the
+   saving is proportional to the cost of the components lowered. The cost is the
+   component's energy per pass where it was measured, else its device time, else its
+   Linear multiply-accumulates (``basis`` records which). Candidates are ranked by cost
+   per unit of their measured sensitivity impact (cheap-to-lower, expensive-to-run first),
+   and the ranked prefix whose summed single-component quality losses fits the budget is
+   the first guess.
+2. Verify and back off. Impacts are not additive, so the guess is run for real (the plan
+   applied through ``apply_plan``) and its quality measured on the data. While it is over
+   budget, the lowest-ranked component is dropped and the plan measured again.
+3. Fill. Each remaining candidate, in rank order, is tried on top of the verified plan
+   and kept when the measured quality stays within budget.
+
+The plan written is the last one measured within budget; its measured quality, the
+budget and the basis go into its ``meta``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from eaq.errors import ConfigError
+from eaq.layers.components import Component
+from eaq.layers.impact import EvalData, Impact, Outputs, compare, linears, lowerable, lowered, run_outputs
+from eaq.precision.mixed import Plan
+
+# Budget kinds: what quality loss is bounded, in what unit.
+BUDGETS = {
+    "accuracy_points": "accuracy drop in percentage points (labelled classifiers)",
+    "perplexity_pct": "perplexity increase in percent (causal LMs on raw text)",
+    "impact": "impact score (KL divergence, or 1 - cosine for embedding models)",
+}
+
+
+@dataclass(frozen=True)
+class Budget:
+    kind: str
+    limit: float
+
+    def loss(self, impact: Impact) -> float:
+        """The quality lost by a change, in the budget's unit (an improvement counts as 0)."""
+        value = {
+            "accuracy_points": None if impact.accuracy_delta_points is None else -impact.accuracy_delta_points,
+            "perplexity_pct": impact.perplexity_delta_pct,
+            "impact": impact.impact,
+        }[self.kind]
+        if value is None:
+            raise ConfigError(
+                f"a plan budget in {self.kind} needs that figure and this model/data has none; "
+                f"use {'accuracy_points with labelled data' if self.kind == 'perplexity_pct' else 'perplexity_pct with raw text'} "
+                "or impact."
+            )
+        return max(value, 0.0)
+
+    def describe(self) -> str:
+        return f"{BUDGETS[self.kind]} at most {self.limit:g}"
+
+
+def default_budget(head: str, labelled: bool) -> Budget:
+    """0.5 accuracy points for labelled classifiers, 1% perplexity for causal LMs, else 0.01 impact."""
+    if head == "sequence_classification" and labelled:
+        return Budget("accuracy_points", 0.5)
+    if head == "causal_lm":
+        return Budget("perplexity_pct", 1.0)
+    return Budget("impact", 0.01)
+
+
+@dataclass
+class Choice:
+    """The verified plan and how it was reached."""
+
+    plan: Plan
+    components: list[str]
+    measured: Impact  # the written plan against the unchanged model
+    # Every plan measured: (components lowered, quality loss in the budget's unit, within budget).
+    steps: list[tuple[tuple[str, ...], float, bool]] = field(default_factory=list)
+
+
+def rank(candidates: list[str], cost: dict[str, float], impacts: dict[str, Impact]) -> list[str]:
+    """Most cost per unit of impact first; zero-impact components first of all, by cost."""
+    def key(name: str) -> tuple[float, float]:
+        impact = impacts[name].impact
+        return (-cost[name] / impact if impact > 0 else -float("inf"), -cost[name])
+    return sorted(candidates, key=key)
+
+
+def choose_plan(
+    model: nn.Module,
+    components: list[Component],
+    data: EvalData,
+    device: torch.device,
+    budget: Budget,
+    impacts: dict[str, Impact],
+    cost: dict[str, float],
+    basis: str,
+    target: str = "int8",
+    base: str = "fp32",
+    rows: dict[str, int] | None = None,
+    reference: Outputs | None = None,
+) -> Choice:
+    """The plan lowering the most cost to ``target`` whose measured quality loss fits ``budget``.
+
+    ``impacts``: each component's sensitivity to ``target`` (eaq.layers.impact.sensitivity);
+    ``cost``: per component, in the unit ``basis`` names (energy, time or MACs per pass).
+    """
+    reference = reference or run_outputs(model, data)
+    by_name = {c.name: c for c in components}
+    candidates = rank([c for c in impacts if c in cost and c in by_name], cost, impacts)
+    steps: list[tuple[tuple[str, ...], float, bool]] = []
+
+    def layers_of(chosen: list[str]) -> list[str]:
+        return lowerable(model, [by_name[c] for c in chosen], target, device, rows)
+
+    def measure(chosen: list[str]) -> tuple[Impact, float]:
+        layers = layers_of(chosen)
+        changed = lowered(model, layers, target, base, device, rows)
+        found = compare("plan", "sensitivity", reference, run_outputs(changed, data), data.head, tuple(layers))
+        loss = budget.loss(found)
+        steps.append((tuple(chosen), loss, loss <= budget.limit))
+        return found, loss
+
+    # 1. The estimate: summed single-component losses within the budget.
+    chosen, estimate = [], 0.0
+    for name in candidates:
+        if estimate + budget.loss(impacts[name]) <= budget.limit:
+            chosen.append(name)
+            estimate += budget.loss(impacts[name])
+    # 2. Back off until the measured loss fits.
+    measured, loss = measure(chosen) if chosen else (None, 0.0)
+    while chosen and loss > budget.limit:
+        chosen.pop()
+        measured, loss = measure(chosen) if chosen else (None, 0.0)
+    # 3. Fill with the rest, each kept only if the measured loss still fits.
+    for name in candidates:
+        if name not in chosen:
+            trial, trial_loss = measure(chosen + [name])
+            if trial_loss <= budget.limit:
+                chosen, measured, loss = chosen + [name], trial, trial_loss
+    if measured is None:
+        raise ConfigError(
+            f"no component can be lowered to {target} within the budget ({budget.describe()}): "
+            "every single one measured over it; raise the budget or choose a gentler target."
+        )
+    layers = list(measured.layers)
+    total = sum(cost.values())
+    plan = Plan(base, {layer: target for layer in layers}, {
+        "budget": budget.describe(),
+        "measured_loss": round(loss, 6),
+        "measured_impact": round(measured.impact, 6),
+        "components": chosen,
+        "saving_basis": basis,
+        "cost_share_lowered": round(sum(cost[c] for c in chosen) / total, 6) if total else None,
+        "linear_layers_lowered": f"{len(layers)} of {len(linears(model, components))}",
+        # The verification trail: each plan measured, in order.
+        "measured_plans": [f"{len(c)} components: loss {loss_:.4g}, {'within' if ok else 'over'} budget" for c, loss_, ok in steps],
+    })
+    return Choice(plan, chosen, measured, steps)
+
+
+__all__ = ["BUDGETS", "Budget", "Choice", "choose_plan", "default_budget", "rank"]

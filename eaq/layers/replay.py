@@ -1,0 +1,119 @@
+"""Replay: a component run alone on its real inputs, many times, so the sensor can see it.
+
+One component's forward pass lasts micro- to milliseconds; an H100's energy counter
+updates about every 100 ms. CLEAR's answer ("amplification", arXiv 2510.02810): capture
+each component's inputs from one real forward pass (forward pre-hooks on its roots, args
+and kwargs such as attention masks, at the run's shape and precision), then call the
+component on them back to back inside a measurement window lasting seconds, and divide
+by the number of calls.
+
+To keep the number of windows small, all components of one type are replayed in one
+window (one replay pass = every component of the type once, i.e. what one forward pass
+runs of that type); the type's energy per pass is then split among its components by
+each one's replay time, measured alone just before (which also warms the replay up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.utils._pytree import tree_map
+from transformers.cache_utils import Cache
+
+from eaq.layers.components import Component, around_roots
+from eaq.measure.samplers import Sampler
+from eaq.measure.stats import LatencyStats
+from eaq.measure.timing import run_timed
+from eaq.measure.window import MeasurementWindow, WindowResult
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a component's root in the captured forward pass."""
+
+    root: str
+    args: tuple
+    kwargs: dict
+
+
+def _detach(value: object) -> object:
+    """Inputs are cloned: a later module may change a tensor in place after the root read it.
+    A KV cache becomes None: replaying must not grow it, and one full-sequence pass never reads it."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    return None if isinstance(value, Cache) else value
+
+
+def capture(model: nn.Module, components: list[Component], forward: Callable[[], object]) -> dict[str, list[Call]]:
+    """Component name -> its root calls, in order, from one real pass of ``forward``."""
+    calls: dict[str, list[Call]] = {c.name: [] for c in components}
+
+    def record(component: Component, root: str, args: tuple, kwargs: dict) -> None:
+        calls[component.name].append(Call(root, tree_map(_detach, args), tree_map(_detach, kwargs)))
+
+    with torch.inference_mode(), around_roots(model, components, record):
+        forward()
+    return calls
+
+
+def replay(model: nn.Module, calls: Sequence[Call]) -> list[object]:
+    """Run the captured calls once, in order; their outputs (what the test compares)."""
+    return [model.get_submodule(call.root)(*call.args, **call.kwargs) for call in calls]
+
+
+def time_alone(model: nn.Module, calls: Sequence[Call], device: torch.device, iters: int, min_s: float) -> float:
+    """Median seconds of one replay pass of ``calls``, outside any window (no energy read)."""
+    latencies = run_timed(lambda _: replay(model, calls), [None], device, iters, min_s, label="replay timing")
+    return LatencyStats.from_seconds(latencies).p50_ms / 1e3
+
+
+def metered(step: Callable[[], object], device: torch.device, sampler: Sampler, iters: int, min_s: float) -> WindowResult:
+    """``step`` repeated inside one measurement window (at least ``iters`` times and ``min_s`` seconds)."""
+    with MeasurementWindow(device, sampler) as window:
+        window.iterations = len(run_timed(lambda _: step(), [None], device, iters, min_s, label="window"))
+    assert window.result is not None
+    return window.result
+
+
+@dataclass(frozen=True)
+class TypeReplay:
+    """One type's replay window and its components' replay times (seconds per pass, alone)."""
+
+    type: str
+    window: WindowResult
+    seconds_alone: dict[str, float]
+
+    @property
+    def seconds_per_pass(self) -> float:
+        return self.window.duration_s / self.window.iterations
+
+
+def replay_by_type(
+    model: nn.Module,
+    components: list[Component],
+    calls: dict[str, list[Call]],
+    device: torch.device,
+    sampler: Sampler,
+    iters: int,
+    min_s: float,
+) -> list[TypeReplay]:
+    """Per type present: time each component's replay alone, then replay them all in one window.
+
+    The sampler must be running. Components with no captured call (a root the forward
+    pass never ran) are left out and get no replay figure.
+    """
+    results = []
+    types = dict.fromkeys(c.type for c in components if calls.get(c.name))
+    for kind in types:
+        members = [c for c in components if c.type == kind and calls.get(c.name)]
+        alone = {c.name: time_alone(model, calls[c.name], device, iters, min_s / 10) for c in members}
+        together = [call for c in members for call in calls[c.name]]
+        window = metered(lambda: replay(model, together), device, sampler, iters, min_s)
+        results.append(TypeReplay(kind, window, alone))
+    return results
+
+
+__all__ = ["Call", "TypeReplay", "capture", "metered", "replay", "replay_by_type", "time_alone"]

@@ -1,0 +1,129 @@
+"""The layer analysis as tables: layers/components.csv, component_types.csv, correlation.csv.
+
+The columns are the contract with the report (which reads MLflow only, never this code):
+see README "Layer analysis". A figure not measured is an empty cell, never 0: no energy
+sensor, a component with no ablation (a layer norm), impact not asked for.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from eaq.layers.components import TYPES, Component
+from eaq.layers.correlation import Correlation
+from eaq.layers.energy import ComponentEnergy
+from eaq.layers.impact import Impact
+
+COMPONENT_COLUMNS = (
+    "component", "type", "block", "modules", "params", "flops_per_pass", "time_ms_per_pass",
+    "energy_replay_mj_per_pass", "energy_attribution_mj_per_pass", "energy_share",
+    "sensitivity_kl", "sensitivity_impact", "ablation_kl", "ablation_impact",
+    # Beyond the contract: net of the idle baseline, and the replay's own time.
+    "energy_replay_net_mj_per_pass", "energy_attribution_net_mj_per_pass", "time_ms_replay_alone",
+)
+# Per type: summed over its components, impacts measured on the whole type at once.
+SUMMED = ("params", "flops_per_pass", "time_ms_per_pass", "energy_replay_mj_per_pass", "energy_attribution_mj_per_pass",
+          "energy_share", "energy_replay_net_mj_per_pass", "energy_attribution_net_mj_per_pass", "time_ms_replay_alone")
+TYPE_COLUMNS = ("type", "components", *SUMMED, "sensitivity_kl", "sensitivity_impact", "ablation_kl", "ablation_impact")
+CORRELATION_COLUMNS = ("scope", "impact", "method", "r", "p_value", "n", "reason")
+
+Row = dict[str, object]
+
+
+@dataclass(frozen=True)
+class Impacts:
+    """Impact per group name (component or type) by method; absent = not measured."""
+
+    sensitivity: dict[str, Impact]
+    ablation: dict[str, Impact]
+
+    def columns(self, name: str) -> Row:
+        found: Row = {}
+        for method, impacts in (("sensitivity", self.sensitivity), ("ablation", self.ablation)):
+            impact = impacts.get(name)
+            found[f"{method}_kl"] = impact.kl if impact is not None else None
+            found[f"{method}_impact"] = impact.impact if impact is not None else None
+        return found
+
+
+def _mj(joules: float | None) -> float | None:
+    return joules * 1e3 if joules is not None else None
+
+
+def energy_shares(components: list[Component], energy: ComponentEnergy) -> tuple[dict[str, float], str]:
+    """Each component's share of the components' summed energy, and its basis: ``replay``
+    where every component was replayed with energy, else ``attribution``, else ``time``
+    (the share of in-situ time where no energy was measured at all)."""
+    names = [c.name for c in components]
+    for basis, figures in (("replay", energy.replay_j), ("attribution", energy.attribution_j), ("time", energy.times.components)):
+        values = [figures.get(n) for n in names]
+        if all(v is not None for v in values) and sum(values) > 0:  # type: ignore[arg-type]
+            total = sum(values)  # type: ignore[arg-type]
+            return {n: v / total for n, v in zip(names, values)}, basis  # type: ignore[operator]
+    return {n: math.nan for n in names}, "none"
+
+
+def component_rows(
+    components: list[Component], params: dict[str, int], flops: dict[str, int], energy: ComponentEnergy,
+    shares: dict[str, float], impacts: Impacts,
+) -> list[Row]:
+    """One row per component, in COMPONENT_COLUMNS."""
+    return [
+        {
+            "component": c.name,
+            "type": c.type,
+            "block": c.block,
+            "modules": ";".join(c.modules),
+            "params": params[c.name],
+            "flops_per_pass": flops[c.name],
+            "time_ms_per_pass": energy.times.components[c.name] * 1e3,
+            "energy_replay_mj_per_pass": _mj(energy.replay_j.get(c.name)),
+            "energy_attribution_mj_per_pass": _mj(energy.attribution_j.get(c.name)),
+            "energy_share": shares[c.name],
+            **impacts.columns(c.name),
+            "energy_replay_net_mj_per_pass": _mj(energy.replay_net_j.get(c.name)),
+            "energy_attribution_net_mj_per_pass": _mj(energy.attribution_net_j.get(c.name)),
+            "time_ms_replay_alone": energy.replay_alone_s[c.name] * 1e3 if c.name in energy.replay_alone_s else None,
+        }
+        for c in components
+    ]
+
+
+def type_rows(rows: list[Row], impacts: Impacts) -> list[Row]:
+    """One row per type present: sums of the components' figures (empty if any is empty)."""
+    found = []
+    for kind in TYPES:
+        members = [r for r in rows if r["type"] == kind]
+        if not members:
+            continue
+        row: Row = {"type": kind, "components": len(members)}
+        for column in SUMMED:
+            values = [r[column] for r in members]
+            row[column] = None if any(v is None for v in values) else sum(values)  # type: ignore[misc]
+        found.append(row | impacts.columns(kind))
+    return found
+
+
+def correlation_rows(correlations: Iterable[Correlation]) -> list[Row]:
+    return [{k: getattr(c, k) for k in CORRELATION_COLUMNS} for c in correlations]
+
+
+def write_csv(path: Path, columns: tuple[str, ...], rows: list[Row]) -> Path:
+    """Empty cells for None and NaN: not measured, never 0."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if v is None or (isinstance(v, float) and math.isnan(v)) else v for k, v in row.items()})
+    return path
+
+
+__all__ = [
+    "COMPONENT_COLUMNS", "CORRELATION_COLUMNS", "TYPE_COLUMNS", "Impacts", "component_rows", "correlation_rows",
+    "energy_shares", "type_rows", "write_csv",
+]

@@ -1,0 +1,291 @@
+"""Mixed precision: a plan says which Linear layers run which quantized format.
+
+``precision=mixed precision.plan=FILE`` runs a plan like any other precision. The plan
+(YAML) names a float ``base`` format for everything it does not list, and a format per
+Linear layer (module names as eaq loads the model: GPT-2's Conv1D are Linear already):
+
+    base: fp32
+    layers:
+      encoder.layer.0.intermediate.dense: int8
+      encoder.layer.0.output.dense: int8
+    meta: {budget: "accuracy drop <= 0.5 points"}   # recorded, never read by apply
+
+Every listed layer is quantized for real by the same torchao configs as the uniform
+precisions (eaq.precision.torchao_quant), so the proof (stored dtypes, bytes) and the
+kernel check apply per format. A layer the plan names that does not exist, is not a
+Linear, or that its format's kernel cannot take (the shape rule) is refused before the
+model runs, naming the layer and why: nothing is silently left in the base format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import yaml
+from torch import nn
+
+from eaq.errors import ConfigError, UnsupportedPrecisionError
+from eaq.precision.base import dtype_name, set_tf32
+from eaq.precision.kernel_check import FLOAT_GEMMS, PROFILER_DTYPES, KernelCheck, Profile, copies, lowp_gemms
+from eaq.precision.native import bf16, fp16, fp32
+from eaq.precision.requirements import Requirements
+from eaq.precision.torchao_quant import ALIGNMENT, TorchaoQuant, _quantization, fp8, int4_weight_only, int8, int8_weight_only
+
+MIXED = "mixed"
+# The float formats a plan's base can be (weights and math cast, as the uniform precisions).
+BASES = {"fp32": fp32, "fp16": fp16, "bf16": bf16}
+# The formats a plan can give a layer: torchao's, applied per layer.
+LAYER_FORMATS = {"int8": int8, "int8_weight_only": int8_weight_only, "fp8": fp8, "int4_weight_only": int4_weight_only}
+
+
+@dataclass
+class Plan:
+    """Which Linear layers run which format; every other module runs ``base``."""
+
+    base: str
+    layers: dict[str, str]
+    # Free-form facts about how the plan was chosen (budget, measured quality, source run);
+    # written and read back, never used to apply the plan.
+    meta: dict[str, object] = field(default_factory=dict)
+
+    def by_format(self) -> dict[str, list[str]]:
+        """{format: [layer names]} in the plan's order."""
+        groups: dict[str, list[str]] = {}
+        for layer, fmt in self.layers.items():
+            groups.setdefault(fmt, []).append(layer)
+        return groups
+
+    def validate(self, source: str = "the plan") -> None:
+        """Formats the plan names exist: a typo fails here, with the valid names."""
+        if self.base not in BASES:
+            raise ConfigError(f"{source}: base {self.base!r} is not a float format; use one of {', '.join(BASES)}.")
+        for layer, fmt in self.layers.items():
+            if fmt not in LAYER_FORMATS:
+                raise ConfigError(
+                    f"{source}: layer {layer} has format {fmt!r}; a plan's layers take one of {', '.join(LAYER_FORMATS)} "
+                    f"(float layers run the base, {self.base})."
+                )
+
+
+def save_plan(plan: Plan, path: str | Path) -> Path:
+    """Write the plan as YAML (layers in the order given) and return its path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump({"base": plan.base, "layers": dict(plan.layers), "meta": dict(plan.meta)}, sort_keys=False)
+    path.write_text(text)
+    return path
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and check a plan file; a missing or malformed one fails with what to fix."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"precision.plan={path} does not exist; give the path of a plan YAML (e.g. one task=layers wrote).")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"precision.plan={path} is not valid YAML ({exc}); fix the file.") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("base"), str) or not isinstance(data.get("layers"), dict):
+        raise ConfigError(
+            f"precision.plan={path} must be a mapping with 'base' (a float format) and 'layers' "
+            "(Linear module name -> format); see eaq/precision/mixed.py."
+        )
+    plan = Plan(data["base"], {str(k): str(v) for k, v in data["layers"].items()}, dict(data.get("meta") or {}))
+    plan.validate(f"precision.plan={path}")
+    return plan
+
+
+def _formats(plan: Plan, device: torch.device) -> dict[str, TorchaoQuant]:
+    return {fmt: LAYER_FORMATS[fmt](device) for fmt in plan.by_format()}
+
+
+def _why_not(fmt: TorchaoQuant, module: nn.Module, layer: str, rows: dict[str, int] | None) -> str | None:
+    """Why ``fmt``'s kernel cannot take this layer (the shape rule of torchao_quant), or None."""
+    if not isinstance(module, nn.Linear):
+        return f"it is a {type(module).__name__}, not a Linear layer"
+    if module.in_features % ALIGNMENT or module.out_features % ALIGNMENT:
+        return f"its shape {module.in_features}x{module.out_features} is not in multiples of {ALIGNMENT}"
+    if module.in_features % fmt.group:
+        return f"its {module.in_features} input features are not a multiple of {fmt.group} ({fmt.name}'s group size)"
+    if rows is not None and rows.get(layer, fmt.requirements.min_rows) < fmt.requirements.min_rows:
+        return f"it sees {rows[layer]} rows at this shape and {fmt.name}'s kernel needs at least {fmt.requirements.min_rows}"
+    return None
+
+
+def check_plan(model: nn.Module, plan: Plan, device: torch.device, rows: dict[str, int] | None = None) -> None:
+    """Refuse, before anything runs, a plan this model or device cannot run as written."""
+    plan.validate()
+    modules = dict(model.named_modules())
+    base = BASES[plan.base](device).dtype
+    problems = []
+    for fmt_name, fmt in _formats(plan, device).items():
+        if fmt.base != base:
+            problems.append(
+                f"{fmt_name} on {device.type} computes with activations in {dtype_name(fmt.base)}, "
+                f"not the plan's base {plan.base}; set base: {_base_name(fmt.base)}"
+            )
+        if fmt.requirements.min_rows > 1 and rows is None:
+            raise ValueError(f"{fmt_name} on this device needs the rows each layer sees (eaq.precision.shapes.linear_rows)")
+        for layer in plan.by_format()[fmt_name]:
+            if layer not in modules:
+                problems.append(f"layer {layer} does not exist in this model")
+                continue
+            reason = _why_not(fmt, modules[layer], layer, rows)
+            if reason:
+                problems.append(f"layer {layer} cannot run {fmt_name}: {reason}")
+    if problems:
+        raise UnsupportedPrecisionError(
+            f"precision=mixed cannot run this plan ({'; '.join(problems)}); "
+            "remove those layers from the plan or give them another format."
+        )
+
+
+def _base_name(dtype: torch.dtype) -> str:
+    return next(name for name, make in BASES.items() if make(torch.device("cpu")).dtype == dtype)
+
+
+def apply_plan(model: nn.Module, device: torch.device, plan: Plan, rows: dict[str, int] | None = None) -> nn.Module:
+    """Cast the model to the plan's base and quantize each listed layer to its format, for real.
+
+    ``rows``: the rows each Linear sees at the run's shape (eaq.precision.shapes), needed
+    where a format's kernel has a limit on them (int8 on CUDA).
+    """
+    check_plan(model, plan, device, rows)
+    set_tf32(False)
+    model = model.to(device=device, dtype=BASES[plan.base](device).dtype)
+    for fmt_name, fmt in _formats(plan, device).items():
+        names = set(plan.by_format()[fmt_name])
+        _quantization().quantize_(model, fmt.config(), filter_fn=lambda m, fqn, names=names: fqn in names)
+    return model
+
+
+def layer_formats(model: nn.Module) -> dict[str, str]:
+    """{Linear layer: what its weight stores}, read from the model, not from the plan.
+
+    A quantized layer shows its torchao tensor type and stored dtype (``Int8Tensor int8``, with
+    `` + activations`` where activations are quantized at run time too),
+    a float one its dtype: the per-layer part of the proof.
+    """
+    described = {}
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Linear):
+            weight = module.weight.data
+            if type(weight) in (torch.Tensor, nn.Parameter):
+                described[name] = dtype_name(weight.dtype)
+            else:
+                inner = getattr(weight, "qdata", None)
+                stored = dtype_name(inner.dtype) if isinstance(inner, torch.Tensor) else "subclass"
+                # Dynamic-activation formats (int8, fp8) carry how they quantize activations.
+                dynamic = " + activations" if getattr(weight, "act_quant_kwargs", None) is not None else ""
+                described[name] = f"{type(weight).__name__} {stored}{dynamic}"
+    return described
+
+
+@dataclass
+class MixedRequirements:
+    """The union of the plan's formats' requirements: each is checked, the first unmet one named."""
+
+    formats: dict[str, Requirements]
+    plan_path: str
+
+    @property
+    def min_rows(self) -> int:
+        return max((r.min_rows for r in self.formats.values()), default=1)
+
+    def unmet(self, name: str, device: torch.device) -> str | None:
+        for fmt, requirements in self.formats.items():
+            reason = requirements.unmet(fmt, device)
+            if reason:
+                return f"precision=mixed with plan {self.plan_path} uses {fmt}, and {reason}"
+        return None
+
+
+@dataclass
+class MixedPrecision:
+    """A plan as a Precision: applied, proved and kernel-checked per format."""
+
+    plan: Plan
+    path: str
+    device: torch.device
+    name: str = MIXED
+    kernels: tuple[str, ...] = ()
+    quantized_math: bool = False
+
+    @property
+    def formats(self) -> dict[str, TorchaoQuant]:
+        return _formats(self.plan, self.device)
+
+    @property
+    def requirements(self) -> MixedRequirements:
+        base = BASES[self.plan.base](self.device)
+        return MixedRequirements({self.plan.base: base.requirements} | {f: q.requirements for f, q in self.formats.items()}, self.path)
+
+    @property
+    def matmul(self) -> str:
+        """The matmul format the roofline compares against: that of the format most layers run."""
+        counts = Counter(self.plan.layers.values())
+        return self.formats[counts.most_common(1)[0][0]].matmul if counts else BASES[self.plan.base](self.device).matmul
+
+    @property
+    def float_gemm_dtype(self) -> torch.dtype:
+        return BASES[self.plan.base](self.device).dtype
+
+    def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
+        return apply_plan(model, device, self.plan, rows)
+
+    def tags(self, model: nn.Module) -> dict[str, str]:
+        """The run's record of the plan: its file and hash, and how many layers run each format."""
+        stored = Counter(layer_formats(model).values())
+        return {
+            "eaq.precision.plan": self.path,
+            "eaq.precision.plan_sha256": hashlib.sha256(Path(self.path).read_bytes()).hexdigest()[:16],
+            "eaq.precision.layer_formats": ", ".join(f"{fmt}={n}" for fmt, n in sorted(stored.items())),
+        }
+
+    def write_layers(self, model: nn.Module, path: Path) -> Path:
+        """CSV: each Linear layer, the format the plan gave it, and what its weight stores."""
+        lines = ["layer,planned,stored"]
+        for layer, stored in layer_formats(model).items():
+            lines.append(f"{layer},{self.plan.layers.get(layer, self.plan.base)},{stored}")
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    def judge(self, model: nn.Module, seen: Profile, baseline_copies: int = 0) -> KernelCheck:
+        """The kernel check per format: each format's GEMM ran at least once per layer it holds.
+
+        Float GEMMs may run only for the layers left in the base and the weight-only
+        layers (whose matmul computes in the base dtype); more means a quantized-math
+        layer fell back. Every float GEMM must be in the base dtype.
+        """
+        failures = []
+        lowp = 0
+        float_layers = sum(isinstance(m, nn.Linear) for m in model.modules()) - len(self.plan.layers)
+        for fmt_name, fmt in self.formats.items():
+            layers = len(self.plan.by_format()[fmt_name])
+            if fmt.kernels:
+                ran = lowp_gemms(seen, fmt.kernels)
+                lowp += ran
+                if ran < layers:
+                    failures.append(f"{layers} {fmt_name} layers but {ran} {'/'.join(fmt.kernels)} GEMMs per forward")
+            if not fmt.quantized_math:
+                float_layers += layers
+        floats = sum(seen.ops[name] for name in FLOAT_GEMMS)
+        if floats > float_layers:
+            failures.append(f"{floats} float GEMMs per forward for {float_layers} layers computing in the base dtype (a float fallback)")
+        expected = PROFILER_DTYPES[self.float_gemm_dtype]
+        for dtype, n in sorted(seen.float_gemm_dtypes.items()):
+            if dtype != expected:
+                failures.append(f"{n} float GEMMs ran in {dtype} where the plan's base computes in {expected}")
+        return KernelCheck(len(self.plan.layers), float_layers, lowp, floats, copies(seen), baseline_copies, failures)
+
+
+def mixed(device: torch.device, plan_path: str | None) -> MixedPrecision:
+    """The mixed precision of the plan at ``plan_path`` (precision.plan)."""
+    if not plan_path:
+        raise ConfigError("precision=mixed needs precision.plan=FILE (a plan YAML, e.g. the layers/plan.yaml of a task=layers run).")
+    path = str(Path(plan_path).expanduser().resolve())
+    return MixedPrecision(load_plan(path), path, device)

@@ -1,0 +1,183 @@
+"""The layers task: where a model's energy goes, component by component, and what each is worth.
+
+``python -m eaq.run task=layers ...``: load as the benchmark does (model, data, batches);
+group the fp32 model into components and count their FLOPs; measure impact on the data
+from the ``layers.base`` float model (sensitivity to ``layers.target``, ablation), outside
+any window; apply the run's precision; measure energy per component by replay and
+attribution (eaq.layers.energy); correlate energy share with impact; choose a
+mixed-precision plan within the budget. Wiring only: eaq/layers computes, and loading and
+batching are the benchmark's own helpers (``_batches``, ``_auto``), so both tasks see the same data.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from eaq.config import EaqConfig
+from eaq.data import load_examples
+from eaq.device import resolve_device
+from eaq.errors import ConfigError
+from eaq.layers.attribution import component_flops
+from eaq.layers.components import Component, component_params, find_components
+from eaq.layers.energy import Settings, measure_components
+from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, run_outputs, sensitivity
+from eaq.layers.plan import BUDGETS, Budget, choose_plan, default_budget
+from eaq.layers.tables import (
+    COMPONENT_COLUMNS, CORRELATION_COLUMNS, TYPE_COLUMNS, Impacts, component_rows, correlation_rows, energy_shares,
+    type_rows, write_csv,
+)
+from eaq.measure.samplers import measures_energy, select_sampler
+from eaq.models import load_model
+from eaq.precision import get_precision, proof
+from eaq.precision.base import base_dtype, set_tf32
+from eaq.precision.mixed import save_plan
+from eaq.precision.shapes import linear_rows
+from eaq.tasks.benchmark import _auto, _batches
+from eaq.tasks.result import TaskResult, describe_device
+
+FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+# Replay windows, when left null and energy is measured: ~30 updates of a ~100 ms sensor.
+REPLAY_MIN_S = 3.0
+
+
+def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
+    """The plan's quality budget, checked against the data before any model loads: accuracy
+    needs labels and perplexity needs raw text, else the plan would fail after all the impact work."""
+    kind, limit = cfg.layers.budget, cfg.layers.budget_limit
+    if kind is None and limit is None:
+        budget = default_budget(cfg.model.head, labelled)
+    elif kind not in BUDGETS or limit is None:
+        raise ConfigError(
+            f"layers.budget={kind} layers.budget_limit={limit}: set both, the budget to one of {', '.join(BUDGETS)} "
+            "(e.g. layers.budget=accuracy_points layers.budget_limit=0.5), or neither for the default."
+        )
+    else:
+        budget = Budget(kind, limit)
+    missing = {"accuracy_points": not labelled, "perplexity_pct": cfg.dataset.kind != "raw"}.get(budget.kind, False)
+    if missing:
+        raise ConfigError(
+            f"the plan's budget is in {budget.kind} and dataset={cfg.dataset.name} has no "
+            f"{'labels' if budget.kind == 'accuracy_points' else 'raw text for perplexity'}; use "
+            f"{'labelled data (dataset=sst2)' if budget.kind == 'accuracy_points' else 'dataset=wikitext2'}, "
+            "or layers.budget=impact layers.budget_limit=0.01, or layers.plan=false."
+        )
+    return budget
+
+
+def _impacts(
+    cfg: EaqConfig, base_model: nn.Module, components: list[Component], data: EvalData, device: torch.device, base: str,
+    rows: dict[str, int], reference: Outputs,
+) -> tuple[Impacts, Impacts]:
+    """(Per component, per type): sensitivity to layers.target and, if asked, ablation."""
+    target = cfg.layers.target
+    found = []
+    for groups in (each(components), by_type(components)):
+        lowered = sensitivity(base_model, groups, data, device, target, base, rows, reference)
+        skipped = ablation(base_model, groups, data, reference) if cfg.layers.ablation else {}
+        found.append(Impacts(lowered, skipped))
+    return found[0], found[1]
+
+
+@torch.inference_mode()
+def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
+    # Everything that can be refused is checked before the model loads.
+    device = resolve_device(cfg.device)
+    precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
+    if cfg.compile or cfg.cuda_graphs:
+        raise ConfigError(
+            "task=layers hooks and replays the eager model's modules, which a compiled model does not run one by one; "
+            "drop compile/cuda_graphs (task=benchmark measures the compiled whole model)."
+        )
+    base = cfg.layers.base or FLOAT_NAMES[base_dtype(device)]
+    get_precision(base, device)  # the impact model's format must run here too
+    sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
+    measuring = measures_energy(sampler)
+    examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
+    labelled = examples is not None and examples.labels is not None
+    budget = _budget(cfg, labelled) if cfg.layers.plan and cfg.layers.impact else None
+    torch.manual_seed(cfg.trial)
+    set_tf32(False)
+
+    loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
+    model = loaded.model.to(device)
+    (batches, stream), _ = _batches(cfg, loaded, examples, device)
+    timed = batches.full()
+    forward = lambda: model(**timed[0])  # noqa: E731  (model is rebound below: the precision's)
+    components = find_components(model)
+    params = {c.name: component_params(model, c) for c in components}
+    flops = component_flops(model, components, forward)  # on the fp32 model, as the benchmark's roofline
+    rows = linear_rows(model, forward)
+
+    tags = {"eaq.kind": "layers", "eaq.device": str(device), "eaq.weights": cfg.model.weights, "eaq.model_source": loaded.source}
+    per_component, per_type = Impacts({}, {}), Impacts({}, {})
+    base_model = data = reference = None
+    if cfg.layers.impact:
+        base_model = get_precision(base, device).apply(copy.deepcopy(model), device, rows)
+        stride = cfg.dataset.perplexity_stride or max(1, cfg.seq_len // 2)
+        data = EvalData(cfg.model.head, batches.batches[: cfg.trials.quality_max_batches], batches.labels, stream, cfg.seq_len, stride)
+        reference = run_outputs(base_model, data)
+        per_component, per_type = _impacts(cfg, base_model, components, data, device, base, rows, reference)
+        tags["eaq.layers.impact"] = f"{cfg.layers.target} from {base}" + (", ablation" if cfg.layers.ablation else "") + (
+            "" if examples is not None else "; on synthetic token ids: drift from the unchanged model only, no task quality"
+        )
+    else:
+        tags["eaq.layers.impact"] = "not measured: layers.impact=false"
+
+    model = precision.apply(model, device, rows)
+    evidence = proof(model)
+    settings = Settings(
+        iters=cfg.trials.iters,
+        min_window_s=_auto(cfg.trials.min_duration_s, measuring),
+        idle_s=_auto(cfg.trials.idle_s, measuring),
+        warmup_iters=cfg.trials.warmup_iters,
+        replay_iters=cfg.layers.replay_iters,
+        replay_min_s=cfg.layers.replay_min_s if cfg.layers.replay_min_s is not None else (REPLAY_MIN_S if measuring else 0.0),
+        profile_passes=cfg.layers.profile_passes,
+        warmup_max_s=cfg.trials.warmup_max_s,
+    )
+    energy = measure_components(model, components, forward, device, sampler, settings, cfg.batch_size)
+    shares, basis = energy_shares(components, energy)
+    rows_out = component_rows(components, params, flops, energy, shares, per_component)
+    types_out = type_rows(rows_out, per_type)
+    folder = artifact_dir / "layers"
+    write_csv(folder / "components.csv", COMPONENT_COLUMNS, rows_out)
+    write_csv(folder / "component_types.csv", TYPE_COLUMNS, types_out)
+    # Imported here: scipy is needed by task=layers only, and every run imports this module
+    # through eaq.tasks.job (the GPU image has no scipy unless its wheelhouse adds it).
+    from eaq.layers.correlation import correlations
+
+    impacts = {m: {n: i.impact for n, i in found.items()} for m, found in
+               (("sensitivity", per_component.sensitivity), ("ablation", per_component.ablation)) if found}
+    write_csv(folder / "correlation.csv", CORRELATION_COLUMNS,
+              correlation_rows(correlations({c.name: c.type for c in components}, shares, impacts)))
+    metrics = {
+        **energy.metrics,
+        **{f"energy_share_{r['type']}": r["energy_share"] for r in types_out if r["energy_share"] is not None},
+        "layers_components": len(components),
+        "model_size_mb": evidence["model_size_mb"],
+        "quantized_linear_layers": evidence["quantized_linear_layers"],
+        "linear_layers": evidence["linear_layers"],
+    }
+    tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
+    if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
+        _plan(cfg, base_model, components, data, device, budget, per_component, shares, basis, base, rows, reference, folder, tags)
+    return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=[folder])
+
+
+def _plan(
+    cfg: EaqConfig, base_model: nn.Module, components: list[Component], data: EvalData, device: torch.device, budget: Budget,
+    impacts: Impacts, shares: dict[str, float], basis: str, base: str,
+    rows: dict[str, int], reference: Outputs | None, folder: Path, tags: dict[str, str],
+) -> None:
+    """Choose the plan saving the most (by the share basis) within the budget; write layers/plan.yaml."""
+    choice = choose_plan(
+        base_model, components, data, device, budget, impacts.sensitivity, shares,
+        {"replay": "energy_replay", "attribution": "energy_attribution"}.get(basis, "time"),
+        cfg.layers.target, base, rows, reference,
+    )
+    save_plan(choice.plan, folder / "plan.yaml")
+    tags["eaq.layers.plan"] = f"{len(choice.plan.layers)} layers to {cfg.layers.target} ({budget.describe()})"

@@ -1,0 +1,255 @@
+"""Layer analysis, energy side: the grouping, replay, attribution and the task=layers run."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+from torch import nn
+from transformers import AutoConfig, AutoModelForSequenceClassification
+
+from eaq.config import ModelConfig
+from eaq.layers.components import TYPES, find_components
+from eaq.layers.attribution import OUTSIDE
+from eaq.layers.energy import Settings, measure_components
+from eaq.layers.replay import capture, replay
+from eaq.measure.nvml import NvmlSampler
+from eaq.measure.samplers import NoSampler
+from eaq.layers.tables import COMPONENT_COLUMNS, Impacts, component_rows, energy_shares, type_rows
+from eaq.metrics import METRIC_NAMES
+from conftest import FAST, all_runs, run_eaq, store
+from fake_nvml import FakeNvml
+from eaq.models import load_model
+
+CPU = torch.device("cpu")
+CONF = Path(__file__).resolve().parents[1] / "conf"
+DISTILBERT_TINY = dict(vocab_size=128, dim=32, n_layers=2, n_heads=2, hidden_dim=64, num_labels=2)
+
+
+def tiny(kind: str) -> nn.Module:
+    """The test presets (conf/model/<kind>.yaml) as eaq loads them, or a DistilBERT-shaped classifier."""
+    if kind == "distilbert":
+        return AutoModelForSequenceClassification.from_config(AutoConfig.for_model("distilbert", **DISTILBERT_TINY)).eval()
+    cfg = ModelConfig(**OmegaConf.to_container(OmegaConf.load(CONF / "model" / f"{kind}.yaml")))
+    return load_model(cfg, with_tokenizer=False).model
+
+
+def own_parameters(model: nn.Module) -> list[str]:
+    """Names of the modules holding parameters of their own: what the grouping must cover once each."""
+    return [n for n, m in model.named_modules() if next(m.parameters(recurse=False), None) is not None]
+
+
+@pytest.mark.parametrize("kind", ["bert_tiny_random", "gpt2_tiny_random", "distilbert"])
+def test_components_cover_every_parameterised_module_once(kind: str) -> None:
+    model = tiny(kind)
+    components = find_components(model)
+    owned = [m for c in components for m in c.modules]
+    parameterised = own_parameters(model)
+    assert sorted(owned) == sorted(parameterised)  # every one, and none twice
+    assert {c.type for c in components} <= set(TYPES)
+    blocks = {c.block for c in components if c.block is not None}
+    assert blocks == {0, 1}
+    for c in components:
+        # Each root's parameterised modules are the component's own: calling it runs nothing else.
+        assert c.roots, c.name
+        for root in c.roots:
+            inside = {f"{root}.{n}" if n else root for n in own_parameters(model.get_submodule(root))}
+            assert inside <= set(c.modules), (c.name, root)
+    by_name = {c.name: c for c in components}
+    assert {"embeddings", "head", "block.1.attention", "block.1.ffn", "block.1.layer_norm"} <= set(by_name)
+    assert "other" not in {c.type for c in components}
+
+
+def test_gpt2_and_bert_names_land_where_the_docs_say() -> None:
+    gpt2 = {c.name: c for c in find_components(tiny("gpt2_tiny_random"))}
+    assert gpt2["block.0.attention"].roots == ("transformer.h.0.attn",)
+    assert gpt2["block.0.ffn"].roots == ("transformer.h.0.mlp",)
+    assert gpt2["layer_norm"].modules == ("transformer.ln_f",) and gpt2["layer_norm"].block is None
+    assert gpt2["head"].modules == ("lm_head",)
+    bert = {c.name: c for c in find_components(tiny("bert_tiny_random"))}
+    assert bert["block.0.layer_norm"].modules == ("encoder.layer.0.attention.output.LayerNorm", "encoder.layer.0.output.LayerNorm")
+    assert bert["block.0.ffn"].roots == ("encoder.layer.0.intermediate", "encoder.layer.0.output.dense")
+    assert bert["head"].modules == ("pooler.dense",)
+
+
+def test_unrecognised_modules_are_reported_as_other_not_dropped() -> None:
+    model = nn.Sequential()
+    model.add_module("proj_in", nn.Linear(4, 4))
+    model.add_module("blocks", nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4)))
+    components = find_components(model)
+    assert [(c.name, c.type, c.modules) for c in components] == [
+        ("other", "other", ("proj_in",)), ("block.0.other", "other", ("blocks.0",)), ("block.1.other", "other", ("blocks.1",))
+    ]
+
+
+def _batch(model: nn.Module, rows: int = 2, length: int = 8) -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, model.config.vocab_size, (rows, length), generator=generator)
+    mask = torch.ones_like(ids)
+    mask[0, length // 2 :] = 0  # padding, so a wrong or missing attention mask changes the outputs
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+@pytest.mark.parametrize("kind", ["bert_tiny_random", "gpt2_tiny_random", "distilbert"])
+def test_replaying_a_component_on_its_captured_input_reproduces_its_output(kind: str) -> None:
+    model = tiny(kind)
+    batch = _batch(model)
+    components = find_components(model)
+    seen: dict[str, list[object]] = {}
+    handles = [
+        model.get_submodule(root).register_forward_hook(lambda _m, _a, out, r=root: seen.setdefault(r, []).append(out))
+        for c in components for root in c.roots
+    ]
+    calls = capture(model, components, lambda: model(**batch))
+    for handle in handles:
+        handle.remove()
+    with torch.inference_mode():
+        for c in components:
+            assert calls[c.name], c.name
+            replayed = replay(model, calls[c.name])
+            originals = [seen[call.root].pop(0) for call in calls[c.name]]
+            # The same kernels on the same inputs on a CPU: bit for bit.
+            torch.testing.assert_close(replayed, originals, rtol=0, atol=0, msg=f"{kind} {c.name}")
+        # The mask went along as a kwarg: replaying attention without it gives other outputs.
+        attention = next(c for c in components if c.type == "attention")
+        call = calls[attention.name][0]
+        if call.kwargs.get("attention_mask") is not None:
+            unmasked = model.get_submodule(call.root)(*call.args, **(call.kwargs | {"attention_mask": None}))
+            assert not torch.equal(unmasked[0], replay(model, [call])[0][0])
+
+
+SETTINGS = Settings(iters=3, min_window_s=0.3, idle_s=0.2, warmup_iters=2, replay_iters=3, replay_min_s=0.3, profile_passes=2)
+
+
+def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> None:
+    # A GPU at a steady 300 W (the NVML test double): every window's energy is 300 W x its time.
+    model = tiny("bert_tiny_random")
+    batch = _batch(model)
+    components = find_components(model)
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
+    with torch.inference_mode():
+        found = measure_components(model, components, lambda: model(**batch), CPU, sampler, SETTINGS, samples_per_pass=2)
+    assert found.whole_j == pytest.approx(300.0 * found.whole_s_per_pass, rel=0.05)
+    assert set(found.attribution_j) == {c.name for c in components} | {OUTSIDE}
+    assert sum(found.attribution_j.values()) == pytest.approx(found.whole_j, rel=1e-9)
+    assert found.attribution_j[OUTSIDE] >= 0
+    # Attribution's capture is, by construction, the share of the pass's time inside components.
+    assert found.metrics["layers_capture_ratio_attribution"] == pytest.approx(found.times.captured, rel=1e-9)
+    assert 0 < found.times.captured <= 1
+    # Replay: every component measured, positive, and its type's parts sum to 300 W x the replay time per pass.
+    assert set(found.replay_j) == {c.name for c in components}
+    assert all(j is not None and j > 0 for j in found.replay_j.values())
+    assert found.metrics["layers_capture_ratio_replay"] > 0
+    # The idle baseline is 300 W too: net of idle, the whole window is about nothing.
+    assert abs(found.whole_net_j) < 0.1 * found.whole_j
+    # With energy measured, shares come from replay and the tables carry both methods.
+    shares, basis = energy_shares(components, found)
+    assert basis == "replay" and sum(shares.values()) == pytest.approx(1.0)
+    params = {c.name: 1 for c in components}
+    rows = component_rows(components, params, params, found, shares, Impacts({}, {}))
+    assert all(r["energy_replay_mj_per_pass"] > 0 and r["energy_attribution_mj_per_pass"] >= 0 for r in rows)
+    assert all(r["sensitivity_impact"] is None and r["ablation_kl"] is None for r in rows)  # not measured: empty
+    types = type_rows(rows, Impacts({}, {}))
+    assert sum(t["energy_attribution_mj_per_pass"] for t in types) == pytest.approx(
+        1e3 * (found.whole_j - found.attribution_j[OUTSIDE]))
+
+
+def test_without_an_energy_sensor_times_are_measured_and_energy_is_unavailable() -> None:
+    model = tiny("gpt2_tiny_random")
+    batch = _batch(model)
+    components = find_components(model)
+    with torch.inference_mode():
+        found = measure_components(model, components, lambda: model(**batch), CPU, NoSampler(reason="no sensor here"), SETTINGS, 2)
+    assert found.whole_j is None and found.tags["eaq.energy"] == "unavailable"
+    assert "no sensor here" in found.tags["eaq.energy.reason"]
+    assert all(v is None for v in [*found.replay_j.values(), *found.attribution_j.values()])
+    assert "layers_capture_ratio_replay" not in found.metrics and "layers_capture_ratio_attribution" not in found.metrics
+    assert all(found.times.components[c.name] > 0 for c in components)
+    assert found.metrics["layers_whole_model_time_ms"] > 0
+
+
+def _csv(client, run_id: str, path: str, tmp: Path) -> list[dict[str, str]]:
+    local = client.download_artifacts(run_id, path, str(tmp))
+    with open(local, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_task_layers_leaves_a_finished_run_with_the_tables_and_metrics(out: Path, tmp_path: Path) -> None:
+    done = run_eaq(out, "task=layers", *FAST)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = all_runs(out)
+    client = store(out)
+    assert run.info.status == "FINISHED"
+    tags, metrics = run.data.tags, run.data.metrics
+    assert tags["eaq.kind"] == "layers" and tags["eaq.group.layers"] == "default"
+    assert run.data.params["task"] == "layers"
+    # This CPU has no energy sensor: shares of time, energy unavailable, never 0.
+    assert tags["eaq.energy"] == "unavailable" and tags["eaq.layers.share_basis"] == "time"
+    assert set(metrics) <= METRIC_NAMES
+    assert {f"energy_share_{t}" for t in TYPES} <= METRIC_NAMES
+    assert "layers_capture_ratio_replay" not in metrics and metrics["layers_whole_model_time_ms"] > 0
+    rows = _csv(client, run.info.run_id, "layers/components.csv", tmp_path)
+    assert tuple(rows[0]) == COMPONENT_COLUMNS
+    model = tiny("bert_tiny_random")
+    parameterised = own_parameters(model)
+    listed = [m for r in rows for m in r["modules"].split(";")]
+    assert sorted(listed) == sorted(parameterised)  # every parameterised module, once
+    assert all(r["energy_replay_mj_per_pass"] == "" and r["energy_attribution_mj_per_pass"] == "" for r in rows)
+    assert all(float(r["time_ms_per_pass"]) > 0 for r in rows)
+    assert sum(float(r["energy_share"]) for r in rows) == pytest.approx(1.0)
+    assert sum(int(r["params"]) for r in rows) == sum(p.numel() for p in model.parameters())
+    # Ablation exists for attention and FFN only: a layer norm's cell is empty, not 0.
+    assert {r["type"] for r in rows if r["ablation_impact"] != ""} == {"attention", "ffn"}
+    types = _csv(client, run.info.run_id, "layers/component_types.csv", tmp_path)
+    assert [t["type"] for t in types] == [t for t in TYPES if any(r["type"] == t for r in rows)]
+    for t in types:
+        assert metrics[f"energy_share_{t['type']}"] == pytest.approx(float(t["energy_share"]))
+        members = [r for r in rows if r["type"] == t["type"]]
+        assert float(t["time_ms_per_pass"]) == pytest.approx(sum(float(r["time_ms_per_pass"]) for r in members))
+    correlation = _csv(client, run.info.run_id, "layers/correlation.csv", tmp_path)
+    assert {c["scope"] for c in correlation} >= {"all"} and {c["method"] for c in correlation} == {"pearson", "spearman"}
+    assert "base:" in Path(client.download_artifacts(run.info.run_id, "layers/plan.yaml", str(tmp_path))).read_text()
+
+
+def test_task_layers_in_a_multirun_under_one_parent(out: Path) -> None:
+    done = run_eaq(out, "-m", "task=layers", "layers.impact=false", "model=bert_tiny_random,gpt2_tiny_random",
+                   "trials=quick", "batch_size=2", "seq_len=16", "isolate=false")
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = all_runs(out)
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(children) == 2 and {r.info.status for r in children} == {"FINISHED"}
+    assert len({r.data.tags["mlflow.parentRunId"] for r in children}) == 1
+    assert {r.data.tags["eaq.kind"] for r in children} == {"layers"}
+    gpt2 = next(r for r in children if r.data.params["model.name"] == "gpt2-tiny-random")
+    assert gpt2.data.tags["eaq.layers.impact"] == "not measured: layers.impact=false"
+    assert gpt2.data.metrics["energy_share_head"] > 0
+
+
+def test_task_layers_refuses_a_compiled_model_before_loading(out: Path) -> None:
+    done = run_eaq(out, "task=layers", "compile=true", *FAST)
+    assert done.returncode == 2
+    assert "task=layers hooks and replays the eager model's modules" in done.stderr
+
+
+def test_task_layers_refuses_a_budget_its_data_cannot_measure_before_loading(out: Path) -> None:
+    # A causal LM's default budget is perplexity, which needs raw text: the shipped sentences are not.
+    done = run_eaq(out, "task=layers", "model=gpt2_tiny_random", "trials=quick", "batch_size=2", "seq_len=16")
+    assert done.returncode == 2
+    assert "has no raw text for perplexity" in done.stderr and "layers.budget=impact" in done.stderr
+    assert "loaded gpt2-tiny-random" not in done.stdout + done.stderr
+
+
+def test_minilm_with_eaqs_linear_classifier_groups_its_pooler_and_classifier_as_the_head() -> None:
+    model = tiny("minilm_sst2")  # real weights: all-MiniLM-L6-v2 + the shipped SST-2 head
+    components = {c.name: c for c in find_components(model)}
+    parameterised = own_parameters(model)
+    assert sorted(m for c in components.values() for m in c.modules) == sorted(parameterised)
+    assert "other" not in {c.type for c in components.values()}
+    assert components["head"].modules == ("encoder.pooler.dense", "classifier")
+    assert components["head"].roots == ("encoder.pooler", "classifier")
+    assert {c.block for c in components.values() if c.block is not None} == set(range(6))
+    assert [m for c in components.values() for m in c.modules if m.startswith("encoder.embeddings")] == list(
+        components["embeddings"].modules)

