@@ -12,7 +12,9 @@
 #    lower to fp8 within a drift budget (KL <= PLAN_KL on synthetic ids: random weights have no
 #    task quality), then task=benchmark of that plan against uniform bf16, fp8 and int8,
 #    3 trials each, compiled as the precision table was (COMPILE, default true).
-# Environment: TRIALS_LIST=1,2,3 BATCH=64 SEQ=128 PLAN_KL=0.01 COMPILE=true. A CPU dry run:
+# Environment: TRIALS_LIST=1,2,3 BATCH=64 SEQ=128 PLAN_KL=0.01 COMPILE=true PARTS="energy plan"
+# (run only some parts) WORK=/tmp/eaq-layers (stores and artifacts; $OUT gets each store and a
+# tarball of its artifacts, since a device call brings back files two folders deep at most). A CPU dry run:
 #   OUT=/tmp/out SAMPLER=none PROTOCOL=quick BATCH=2 SEQ=16 COMPILE=false TRIALS_LIST=1 \
 #     bash docs/results/layers-gpu.sh bert_tiny_random,gpt2_tiny_random fp32
 set -uo pipefail
@@ -21,14 +23,23 @@ MODELS=${1:-distilbert_base_random,gpt2_small_random} PRECISIONS=${2:-bf16,fp8}
 SAMPLER=${SAMPLER:-nvml} PROTOCOL=${PROTOCOL:-gpu_energy} BATCH=${BATCH:-64} SEQ=${SEQ:-128} TRIALS_LIST=${TRIALS_LIST:-1,2,3}
 python3 -c "import eaq, torchao, scipy" 2>/dev/null || bash docs/results/gpu-install.sh
 COMMON="batch_size=$BATCH seq_len=$SEQ dataset=synthetic sampler=$SAMPLER trials=$PROTOCOL paths.cache_dir=/tmp/eaq-cache"
+PARTS=${PARTS:-energy plan} WORK=${WORK:-/tmp/eaq-layers}
+mkdir -p $WORK
+keep() {  # a store and its artifacts, into $OUT
+  cp $WORK/$1/mlflow.db $OUT/$1-mlflow.db && tar czf $OUT/$1-artifacts.tgz -C $WORK/$1 mlartifacts
+}
 
 # 1. Energy per component (impact off: it is the CPU evidence's part, and random weights have none).
+if [[ $PARTS == *energy* ]]; then
 python3 -m eaq.run -m task=layers model=$MODELS precision=$PRECISIONS trial=$TRIALS_LIST layers.impact=false $COMMON \
-  paths.output_dir=$OUT/layers 2>&1 | grep -v "it/s" | tee -a $OUT/log-layers.txt
+  paths.output_dir=$WORK/layers 2>&1 | grep -v "it/s" | tee -a $OUT/log-layers.txt
+keep layers
+fi
 
 # 2. The plan per model, then the plan against uniform precisions.
 for model in ${MODELS//,/ }; do
-  P=$OUT/plan-$model
+  [[ $PARTS == *plan* ]] || break
+  P=$WORK/plan-$model
   if [[ ${PRECISIONS} == *fp8* ]]; then TARGET=fp8; BASE=bf16; else TARGET=int8; BASE=; fi
   python3 -m eaq.run task=layers model=$model precision=${BASE:-${PRECISIONS%%,*}} layers.target=$TARGET layers.ablation=false \
     layers.budget=impact layers.budget_limit=${PLAN_KL:-0.01} $COMMON paths.output_dir=$P 2>&1 | grep -v "it/s" | tee -a $OUT/log-plan.txt
@@ -41,10 +52,11 @@ for model in ${MODELS//,/ }; do
   python3 -m eaq.run -m model=$model precision=mixed precision.plan=$OUT/plan-$model.yaml trial=$TRIALS_LIST compile=${COMPILE:-true} \
     $COMMON paths.output_dir=$P-bench 2>&1 | grep -v "it/s" | tee -a $OUT/log-plan.txt
   python3 -m eaq.report.table --uri sqlite:///$P-bench/mlflow.db --preset energy | tee $OUT/plan-$model-vs-uniform.txt
+  keep plan-$model-bench
 done
 
 # Summary of part 1 from the store alone (MLflow artifacts), as the report would read it.
-python3 - "$OUT/layers" <<'EOF' | tee $OUT/layers-summary.txt
+[[ $PARTS == *energy* ]] && python3 - "$WORK/layers" <<'EOF' | tee $OUT/layers-summary.txt
 import csv, statistics, sys, tempfile
 from collections import defaultdict
 from mlflow.tracking import MlflowClient

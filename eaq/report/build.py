@@ -18,6 +18,7 @@ import pandas as pd
 from eaq.errors import EaqError
 from eaq.report import aggregate, figures, frame as frames, html, layers
 from eaq.rerun import logged_overrides
+from eaq.tracking.redact import redact
 
 # The report downloads a small artifact per configuration (its overrides, a trace, layer CSVs); MLflow's
 # progress bar for each would bury the sweep's closing table on stderr. A user's own setting wins.
@@ -43,7 +44,7 @@ class Report:
 def report_command(uri: str, sweep: str | None, experiment: str | None, out: Path) -> str:
     """The command line that builds this report again, printed by a sweep and written into the HTML."""
     scope = f"--sweep {sweep}" if sweep else f"--experiment {experiment or 'eaq'}"
-    return f"python -m eaq.report --uri {uri} {scope} --out {out}"
+    return f"python -m eaq.report --uri {redact(uri)} {scope} --out {out}"  # a server's password never lands in a record
 
 
 def _commands(client: MlflowClient, frame: pd.DataFrame) -> list[str]:
@@ -77,7 +78,7 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     scope = f"sweep {sweep}" if sweep else f"experiment {experiment or 'eaq'}"
     sections = {"Summary (mean ± 95% CI half-width)": aggregate.compact(table),
                 "All aggregates": table, f"Ratios to {baseline} (delta-method 95% CI)": ratio}
-    page = html.render(f"eaq report: {scope}", f"{scope} at {uri}", frame, sections, drawn,
+    page = html.render(f"eaq report: {scope}", f"{scope} at {redact(uri)}", frame, sections, drawn,
                        [*_commands(client, frame), "# this report:", report_command(uri, sweep, experiment, out)])
     path = out / "report.html"
     path.write_text(page)
