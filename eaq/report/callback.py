@@ -21,12 +21,13 @@ from omegaconf import DictConfig
 from eaq.errors import EaqError
 from eaq.report.aggregate import compact
 from eaq.report.build import build, log, report_command
-from eaq.tracking.callbacks import parent_run_id
+from eaq.tracking.callbacks import fail_loudly, parent_run_id
 
 
 class SweepReportCallback(Callback):
     """The sweep's answer where users look: on screen at its end, and on its parent run in MLflow."""
 
+    @fail_loudly("building the sweep's report")
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Build the report of the sweep's runs, log it onto the parent, print the compact table and the command."""
         sweep_dir = Path(HydraConfig.get().sweep.dir)

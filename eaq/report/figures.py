@@ -280,10 +280,12 @@ def study(frame: pd.DataFrame, table: pd.DataFrame, baseline: str, out: Path, cl
                     pareto(configs, model, quality, out), batch_scaling(configs, model, out)]
     figures.append(models(configs, out))
     figures += layer_figures()
+    benchmarks = frame[frame["kind"] == "benchmark"]
     if trace_run is not None:
-        chosen = frame[frame["run_id"] == trace_run].iloc[0]
+        figures.append(power_trace(client, frame[frame["run_id"] == trace_run].iloc[0], out))
+    elif benchmarks.empty:  # a sweep of task=layers only: its traces are not benchmark windows
+        figures.append(Figure("power trace", note="no benchmark run in these runs: no power trace drawn."))
     else:  # default: the last run (by configuration) that measured energy, so there is a trace to show
-        measured = frame[(frame["kind"] == "benchmark") & (frame["energy"] == "measured")]
-        chosen = measured.iloc[-1] if not measured.empty else frame[frame["kind"] == "benchmark"].iloc[-1]
-    figures.append(power_trace(client, chosen, out))
+        measured = benchmarks[benchmarks["energy"] == "measured"]
+        figures.append(power_trace(client, (measured if not measured.empty else benchmarks).iloc[-1], out))
     return figures
