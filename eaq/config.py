@@ -252,10 +252,10 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
     _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)
     _one_of("task", obj.task, TASKS)
-    if (obj.precision.name == "mixed") != bool(obj.precision.plan):
+    if obj.precision.plan and obj.precision.name != "mixed":  # precision=mixed without one: eaq.precision says so
         raise ConfigError(
             f"precision={obj.precision.name} precision.plan={obj.precision.plan}: a plan file goes with precision=mixed "
-            "and only with it; use precision=mixed precision.plan=FILE, or drop precision.plan."
+            "only; use precision=mixed precision.plan=FILE, or drop precision.plan."
         )
     _positive("layers.replay_iters", obj.layers.replay_iters)
     _positive("layers.profile_passes", obj.layers.profile_passes)

@@ -140,8 +140,14 @@ def test_the_kernel_check_fails_a_format_whose_gemm_did_not_run() -> None:
     assert check_kernels(mixed, whole, lambda: whole(torch.randn(8, 64)), CPU).lowp_gemms == 2
 
 
-@pytest.mark.parametrize("overrides", [["precision=int8", "precision.plan=plan.yaml"], ["precision=mixed"]])
-def test_a_plan_goes_with_precision_mixed_only(out: Path, overrides: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        (["precision=int8", "precision.plan=plan.yaml"], "a plan file goes with precision=mixed only"),
+        (["precision=mixed"], "precision=mixed needs precision.plan=FILE"),
+    ],
+)
+def test_a_plan_goes_with_precision_mixed_and_mixed_needs_one(out: Path, overrides: list[str], says: str) -> None:
     result = run_eaq(out, *FAST, *overrides)
     assert result.returncode != 0
-    assert "a plan file goes with precision=mixed and only with it" in result.stderr
+    assert says in result.stderr
