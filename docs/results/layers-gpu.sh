@@ -31,7 +31,8 @@ keep() {  # a store and its artifacts, into $OUT
 
 # 1. Energy per component (impact off: it is the CPU evidence's part, and random weights have none).
 if [[ $PARTS == *energy* ]]; then
-python3 -m eaq.run -m task=layers model=$MODELS precision=$PRECISIONS trial=$TRIALS_LIST layers.impact=false $COMMON \
+# LIMIT_S: stop part 1's sweep after that many seconds (0: never), so a device call keeps time to copy back what ran.
+timeout -s INT ${LIMIT_S:-0} python3 -m eaq.run -m task=layers model=$MODELS precision=$PRECISIONS trial=$TRIALS_LIST layers.impact=false $COMMON \
   paths.output_dir=$WORK/layers 2>&1 | grep -v "it/s" | tee -a $OUT/log-layers.txt
 keep layers
 fi

@@ -68,7 +68,7 @@ def roofline_metrics(
 def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     """``python -m eaq.run task=calibrate precision=bf16``: measure and cache the peak FLOP/J."""
     device = resolve_device(cfg.device)
-    precision = get_precision(cfg.precision.name, device)
+    precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
     calibration = _calibration(cfg, device, precision.matmul, reuse=False)
     if calibration is None:
         raise EaqError(
