@@ -138,7 +138,7 @@ def measure_components(
     found.metrics = {
         "layers_whole_model_time_ms": found.whole_s_per_pass * 1e3,
         "layers_time_capture_ratio": times.captured,
-        **energy_metrics(whole_energy, idle_energy, whole.duration_s, whole.iterations * samples_per_pass),
+        **energy_metrics(whole_energy, idle_w, whole.duration_s, whole.iterations * samples_per_pass),
     }
     ratios = {
         "layers_capture_ratio_replay": _ratio(found.replay_j, whole_j),
