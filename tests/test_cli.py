@@ -136,7 +136,7 @@ def test_unknown_group_choice_gets_one_sentence_naming_valid_ones(out: Path) -> 
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "error: precision=int3 is not an option of the precision group; valid: amp_bf16, amp_fp16, bf16, fp16, "
-        "fp32, fp8, int4_weight_only, int8, int8_weight_only, tf32 (or add conf/precision/int3.yaml)."
+        "fp32, fp8, int4_weight_only, int8, int8_weight_only, mixed, tf32 (or add conf/precision/int3.yaml)."
     )
     assert not (out / "mlflow.db").exists()  # refused before anything ran
 
