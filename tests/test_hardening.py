@@ -283,3 +283,12 @@ def test_exclusive_lets_one_process_in_at_a_time(tmp_path: Path) -> None:
 def test_redact_finds_credentials_by_their_shape_and_leaves_the_rest(text: str, expected: str) -> None:
     assert redact(text) == expected
     assert redact(expected) == expected  # idempotent: redacting a record twice changes nothing
+
+
+def test_a_failing_run_prints_its_traceback_without_the_password(out: Path) -> None:
+    """A non-eaq error prints a traceback, and its message can quote a URL with a password."""
+    secret = "tracebackPW123"
+    result = run_eaq(out, *FAST, f"model.name_or_path=https://user:{secret}@example.invalid/model", "model.weights=pretrained")
+    assert result.returncode != 0
+    assert "error:" in result.stderr
+    assert secret not in result.stdout + result.stderr

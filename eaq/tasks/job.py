@@ -27,6 +27,7 @@ from eaq.tracking import TrackedRun, config_hash, flatten, open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip
 from eaq.tracking.environment import capture, summary_tags
 from eaq.tracking.progress import output_sink, show_phase
+from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
 
 if TYPE_CHECKING:
@@ -42,9 +43,10 @@ TASKS = {
 
 
 def _report_error(exc: BaseException, debug: bool) -> None:
+    """The error on stderr, redacted: a traceback can quote a URL with its password (a log file keeps stderr)."""
     if debug or not isinstance(exc, EaqError):
-        traceback.print_exception(exc)
-    print(f"error: {exc}", file=sys.stderr)
+        print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
+    print(f"error: {redact(str(exc))}", file=sys.stderr)
 
 
 def summary_line(name: str, result: TaskResult) -> str:
