@@ -64,7 +64,10 @@ def test_environment_is_captured_and_secrets_never_land(out: Path, monkeypatch) 
 def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path, capsys) -> None:
     sweep = ["-m", "trial=1,2,3", *FAST]
     cmd = [sys.executable, "-m", "eaq.run", *sweep, f"paths.output_dir={out}"]
-    process = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    # Ctrl-C reaches the sweep as it reaches one started from a terminal: a test runner started in the
+    # background of a shell without job control inherits SIGINT ignored, and Python would keep ignoring it.
+    process = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
     while time.time() < deadline:  # kill it (Ctrl-C) once the first run has finished and the second is under way
         # Read the store only after the sweep created it: a second first-writer races its migration.
