@@ -230,3 +230,24 @@ def test_int8_compiled_still_runs_integer_gemms_on_every_quantized_layer() -> No
     import torch._inductor.config as inductor
 
     assert inductor.coordinate_descent_tuning is False and inductor.force_fuse_int_mm_with_mul is False
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="eager int8's host copies happen only on CUDA (this test runs on the lent H100)")
+def test_eager_int8_on_cuda_makes_no_host_copies_beyond_fp32_and_multiplies_exactly() -> None:
+    from eaq.precision.kernel_check import host_copies
+    from torchao.kernel import intmm
+
+    cuda = torch.device("cuda")
+    fp32_model = load_model(TINY_GPT2).model.to(cuda).eval()
+    ids = torch.randint(0, 30522, (2, 32), device=cuda)
+    precision = get_precision("int8", cuda)
+    with torch.inference_mode():
+        baseline = host_copies(lambda: fp32_model(input_ids=ids), cuda)
+        model = precision.apply(copy.deepcopy(fp32_model), cuda, linear_rows(fp32_model, lambda: fp32_model(input_ids=ids)))
+        result = check_kernels(precision, model, lambda: model(input_ids=ids), cuda, baseline)
+    assert result.lowp_gemms >= result.quantized_layers == 8
+    assert result.host_copies <= baseline, result.summary
+    # The integer GEMM the int8 layers now call is exact: int32 sums of int8 products, a transposed weight included.
+    a = torch.randint(-128, 128, (64, 256), dtype=torch.int8, device=cuda)
+    w = torch.randint(-128, 128, (512, 256), dtype=torch.int8, device=cuda)
+    assert torch.equal(intmm.safe_int_mm(a, w.t()).double(), a.double() @ w.t().double())

@@ -87,10 +87,46 @@ class TorchaoQuant:
         return model
 
 
+def _int_mm_without_repr_probe() -> None:
+    """Route torchao's eager int8 GEMM on real CUDA tensors straight to ``torch._int_mm``.
+
+    torchao (0.10 through 0.18, ``torchao.kernel.intmm.safe_int_mm``) decides whether it is
+    being traced with ``"FakeTensor" in input.__repr__()``. On a real CUDA tensor that formats
+    the tensor's values, which copies them to the host: 48 device->host copies per layer and
+    a host sync each on an H100 (docs/results/2026-11-22-h100-precision-partial), and eager
+    int8 cost more energy than fp32. The replacement asks ``isinstance`` instead and, for a
+    real CUDA tensor of a shape cuBLAS takes, runs the integer GEMM torchao itself would have
+    run there (cuBLAS ``_int_mm``, weights made contiguous as torchao does). Everything else
+    (tracing under torch.compile, fake tensors, CPU, small or odd shapes) goes to torchao's
+    own function unchanged. The kernel check still proves an integer GEMM ran per layer.
+    Installed once per process, only where int8 runs on CUDA.
+    """
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torchao.kernel import intmm
+
+    torchao_int_mm = intmm.safe_int_mm
+    if getattr(torchao_int_mm, "without_repr_probe", False):
+        return
+
+    def safe_int_mm(input: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+        cublas_shape = input.shape[0] > 16 and input.shape[1] % 8 == 0 and mat2.shape[1] % 8 == 0
+        if input.is_cuda and cublas_shape and not torch.compiler.is_compiling() and not isinstance(input, FakeTensor):
+            return torch._int_mm(input, mat2.contiguous())
+        return torchao_int_mm(input, mat2)
+
+    safe_int_mm.without_repr_probe = True  # type: ignore[attr-defined]
+    intmm.safe_int_mm = safe_int_mm
+
+
 def int8(device: torch.device) -> TorchaoQuant:
     """int8 weights per channel, activations quantized to int8 per token at run time, integer GEMMs."""
+    def config() -> Any:
+        if device.type == "cuda":
+            _int_mm_without_repr_probe()
+        return _quantization().Int8DynamicActivationInt8WeightConfig(set_inductor_config=False)
+
     return TorchaoQuant(
-        "int8", lambda: _quantization().Int8DynamicActivationInt8WeightConfig(set_inductor_config=False), base_dtype(device), "int8",
+        "int8", config, base_dtype(device), "int8",
         Requirements(torchao=True, min_rows=17 if device.type == "cuda" else 1),
         kernels=("_int_mm",), quantized_math=True,
     )
