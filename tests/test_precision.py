@@ -238,7 +238,7 @@ def test_eager_int8_on_cuda_makes_no_host_copies_beyond_fp32_and_multiplies_exac
     from torchao.kernel import intmm
 
     cuda = torch.device("cuda")
-    fp32_model = load_model(TINY_GPT2).model.to(cuda).eval()
+    fp32_model = load_model(TINY_GPT2, with_tokenizer=False).model.to(cuda).eval()
     ids = torch.randint(0, 30522, (2, 32), device=cuda)
     precision = get_precision("int8", cuda)
     with torch.inference_mode():

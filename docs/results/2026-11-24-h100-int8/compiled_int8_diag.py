@@ -22,6 +22,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 from transformers import GPT2Config, GPT2Model
 
+from eaq.models.conv1d import convert_conv1d
 from eaq.precision import get_precision
 from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import TUNED
@@ -42,7 +43,9 @@ def run(name: str) -> dict:
     precision_name, extra = VARIANTS[name]
     device = torch.device("cuda")
     torch.manual_seed(0)
-    model = GPT2Model(GPT2Config(n_embd=1024, n_layer=N_LAYER, n_head=16, n_positions=1024)).eval().to(device)
+    model = GPT2Model(GPT2Config(n_embd=1024, n_layer=N_LAYER, n_head=16, n_positions=1024)).eval()
+    convert_conv1d(model)  # as eaq loads GPT-2: Conv1D -> Linear
+    model = model.to(device)
     ids = torch.randint(0, 50257, (BATCH, SEQ), device=device)
     precision = get_precision(precision_name, device)
     with torch.no_grad():
