@@ -65,6 +65,15 @@ def test_sweep_end_logs_aggregates_on_parent_and_prints_table(sweep) -> None:
     artifacts = {f.path for f in store(out).list_artifacts(parent, "report")}
     assert "report/report.html" in artifacts and "report/aggregates.csv" in artifacts
     assert "not measured" in result.stdout  # energy per sample column of the compact table
+    # Without energy, the last column ranks by latency: the faster configuration is "best", the other its ratio.
+    means = {p: statistics.mean(r.data.metrics["latency_mean_ms"] for r in runs if r.data.params["precision.name"] == p)
+             for p in ("fp32", "int8")}
+    slow, fast = sorted(means, key=means.get, reverse=True)
+    rows = {p: next(line for line in result.stdout.splitlines() if f"-{p}-b4-s32" in line and line.startswith("|"))
+            for p in means}
+    assert "latency_mean_vs_best" in result.stdout
+    assert rows[fast].rstrip(" |").endswith("best")
+    assert rows[slow].rstrip(" |").endswith(f"{means[slow] / means[fast]:.2f}x")
     assert f"python -m eaq.report --uri sqlite:///{out}/mlflow.db --sweep {parent}" in result.stdout
 
 

@@ -152,9 +152,20 @@ def format_ci(mean: float, low: float, high: float) -> str:
 
 
 def compact(table: pd.DataFrame) -> pd.DataFrame:
-    """Configuration x mean ± CI of latency, energy per sample and quality: what a sweep prints at its end."""
+    """Configuration x mean ± CI of latency, energy per sample and quality: what a sweep prints at its end.
+
+    The last column answers the question a precision sweep is run for, in its own numbers:
+    each configuration's mean energy per sample (latency where no energy was measured) over
+    the lowest of its model and shape, whatever the precision or compile mode. A format that
+    loses on this device (eager int8 on a GPU) reads as such without opening the report.
+    """
     quality = quality_metric(table)
     shown = [m for m in ("latency_mean_ms", "energy_per_sample_mj", quality) if m]
+    energy = table.loc[table["metric"] == "energy_per_sample_mj", "mean"]
+    cost = "energy_per_sample_mj" if energy.notna().any() else "latency_mean_ms"
+    shape = [k for k in CONFIG_KEYS if k not in ("precision", "compile")]
+    costs = table[table["metric"] == cost]
+    best = costs.groupby(shape)["mean"].min()
     rows = []
     for key, group in table.groupby(list(CONFIG_KEYS), sort=True):
         config = dict(zip(CONFIG_KEYS, key))
@@ -163,5 +174,9 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
         for metric in shown:
             stat = by_metric.loc[metric] if metric in by_metric.index else None
             row[metric] = format_ci(*(stat[["mean", "ci_low", "ci_high"]] if stat is not None else (math.nan,) * 3))
+        mine = by_metric["mean"].get(cost, math.nan)
+        lowest = best.get(tuple(config[k] for k in shape), math.nan)
+        row[f"{cost.removesuffix('_mj').removesuffix('_ms')}_vs_best"] = (
+            "not measured" if math.isnan(mine) or math.isnan(lowest) else "best" if mine == lowest else f"{mine / lowest:.2f}x")
         rows.append(row)
     return pd.DataFrame(rows)
