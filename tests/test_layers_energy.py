@@ -14,7 +14,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification
 from eaq.config import ModelConfig
 from eaq.layers.components import TYPES, find_blocks, find_components
 from eaq.layers.attribution import OUTSIDE
-from eaq.layers.energy import BLOCK_OPS, MODEL_GLUE, Settings, measure_components
+from eaq.layers.energy import BLOCK_OPS, MODEL_GLUE, Settings, measure_components, without_full_mask
 from eaq.measure.graphs import as_graph
 from eaq.layers.replay import capture, replay
 from eaq.measure.nvml import NvmlSampler
@@ -107,6 +107,19 @@ def test_cuda_graphs_fall_back_to_eager_off_cuda_and_say_why() -> None:
     step.run()
     assert calls == [1]  # the eager callable itself, not a stand-in
     assert as_graph(lambda: None, CPU, enabled=False).reason == "not asked for"
+
+
+def test_a_mask_that_masks_nothing_is_dropped_and_the_outputs_stay_the_same() -> None:
+    model = tiny("bert_tiny_random")
+    batch = _batch(model)
+    full = batch | {"attention_mask": torch.ones_like(batch["input_ids"])}
+    unmasked = without_full_mask(full)
+    assert "attention_mask" not in unmasked and unmasked["input_ids"] is full["input_ids"]
+    with torch.inference_mode():
+        torch.testing.assert_close(model(**unmasked).last_hidden_state, model(**full).last_hidden_state)
+    padded = full | {"attention_mask": full["attention_mask"].clone()}
+    padded["attention_mask"][0, -1] = 0
+    assert without_full_mask(padded) is padded  # padding: the mask stays
 
 
 def test_unrecognised_modules_are_reported_as_other_not_dropped() -> None:

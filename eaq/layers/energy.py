@@ -141,6 +141,20 @@ def _mean_power(sampler: Sampler, t0: float, t1: float) -> float | None:
     return trace.stats_w(channel, t0, t1).get("mean") if channel else None
 
 
+def without_full_mask(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``batch`` without its attention mask when the mask masks nothing (all ones: no padding).
+
+    Hugging Face models check such a mask's values on the host to skip it (and run the flash
+    kernel), but not while a CUDA graph is being captured (the check would sync): given the
+    mask, the graphed pass would build it and run another attention kernel than the eager
+    passes that capture replay inputs and profile attribution. Without it, every pass takes
+    the same path. The check runs here once, outside every window."""
+    mask = batch.get("attention_mask")
+    if mask is None or not bool(mask.all()):
+        return batch
+    return {k: v for k, v in batch.items() if k != "attention_mask"}
+
+
 # The idle baseline from the caller, with the sampler running: (watts or None, tags saying which).
 IdleSource = Callable[[], tuple[float | None, dict[str, str]]]
 
@@ -286,4 +300,4 @@ def milli(value: float | None) -> float | None:
     return value * 1e3 if value is not None else None
 
 
-__all__ = ["milli", "BLOCK_OPS", "MODEL_GLUE", "OUTSIDE_BASIS", "ComponentEnergy", "IdleSource", "OutsideWork", "Settings", "measure_components"]
+__all__ = ["milli", "without_full_mask", "BLOCK_OPS", "MODEL_GLUE", "OUTSIDE_BASIS", "ComponentEnergy", "IdleSource", "OutsideWork", "Settings", "measure_components"]

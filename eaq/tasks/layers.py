@@ -23,7 +23,7 @@ from eaq.device import resolve_device
 from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
-from eaq.layers.energy import Settings, measure_components
+from eaq.layers.energy import Settings, measure_components, without_full_mask
 from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, run_outputs, sensitivity
 from eaq.layers.plan import BUDGETS, Budget, choose_plan, default_budget
 from eaq.layers.tables import (
@@ -106,8 +106,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
     model = loaded.model.to(device)
     (batches, stream), _ = _batches(cfg, loaded, examples, device)
-    timed = batches.full()
-    forward = lambda: model(**timed[0])  # noqa: E731  (model is rebound below: the precision's)
+    timed = without_full_mask(batches.full()[0])
+    forward = lambda: model(**timed)  # noqa: E731  (model is rebound below: the precision's)
     components = find_components(model)
     params = {c.name: component_params(model, c) for c in components}
     flops = component_flops(model, components, forward)  # on the fp32 model, as the benchmark's roofline
