@@ -41,24 +41,24 @@ def as_graph(fn: Callable[[], object], device: torch.device, enabled: bool) -> S
     side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
     graph = torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_CALLS):
-                fn()
+    with torch.cuda.stream(side):
+        for _ in range(WARMUP_CALLS):  # eagerly: an error here is the callable's own, and propagates
+            fn()
+        side.synchronize()
+        try:
             # capture_begin/end, not torch.cuda.graph(): that one also runs gc.collect() per capture,
             # 0.57 s each on this project's CPU in a process holding GPT-2-small and eaq's imports, and
             # a run captures dozens (one per component, type and block, and the whole pass).
-            side.synchronize()
             graph.capture_begin()
             try:
                 fn()
             finally:
                 graph.capture_end()
-        torch.cuda.current_stream(device).wait_stream(side)
-    except RuntimeError as error:  # what torch raises for an operation not permitted while capturing
-        torch.cuda.synchronize(device)
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        return Step(fn, False, f"capture failed ({first})")
+        except Exception as error:  # an operation not permitted while capturing (a host sync), raised by torch or a library
+            torch.cuda.synchronize(device)
+            text = str(error).strip()
+            return Step(fn, False, f"capture failed ({text.splitlines()[0] if text else type(error).__name__})")
+    torch.cuda.current_stream(device).wait_stream(side)
     return Step(graph.replay, True)
 
 
