@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Issue 11's H100 evidence, in two device calls of at most 9.5 minutes each (LIMIT_S=570 stops a
 # part at its deadline, so the call keeps time to copy back what ran; 0: no deadline):
-#   PARTS=energy LIMIT_S=570 OUT=... bash docs/results/layers-gpu.sh   # about 8 minutes
-#   PARTS=plan   LIMIT_S=570 OUT=... bash docs/results/layers-gpu.sh   # about 9-10 minutes
+#   PARTS=energy LIMIT_S=570 OUT=... bash docs/results/layers-gpu.sh                          # about 8.5 min
+#   PARTS=plan   LIMIT_S=570 OUT=... bash docs/results/layers-gpu.sh distilbert_base_random   # about 5 min
+#   PARTS=plan   LIMIT_S=570 OUT=... bash docs/results/layers-gpu.sh gpt2_small_random        # about 6 min
+# (the plan part for both models in one call, about 11 min, would meet the deadline in GPT-2's uniform runs)
 # Arguments: [MODELS] [PRECISIONS], defaults distilbert_base_random,gpt2_small_random and bf16,fp8.
 #
 # energy: task=layers, 3 trials of every model x precision at batch 64, seq 128, synthetic token ids
@@ -12,17 +14,20 @@
 #   default: every window replays CUDA graphs; the tag eaq.layers.cuda_graphs says what fell back).
 #   Estimate from the 2026-11-23 run (10 of 12 runs in 450 s, 34-48 s each, eager): minus the idle
 #   window (2 s) and two thirds of the per-component timing (0.3 -> 0.1 s each), plus the block
-#   window (3 s): about 33 s per DistilBERT run and 41 s per GPT-2 run, 12 runs = ~450 s + ~30 s
-#   of start-up. Summary: $OUT/layers-summary.txt (per type: share, both methods, trial-to-trial
+#   window (3 s): about 33-35 s per DistilBERT run and 41-43 s per GPT-2 run (the upper figure where
+#   the baseline is measured again: it is when the GPU's temperature moved more than 3 C), 12 runs =
+#   ~470 s + ~30 s of start-up. Summary: $OUT/layers-summary.txt (per type: share, both methods, trial-to-trial
 #   spread; per trial: capture ratios, components only and with the blocks' own ops, and the outside
 #   entries).
 # plan: per model, a task=layers run in bf16 choosing which components to lower to fp8 within a
 #   drift budget (KL <= PLAN_KL on synthetic ids: random weights have no task quality); then the
 #   plan (precision=mixed) and uniform bf16, fp8 and int8, 3 trials each, compiled with Inductor's
 #   defaults for every precision (COMPILE_TUNING=false, as the precision table's compiled runs:
-#   15-26 s a run there; tuned, GPT-2-medium fp8 took 3 minutes to compile). Estimate: 2 plan runs
-#   x ~50 s + 24 compiled runs x ~18 s + ~50 s of start-ups = ~580 s: the deadline may cut the
-#   last uniform trial; the mixed runs go first, trial-major after them. Table: $OUT/plan-vs-uniform.txt.
+#   15-26 s a run there; tuned, GPT-2-medium fp8 took 3 minutes to compile). Estimate per model: the
+#   plan run ~60-90 s (sensitivity of every component and type, then the energy windows) + 12 compiled
+#   runs x 15-25 s + ~30 s of start-ups = 5-6 min. Models run one after the other, each whole: the
+#   plan's runs first, then the uniform ones trial-major, so a deadline cuts the last trials, never all
+#   of a configuration's. Table: $OUT/plan-vs-uniform.txt.
 # Environment: TRIALS_LIST=1,2,3 BATCH=64 SEQ=128 PLAN_KL=0.01 COMPILE=true COMPILE_TUNING=false
 # PROTOCOL=gpu_table SAMPLER=nvml WORK=/tmp/eaq-layers. $OUT gets at most 8 files (stores, and a
 # tarball of each store's artifacts: a device call brings back files two folders deep at most).
@@ -101,18 +106,19 @@ fi
 if [[ $PARTS == *plan* ]]; then
   if [[ $PRECISIONS == *fp8* ]]; then TARGET=fp8 BASE=bf16 UNIFORM=bf16,fp8,int8; else TARGET=int8 BASE=${PRECISIONS%%,*} UNIFORM=${PRECISIONS%%,*},int8; fi
   BENCH="compile=${COMPILE:-true} compile_tuning=${COMPILE_TUNING:-false} $COMMON paths.output_dir=$WORK/plan-bench"
-  for model in ${MODELS//,/ }; do
+  for model in ${MODELS//,/ }; do  # one model whole (plan, its runs, the uniform runs) before the next
     touch $WORK/.plan-$model  # the plan this run writes is the one newer than this mark
     run_eaq log-plan.txt task=layers model=$model precision=$BASE layers.target=$TARGET layers.ablation=false \
       layers.budget=impact layers.budget_limit=${PLAN_KL:-0.01} $COMMON paths.output_dir=$WORK/plan-choice
     PLAN=$(find $WORK/plan-choice/mlartifacts -name plan.yaml -newer $WORK/.plan-$model 2>/dev/null | head -1)
-    [[ -n $PLAN ]] && cp $PLAN $OUT/plan-$model.yaml || echo "no plan for $model" | tee -a $OUT/log-plan.txt
+    if [[ -n $PLAN ]]; then
+      cp $PLAN $OUT/plan-$model.yaml
+      run_eaq log-plan.txt -m trial=$TRIALS_LIST model=$model precision=mixed precision.plan=$OUT/plan-$model.yaml $BENCH
+    else
+      echo "no plan for $model" | tee -a $OUT/log-plan.txt
+    fi
+    run_eaq log-plan.txt -m trial=$TRIALS_LIST model=$model precision=$UNIFORM $BENCH
   done
-  for model in ${MODELS//,/ }; do
-    [[ -f $OUT/plan-$model.yaml ]] && run_eaq log-plan.txt -m trial=$TRIALS_LIST model=$model precision=mixed \
-      precision.plan=$OUT/plan-$model.yaml $BENCH
-  done
-  run_eaq log-plan.txt -m trial=$TRIALS_LIST model=$MODELS precision=$UNIFORM $BENCH
   python3 -m eaq.report.table --uri sqlite:///$WORK/plan-bench/mlflow.db --preset energy | tee $OUT/plan-vs-uniform.txt
   keep plan-choice
   keep plan-bench
