@@ -53,7 +53,7 @@ def profile_times(
     blocks: list[Component] | None = None,
 ) -> PassTimes:
     """Profile ``passes`` forward passes (after one unprofiled) with a range per component and per
-    block (nested ranges: each range's time is its own); mean per pass."""
+    block (a block's range holds its components': its time includes theirs); mean per pass."""
     forward()
     open_ranges: dict[str, record_function] = {}
 
