@@ -84,15 +84,30 @@ for run in runs:
     by_config[key].append((run.data.metrics, run.data.tags, types))
 spread = lambda xs: 100 * (max(xs) - min(xs)) / statistics.mean(xs) if len(xs) > 1 else float("nan")  # noqa: E731
 mean = lambda xs: statistics.mean(xs) if xs else float("nan")  # noqa: E731
+
+def values_of(trials, kind, column):
+    """One column of one type's row, per trial (empty cells left out: not measured)."""
+    return [float(t[kind][column]) for _, _, t in trials if t.get(kind) and t[kind].get(column, "") != ""]
+
 for (model, precision), trials in sorted(by_config.items()):
     print(f"== {model} {precision}: {len(trials)} trials; CUDA graphs: {trials[0][1].get('eaq.layers.cuda_graphs')}")
     print("type share time_ms replay_mj attribution_mj replay_spread_pct attribution_spread_pct")
     for kind in trials[0][2]:
-        def values(column):
-            return [float(t[kind][column]) for _, _, t in trials if t.get(kind) and t[kind].get(column, "") != ""]
+        values = lambda column: values_of(trials, kind, column)  # noqa: E731
         replay, attribution = values("energy_replay_mj_per_pass"), values("energy_attribution_mj_per_pass")
         print(kind, f"{mean(values('energy_share')):.3f}", f"{mean(values('time_ms_per_pass')):.3f}", f"{mean(replay):.3f}", f"{mean(attribution):.3f}",
               f"{spread(replay):.1f}", f"{spread(attribution):.1f}")
+    # The issue's bar: every type above 5% of the energy within 5% spread (both methods), and every
+    # trial's capture ratio, components only and with the blocks' own ops, within 0.95-1.05.
+    wide = [f"{k} {method}" for k in trials[0][2] if not k.startswith("outside:")
+            for method, column in (("replay", "energy_replay_mj_per_pass"), ("attribution", "energy_attribution_mj_per_pass"))
+            if mean(values_of(trials, k, "energy_share")) > 0.05 and not spread(values_of(trials, k, column)) <= 5]
+    print("bar, spread <= 5% for types above 5%:", "met" if not wide else "missed by " + ", ".join(wide))
+    for ratio in ("layers_capture_ratio_replay", "layers_capture_ratio_attribution"):
+        for suffix in ("", "_with_blocks"):
+            found = [m.get(ratio + suffix, float("nan")) for m, _, _ in trials]
+            print(f"bar, {ratio + suffix} in 0.95-1.05:", "met" if all(0.95 <= r <= 1.05 for r in found) else "missed",
+                  " ".join(f"{r:.3f}" for r in found))
     print("per trial: whole_ms kernel_ms energy_per_sample_mj | capture replay, attribution, time | with blocks: replay, attribution, time")
     for m, _, _ in trials:
         get = lambda k: m.get(k, float("nan"))  # noqa: E731
