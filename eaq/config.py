@@ -142,6 +142,11 @@ class LayersConfig:
     # energy is measured, so a ~100 ms sensor updates 30 times; else 0) and this many passes.
     replay_min_s: float | None = None
     replay_iters: int = 20
+    # On a CUDA device, capture the whole-model pass and each replay sequence as CUDA graphs
+    # (outside the windows) and replay them inside: eager passes at these shapes are bound by the
+    # host's kernel launches, not the GPU. Elsewhere, or where capture fails, eager, with the
+    # reason in the tag eaq.layers.cuda_graphs.
+    cuda_graphs: bool = True
     # Profiled passes (outside every window) whose time shares split the whole-model window.
     profile_passes: int = 3
     # Impact on the data: lower each component to ``target`` (sensitivity), skip its

@@ -103,6 +103,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("layers_capture_ratio_attribution", "1", "task=layers: sum of the components' attributed energy / whole-model energy, per pass (absent without an energy sensor)."),
     Metric("layers_capture_ratio_replay_net", "1", "task=layers: layers_capture_ratio_replay with every energy net of the idle baseline."),
     Metric("layers_capture_ratio_attribution_net", "1", "task=layers: layers_capture_ratio_attribution with every energy net of the idle baseline."),
+    Metric("layers_kernel_time_ms", "ms", "task=layers: device time of the kernels of one profiled whole-model pass (CPU time on a CPU); against layers_whole_model_time_ms it shows how launch-bound the window is."),
+    Metric("layers_time_capture_ratio_with_blocks", "1", "task=layers: share of a profiled pass's time inside blocks or components outside blocks (1 - model glue's share)."),
+    Metric("layers_capture_ratio_replay_with_blocks", "1", "task=layers: (components outside blocks + blocks replayed whole) / whole-model energy per pass; measured, unlike the glue, which would make it 1."),
+    Metric("layers_capture_ratio_attribution_with_blocks", "1", "task=layers: layers_time_capture_ratio_with_blocks applied to the whole-model window's energy."),
+    Metric("layers_block_ops_time_ms", "ms", "task=layers: profiled time per pass inside blocks but outside their components (residual adds, masks in a block's forward)."),
+    Metric("layers_model_glue_time_ms", "ms", "task=layers: profiled time per pass outside blocks and outside every component (a remainder)."),
+    Metric("layers_block_ops_replay_mj", "mJ", "task=layers: blocks replayed whole minus their components' replay, energy per pass (total, idle included)."),
+    Metric("layers_model_glue_replay_mj", "mJ", "task=layers: whole-model energy per pass minus blocks replayed whole minus components outside blocks (a remainder, not a measurement of its own)."),
+    Metric("layers_block_ops_attribution_mj", "mJ", "task=layers: the whole-model window's energy per pass in proportion to layers_block_ops_time_ms."),
+    Metric("layers_model_glue_attribution_mj", "mJ", "task=layers: the whole-model window's energy per pass in proportion to layers_model_glue_time_ms."),
     Metric("layers_components", "count", "task=layers: components the model was grouped into (rows of layers/components.csv)."),
     *(
         Metric(f"energy_share_{kind}", "1", f"task=layers: share of the components' summed energy spent in {kind} components (basis: tag eaq.layers.share_basis).")

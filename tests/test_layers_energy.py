@@ -11,14 +11,16 @@ from omegaconf import OmegaConf
 from torch import nn
 from transformers import AutoConfig, AutoModelForSequenceClassification
 
-from eaq.config import ModelConfig
-from eaq.layers.components import TYPES, find_components
+from eaq.config import EaqConfig, ModelConfig
+from eaq.tasks.benchmark import _idle_baseline
+from eaq.layers.components import TYPES, find_blocks, find_components
 from eaq.layers.attribution import OUTSIDE
-from eaq.layers.energy import Settings, measure_components
+from eaq.layers.energy import BLOCK_OPS, MODEL_GLUE, Settings, measure_components, without_full_mask
+from eaq.measure.graphs import as_graph
 from eaq.layers.replay import capture, replay
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.samplers import NoSampler
-from eaq.layers.tables import COMPONENT_COLUMNS, Impacts, component_rows, energy_shares, type_rows
+from eaq.layers.tables import COMPONENT_COLUMNS, OUTSIDE_COLUMNS, Impacts, component_rows, energy_shares, type_rows
 from eaq.metrics import METRIC_NAMES
 from conftest import FAST, all_runs, run_eaq, store
 from fake_nvml import FakeNvml
@@ -73,6 +75,52 @@ def test_gpt2_and_bert_names_land_where_the_docs_say() -> None:
     assert bert["block.0.layer_norm"].modules == ("encoder.layer.0.attention.output.LayerNorm", "encoder.layer.0.output.LayerNorm")
     assert bert["block.0.ffn"].roots == ("encoder.layer.0.intermediate", "encoder.layer.0.output.dense")
     assert bert["head"].modules == ("pooler.dense",)
+
+
+BLOCK_ROOTS = {"bert_tiny_random": "encoder.layer", "gpt2_tiny_random": "transformer.h", "distilbert": "distilbert.transformer.layer"}
+
+
+@pytest.mark.parametrize("kind", list(BLOCK_ROOTS))
+def test_a_block_replayed_whole_runs_its_own_ops_too(kind: str) -> None:
+    model = tiny(kind)
+    batch = _batch(model)
+    components = find_components(model)
+    blocks = find_blocks(components)
+    assert [(b.name, b.roots) for b in blocks] == [(f"block.{i}", (f"{BLOCK_ROOTS[kind]}.{i}",)) for i in (0, 1)]
+    for block in blocks:  # a block owns exactly the modules of its components
+        assert sorted(block.modules) == sorted(m for c in components if c.block == block.block for m in c.modules)
+    seen: dict[str, object] = {}
+    handles = [model.get_submodule(b.roots[0]).register_forward_hook(lambda _m, _a, out, r=b.name: seen.setdefault(r, out))
+               for b in blocks]
+    calls = capture(model, [*components, *blocks], lambda: model(**batch))
+    for handle in handles:
+        handle.remove()
+    with torch.inference_mode():
+        for block in blocks:
+            (replayed,) = replay(model, calls[block.name])
+            torch.testing.assert_close(replayed, seen[block.name], rtol=0, atol=0)
+
+
+def test_cuda_graphs_fall_back_to_eager_off_cuda_and_say_why() -> None:
+    calls = []
+    step = as_graph(lambda: calls.append(1), CPU, enabled=True)
+    assert not step.graphed and step.reason == "CUDA graphs need a CUDA device and this run is on cpu"
+    step.run()
+    assert calls == [1]  # the eager callable itself, not a stand-in
+    assert as_graph(lambda: None, CPU, enabled=False).reason == "not asked for"
+
+
+def test_a_mask_that_masks_nothing_is_dropped_and_the_outputs_stay_the_same() -> None:
+    model = tiny("bert_tiny_random")
+    batch = _batch(model)
+    full = batch | {"attention_mask": torch.ones_like(batch["input_ids"])}
+    unmasked = without_full_mask(full)
+    assert "attention_mask" not in unmasked and unmasked["input_ids"] is full["input_ids"]
+    with torch.inference_mode():
+        torch.testing.assert_close(model(**unmasked).last_hidden_state, model(**full).last_hidden_state)
+    padded = full | {"attention_mask": full["attention_mask"].clone()}
+    padded["attention_mask"][0, -1] = 0
+    assert without_full_mask(padded) is padded  # padding: the mask stays
 
 
 def test_unrecognised_modules_are_reported_as_other_not_dropped() -> None:
@@ -155,6 +203,41 @@ def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> No
     types = type_rows(rows, Impacts({}, {}))
     assert sum(t["energy_attribution_mj_per_pass"] for t in types) == pytest.approx(
         1e3 * (found.whole_j - found.attribution_j[OUTSIDE]))
+    # The work outside components is its own entry: the blocks' own ops (measured) and the model's
+    # glue (the remainder) make up exactly attribution's outside share and the profiled time's.
+    outside = found.outside
+    assert outside.attribution_j[BLOCK_OPS] + outside.attribution_j[MODEL_GLUE] == pytest.approx(found.attribution_j[OUTSIDE])
+    assert outside.time_s[BLOCK_OPS] + outside.time_s[MODEL_GLUE] == pytest.approx(
+        found.times.whole_s - sum(found.times.components.values()))
+    assert outside.time_s[BLOCK_OPS] > 0  # BERT's residual adds run in the block, outside its components' roots
+    assert all(v is not None for v in [*outside.replay_j.values(), *outside.replay_net_j.values()])
+    # With the blocks replayed whole, capture = 1 - glue / whole, a measurement (never 1 by construction).
+    assert found.metrics["layers_capture_ratio_replay_with_blocks"] == pytest.approx(
+        1 - outside.replay_j[MODEL_GLUE] / found.whole_j)
+    assert found.metrics["layers_time_capture_ratio_with_blocks"] > found.times.captured
+    assert found.tags["eaq.layers.cuda_graphs"].startswith("off")
+
+
+def test_a_reused_idle_baseline_nets_the_windows_as_a_measured_one(tmp_path: Path) -> None:
+    # task=layers takes the benchmark's idle baseline: measured by the first run, reused by the next.
+    model = tiny("bert_tiny_random")
+    batch = _batch(model)
+    components = find_components(model)
+    cfg = EaqConfig()
+    cfg.paths.cache_dir = str(tmp_path / "cache")
+    found = []
+    for _ in range(2):
+        sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
+
+        def idle() -> tuple[float | None, dict[str, str]]:
+            baseline, _, tags = _idle_baseline(cfg, CPU, sampler, 0.2)
+            return (baseline.power_w if baseline else None), tags
+
+        with torch.inference_mode():
+            found.append(measure_components(model, components, lambda: model(**batch), CPU, sampler, SETTINGS, 2, idle))
+    assert found[0].tags["eaq.idle"].startswith("measured in this run") and found[1].tags["eaq.idle"].startswith("reused")
+    for run in found:  # idle is 300 W as the load: net of it, the whole window is about nothing
+        assert abs(run.whole_net_j) < 0.1 * run.whole_j
 
 
 def test_without_an_energy_sensor_times_are_measured_and_energy_is_unavailable() -> None:
@@ -191,6 +274,12 @@ def test_task_layers_leaves_a_finished_run_with_the_tables_and_metrics(out: Path
     assert set(metrics) <= METRIC_NAMES
     assert {f"energy_share_{t}" for t in TYPES} <= METRIC_NAMES
     assert "layers_capture_ratio_replay" not in metrics and metrics["layers_whole_model_time_ms"] > 0
+    # layers.cuda_graphs is on by default; on this CPU every window ran eagerly, and the tag says why.
+    assert tags["eaq.layers.cuda_graphs"].startswith("eager where not graphed: CUDA graphs need a CUDA device")
+    outside = _csv(client, run.info.run_id, "layers/outside.csv", tmp_path)
+    assert tuple(outside[0]) == OUTSIDE_COLUMNS and [r["entry"] for r in outside] == ["block_ops", "model_glue"]
+    assert all(float(r["time_ms_per_pass"]) != 0 and r["energy_replay_mj_per_pass"] == "" for r in outside)
+    assert metrics["layers_block_ops_time_ms"] == pytest.approx(float(outside[0]["time_ms_per_pass"]))
     rows = _csv(client, run.info.run_id, "layers/components.csv", tmp_path)
     assert tuple(rows[0]) == COMPONENT_COLUMNS
     model = tiny("bert_tiny_random")

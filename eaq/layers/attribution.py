@@ -12,7 +12,7 @@ pooling) keeps its share as ``OUTSIDE``, so the split always sums to the window'
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -30,10 +30,12 @@ _WHOLE = "eaq.whole_pass"
 
 @dataclass(frozen=True)
 class PassTimes:
-    """Seconds per forward pass: each component's, and the whole pass's (on the same clock)."""
+    """Seconds per forward pass: each component's, each block's (eaq.layers.components.find_blocks;
+    a block's time includes its components'), and the whole pass's (on the same clock)."""
 
     components: dict[str, float]
     whole_s: float
+    blocks: dict[str, float] = field(default_factory=dict)
 
     @property
     def captured(self) -> float:
@@ -47,9 +49,11 @@ def _range_seconds(event: object, device: torch.device) -> float:
 
 
 def profile_times(
-    model: nn.Module, components: list[Component], forward: Callable[[], object], device: torch.device, passes: int = 3
+    model: nn.Module, components: list[Component], forward: Callable[[], object], device: torch.device, passes: int = 3,
+    blocks: list[Component] | None = None,
 ) -> PassTimes:
-    """Profile ``passes`` forward passes (after one unprofiled) with a range per component; mean per pass."""
+    """Profile ``passes`` forward passes (after one unprofiled) with a range per component and per
+    block (a block's range holds its components': its time includes theirs); mean per pass."""
     forward()
     open_ranges: dict[str, record_function] = {}
 
@@ -61,13 +65,13 @@ def profile_times(
         open_ranges.pop(root).__exit__(None, None, None)
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with around_roots(model, components, enter, leave), profile(activities=activities) as prof:
+    with around_roots(model, [*components, *(blocks or [])], enter, leave), profile(activities=activities) as prof:
         for _ in range(passes):
             with record_function(_WHOLE):
                 forward()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-    seconds: dict[str, float] = {c.name: 0.0 for c in components}
+    seconds: dict[str, float] = {c.name: 0.0 for c in [*components, *(blocks or [])]}
     whole = 0.0
     # Only the host-side ranges: on a GPU the profiler also mirrors each range on the device
     # timeline (a span, idle gaps included), which must not count twice.
@@ -76,7 +80,9 @@ def profile_times(
             whole += _range_seconds(event, device)
         elif event.name.startswith(_PREFIX):
             seconds[event.name.removeprefix(_PREFIX)] += _range_seconds(event, device)
-    return PassTimes({name: s / passes for name, s in seconds.items()}, whole / passes)
+    per_pass = {name: s / passes for name, s in seconds.items()}
+    return PassTimes({c.name: per_pass[c.name] for c in components}, whole / passes,
+                     {b.name: per_pass[b.name] for b in blocks or []})
 
 
 def component_flops(model: nn.Module, components: list[Component], forward: Callable[[], object]) -> dict[str, int]:

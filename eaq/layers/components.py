@@ -29,7 +29,10 @@ Each component also has its *roots*: the largest submodules all of whose paramet
 modules belong to it (``attention.self`` and ``attention.output.dense`` for a BERT block,
 ``attn`` for GPT-2). Replay calls the roots; attribution hooks them. Work done outside
 every root (residual adds, activations between modules) belongs to no component, and the
-capture ratio shows how much that is.
+capture ratio shows how much that is. To measure that work rather than infer it, each
+numbered block is also a *block* (``find_blocks``): the module that holds the block (the
+name up to its index, ``transformer.h.3``), replayed whole; the block minus its components
+is the block's own work (residual adds, masks prepared in the block's ``forward``).
 """
 
 from __future__ import annotations
@@ -124,6 +127,25 @@ def find_components(model: nn.Module) -> list[Component]:
     ]
 
 
+def find_blocks(components: list[Component]) -> list[Component]:
+    """Each numbered block as a component of type ``block`` whose roots are the modules holding
+    it (each module name up to its first all-digit segment; two stacks sharing an index, as an
+    encoder and a decoder, give a block two roots). Calling them runs the block's components and
+    the block's own ops between them, which no component's roots run."""
+    roots: dict[int, dict[str, None]] = {}
+    for component in components:
+        if component.block is None:
+            continue
+        for name in component.modules:
+            segments = name.split(".")
+            index = next(i for i, s in enumerate(segments) if s.isdigit())
+            roots.setdefault(component.block, {})[".".join(segments[: index + 1])] = None
+    return [
+        Component(f"block.{b}", "block", b, tuple(m for c in components if c.block == b for m in c.modules), tuple(r))
+        for b, r in roots.items()
+    ]
+
+
 def component_params(model: nn.Module, component: Component) -> int:
     """Parameters the component's modules hold; a weight tied to another component (GPT-2's
     LM head and token embedding) counts in both, since both run it."""
@@ -164,4 +186,4 @@ def around_roots(
             handle.remove()
 
 
-__all__ = ["TYPES", "Component", "around_roots", "classify", "component_params", "find_components"]
+__all__ = ["TYPES", "Component", "around_roots", "classify", "component_params", "find_blocks", "find_components"]

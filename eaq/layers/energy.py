@@ -7,6 +7,24 @@ the whole-model window (attribution's energy), and one replay window per compone
 type. Every window's energy is read from the trace after the sampler stops. Energy
 figures are per forward pass, total and net of the idle baseline (its power times the
 time per pass); where no sensor exists they are None, never 0.
+
+Work outside every component is its own entry (``OutsideWork``), by both methods:
+
+- ``block_ops``, measured: each numbered block replayed whole (eaq.layers.components.find_blocks)
+  minus its components' replay; for attribution, the profiled time inside blocks but outside
+  their components. The residual adds and masks a block's own ``forward`` runs.
+- ``model_glue``, a remainder: the whole pass minus the blocks replayed whole minus the
+  components outside blocks (embeddings, head, a final norm). Not a measurement of its own:
+  it holds the model's own ops (mask preparation) and whatever the other figures miss.
+
+So the capture ratio comes twice: components only (``layers_capture_ratio_<method>``), and
+with the blocks' own ops (``..._with_blocks`` = (components outside blocks + blocks replayed
+whole) / whole pass = 1 - glue / whole). Both are measurements; adding the glue would give 1
+by construction, so no ratio includes it.
+
+With ``Settings.cuda_graphs`` on a GPU, the whole-model pass and every replay sequence run as
+CUDA graphs captured outside the windows (eaq.measure.graphs), so the GPU, not the host's
+launch rate, sets their time; attribution's profiled pass stays eager (the same kernels).
 """
 
 from __future__ import annotations
@@ -19,8 +37,9 @@ import torch
 from torch import nn
 
 from eaq.layers.attribution import OUTSIDE, PassTimes, profile_times, split
-from eaq.layers.components import Component
+from eaq.layers.components import Component, find_blocks
 from eaq.layers.replay import capture, metered, replay_by_type
+from eaq.measure.graphs import as_graph
 from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, window_energy
 from eaq.measure.samplers import Sampler, measures_energy
 from eaq.measure.validity import check
@@ -41,6 +60,40 @@ class Settings:
     replay_min_s: float  # seconds per replay window, at least (the sensor needs seconds to see a component)
     profile_passes: int = 3
     warmup_max_s: float = 10.0  # settling stops after this long, settled or not
+    cuda_graphs: bool = False  # replay CUDA graphs of the whole pass and the replay sequences (GPU only)
+
+
+BLOCK_OPS, MODEL_GLUE = "block_ops", "model_glue"
+# How each entry of OutsideWork is obtained (layers/outside.csv's basis column).
+OUTSIDE_BASIS = {
+    BLOCK_OPS: "measured: blocks replayed whole minus their components' replay; attribution: profiled time "
+               "inside blocks outside their components",
+    MODEL_GLUE: "remainder: whole pass minus blocks replayed whole minus components outside blocks; "
+                "not a measurement of its own",
+}
+
+
+@dataclass(frozen=True)
+class OutsideWork:
+    """Per pass, for BLOCK_OPS and MODEL_GLUE: seconds and joules by each method (None: not measured)."""
+
+    time_s: dict[str, float | None]
+    replay_j: dict[str, float | None]
+    replay_net_j: dict[str, float | None]
+    attribution_j: dict[str, float | None]
+    attribution_net_j: dict[str, float | None]
+
+
+def _outside(parts: dict[str, float | None], blocks: dict[str, float | None], in_blocks: set[str],
+             whole: float | None) -> dict[str, float | None]:
+    """{BLOCK_OPS, MODEL_GLUE} from per-component figures, per-block figures and the whole pass's."""
+    values = [v for k, v in parts.items() if k != OUTSIDE] + list(blocks.values())
+    if whole is None or any(v is None for v in values):
+        return {BLOCK_OPS: None, MODEL_GLUE: None}
+    blocks_sum = sum(blocks.values())  # type: ignore[arg-type]
+    inside = sum(v for k, v in parts.items() if k in in_blocks)  # type: ignore[misc]
+    beside = sum(v for k, v in parts.items() if k != OUTSIDE and k not in in_blocks)  # type: ignore[misc]
+    return {BLOCK_OPS: blocks_sum - inside, MODEL_GLUE: whole - blocks_sum - beside}
 
 
 @dataclass
@@ -58,6 +111,7 @@ class ComponentEnergy:
     replay_net_j: dict[str, float | None] = field(default_factory=dict)
     attribution_j: dict[str, float | None] = field(default_factory=dict)
     attribution_net_j: dict[str, float | None] = field(default_factory=dict)
+    outside: OutsideWork | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
 
@@ -87,6 +141,38 @@ def _mean_power(sampler: Sampler, t0: float, t1: float) -> float | None:
     return trace.stats_w(channel, t0, t1).get("mean") if channel else None
 
 
+def without_full_mask(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``batch`` without its attention mask when the mask masks nothing (all ones: no padding).
+
+    Hugging Face models check such a mask's values on the host to skip it (and run the flash
+    kernel), but not while a CUDA graph is being captured (the check would sync): given the
+    mask, the graphed pass would build it and run another attention kernel than the eager
+    passes that capture replay inputs and profile attribution. Without it, every pass takes
+    the same path. The check runs here once, outside every window."""
+    mask = batch.get("attention_mask")
+    if mask is None or not bool(mask.all()):
+        return batch
+    return {k: v for k, v in batch.items() if k != "attention_mask"}
+
+
+# The idle baseline from the caller, with the sampler running: (watts or None, tags saying which).
+IdleSource = Callable[[], tuple[float | None, dict[str, str]]]
+
+
+def _graphs_tag(enabled: bool, eager: dict[str, str], total: int) -> str:
+    """What ran as CUDA graphs, and what ran eagerly with the reason, for the tag eaq.layers.cuda_graphs."""
+    if not enabled:
+        return "off (layers.cuda_graphs=false): every window ran eagerly"
+    if not eager:
+        return "on: the whole-model pass, every type's replay and every component alone ran as CUDA graphs"
+    by_reason: dict[str, list[str]] = {}
+    for label, reason in eager.items():
+        by_reason.setdefault(reason, []).append(label)
+    return "eager where not graphed: " + "; ".join(
+        f"{reason} ({len(labels)} of {total}: {', '.join(labels[:3])}{', ...' if len(labels) > 3 else ''})"
+        for reason, labels in by_reason.items())
+
+
 def measure_components(
     model: nn.Module,
     components: list[Component],
@@ -95,24 +181,36 @@ def measure_components(
     sampler: Sampler,
     settings: Settings,
     samples_per_pass: int,
+    idle_source: IdleSource | None = None,
 ) -> ComponentEnergy:
-    """Both methods for every component, on the model as it is (the run's precision applied)."""
-    calls = capture(model, components, forward)
-    times = profile_times(model, components, forward, device, settings.profile_passes)
+    """Both methods for every component, on the model as it is (the run's precision applied).
+
+    ``idle_source`` gives the idle baseline (a reused one, eaq.measure.idle); without it, an
+    idle window of ``settings.idle_s`` is measured here.
+    """
+    blocks = find_blocks(components)
+    calls = capture(model, [*components, *blocks], forward)
+    times = profile_times(model, components, forward, device, settings.profile_passes, blocks)
+    whole_step = as_graph(forward, device, settings.cuda_graphs)
     measuring = measures_energy(sampler)
     idle: WindowResult | None = None
+    idle_w: float | None = None
+    idle_tags: dict[str, str] = {}
     sampler.start()
     try:
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
-        if settings.idle_s > 0:
+        if idle_source is not None:
+            idle_w, idle_tags = idle_source()
+        elif settings.idle_s > 0:
             with MeasurementWindow(device, sampler) as idle_window:
                 time.sleep(settings.idle_s)
             idle = idle_window.result
         # As the benchmark: fixed passes, then (with a sensor) until latency and power settle.
-        warm = warm_up(lambda _: forward(), [None], device, settings.warmup_iters, measuring,
+        warm = warm_up(lambda _: whole_step.run(), [None], device, settings.warmup_iters, measuring,
                        lambda t0, t1: _mean_power(sampler, t0, t1), max_s=settings.warmup_max_s)
-        whole = metered(forward, device, sampler, settings.iters, settings.min_window_s)
-        replays = replay_by_type(model, components, calls, device, sampler, settings.replay_iters, settings.replay_min_s)
+        whole = metered(whole_step.run, device, sampler, settings.iters, settings.min_window_s)
+        replays = replay_by_type(model, [*components, *blocks], calls, device, sampler, settings.replay_iters,
+                                 settings.replay_min_s, settings.cuda_graphs)
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
     finally:
         trace = sampler.stop()
@@ -121,30 +219,57 @@ def measure_components(
         return window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
 
     whole_energy = energy_of(whole)
-    idle_energy = energy_of(idle) if idle is not None else None
-    idle_w = idle_energy.energy_j / idle_energy.duration_s if idle_energy and idle_energy.energy_j is not None else None
+    if idle is not None:
+        idle_energy = energy_of(idle)
+        idle_w = idle_energy.energy_j / idle_energy.duration_s if idle_energy.energy_j is not None else None
     whole_j, whole_net_j = _per_pass(whole_energy, whole, idle_w)
     found = ComponentEnergy(times, whole.duration_s / whole.iterations, whole_j, whole_net_j)
     found.attribution_j = _split_or_none(whole_j, times.components, times.whole_s)
     found.attribution_net_j = _split_or_none(whole_net_j, times.components, times.whole_s)
     reasons = [f"whole model: {r}" for r in check(whole, whole_energy, idle_w, settings.min_window_s).reasons]
+    block_j: dict[str, float | None] = {}
+    block_net_j: dict[str, float | None] = {}
+    eager = {"whole model": whole_step.reason} if whole_step.reason else {}
     for replayed in replays:
         energy = energy_of(replayed.window)
         total, net = _per_pass(energy, replayed.window, idle_w)
-        found.replay_alone_s |= replayed.seconds_alone
-        found.replay_j |= _split_or_none(total, replayed.seconds_alone)
-        found.replay_net_j |= _split_or_none(net, replayed.seconds_alone)
+        is_block = replayed.type == "block"
+        if not is_block:
+            found.replay_alone_s |= replayed.seconds_alone
+        (block_j if is_block else found.replay_j).update(_split_or_none(total, replayed.seconds_alone))
+        (block_net_j if is_block else found.replay_net_j).update(_split_or_none(net, replayed.seconds_alone))
+        eager |= replayed.eager
         reasons += [f"replay {replayed.type}: {r}" for r in check(replayed.window, energy, idle_w, settings.replay_min_s).reasons]
+    in_blocks = {c.name for c in components if c.block is not None}
+    found.outside = OutsideWork(
+        time_s=_outside(times.components, times.blocks, in_blocks, times.whole_s),
+        replay_j=_outside(found.replay_j, block_j, in_blocks, whole_j),
+        replay_net_j=_outside(found.replay_net_j, block_net_j, in_blocks, whole_net_j),
+        attribution_j=_outside(found.attribution_j, _split_or_none(whole_j, times.blocks, times.whole_s), in_blocks, whole_j),
+        attribution_net_j=_outside(found.attribution_net_j, _split_or_none(whole_net_j, times.blocks, times.whole_s),
+                                   in_blocks, whole_net_j),
+    )
     found.metrics = {
         "layers_whole_model_time_ms": found.whole_s_per_pass * 1e3,
+        "layers_kernel_time_ms": times.whole_s * 1e3,
         "layers_time_capture_ratio": times.captured,
         **energy_metrics(whole_energy, idle_w, whole.duration_s, whole.iterations * samples_per_pass),
     }
+    glue = found.outside
     ratios = {
         "layers_capture_ratio_replay": _ratio(found.replay_j, whole_j),
         "layers_capture_ratio_attribution": _ratio(found.attribution_j, whole_j),
         "layers_capture_ratio_replay_net": _ratio(found.replay_net_j, whole_net_j),
         "layers_capture_ratio_attribution_net": _ratio(found.attribution_net_j, whole_net_j),
+        "layers_time_capture_ratio_with_blocks": _with_blocks(glue.time_s, times.whole_s),
+        "layers_capture_ratio_replay_with_blocks": _with_blocks(glue.replay_j, whole_j),
+        "layers_capture_ratio_attribution_with_blocks": _with_blocks(glue.attribution_j, whole_j),
+        "layers_block_ops_time_ms": milli(glue.time_s[BLOCK_OPS]),
+        "layers_model_glue_time_ms": milli(glue.time_s[MODEL_GLUE]),
+        "layers_block_ops_replay_mj": milli(glue.replay_j[BLOCK_OPS]),
+        "layers_model_glue_replay_mj": milli(glue.replay_j[MODEL_GLUE]),
+        "layers_block_ops_attribution_mj": milli(glue.attribution_j[BLOCK_OPS]),
+        "layers_model_glue_attribution_mj": milli(glue.attribution_j[MODEL_GLUE]),
     }
     found.metrics |= {k: v for k, v in ratios.items() if v is not None}
     found.metrics |= {"warmup_iterations": warm.iterations, "warmup_duration_s": warm.duration_s}
@@ -152,6 +277,9 @@ def measure_components(
         "eaq.energy": whole_energy.status,
         "eaq.energy.sampler": whole_energy.sampler,
         "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
+        "eaq.layers.cuda_graphs": _graphs_tag(settings.cuda_graphs, eager,
+                                              1 + len(replays) + sum(len(r.seconds_alone) for r in replays)),
+        **idle_tags,
     }
     if whole_energy.energy_j is None:
         found.tags["eaq.energy.reason"] = whole_energy.reason
@@ -161,4 +289,15 @@ def measure_components(
     return found
 
 
-__all__ = ["ComponentEnergy", "Settings", "measure_components"]
+def _with_blocks(outside: dict[str, float | None], whole: float | None) -> float | None:
+    """(Components outside blocks + blocks replayed whole) / whole = 1 - glue / whole."""
+    glue = outside[MODEL_GLUE]
+    return 1 - glue / whole if glue is not None and whole else None
+
+
+def milli(value: float | None) -> float | None:
+    """Seconds or joules as ms or mJ; None stays None (not measured)."""
+    return value * 1e3 if value is not None else None
+
+
+__all__ = ["milli", "without_full_mask", "BLOCK_OPS", "MODEL_GLUE", "OUTSIDE_BASIS", "ComponentEnergy", "IdleSource", "OutsideWork", "Settings", "measure_components"]

@@ -1,4 +1,4 @@
-"""The layer analysis as tables: layers/components.csv, component_types.csv, correlation.csv.
+"""The layer analysis as tables: layers/components.csv, component_types.csv, outside.csv, correlation.csv.
 
 The columns are the contract with the report (which reads MLflow only, never this code):
 see README "Layer analysis". A figure not measured is an empty cell, never 0: no energy
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from eaq.layers.components import TYPES, Component
 from eaq.layers.correlation import Correlation
-from eaq.layers.energy import ComponentEnergy
+from eaq.layers.energy import OUTSIDE_BASIS, ComponentEnergy, OutsideWork, milli
 from eaq.layers.impact import Impact
 
 COMPONENT_COLUMNS = (
@@ -29,6 +29,9 @@ COMPONENT_COLUMNS = (
 SUMMED = ("params", "flops_per_pass", "time_ms_per_pass", "energy_replay_mj_per_pass", "energy_attribution_mj_per_pass",
           "energy_share", "energy_replay_net_mj_per_pass", "energy_attribution_net_mj_per_pass", "time_ms_replay_alone")
 TYPE_COLUMNS = ("type", "components", *SUMMED, "sensitivity_kl", "sensitivity_impact", "ablation_kl", "ablation_impact")
+# Work outside every component (eaq.layers.energy.OutsideWork): one row per entry, its basis in words.
+OUTSIDE_COLUMNS = ("entry", "basis", "time_ms_per_pass", "energy_replay_mj_per_pass", "energy_attribution_mj_per_pass",
+                   "energy_replay_net_mj_per_pass", "energy_attribution_net_mj_per_pass")
 CORRELATION_COLUMNS = ("scope", "impact", "method", "r", "p_value", "n", "reason")
 
 Row = dict[str, object]
@@ -48,10 +51,6 @@ class Impacts:
             found[f"{method}_kl"] = impact.kl if impact is not None else None
             found[f"{method}_impact"] = impact.impact if impact is not None else None
         return found
-
-
-def _mj(joules: float | None) -> float | None:
-    return joules * 1e3 if joules is not None else None
 
 
 def energy_shares(components: list[Component], energy: ComponentEnergy) -> tuple[dict[str, float], str]:
@@ -81,12 +80,12 @@ def component_rows(
             "params": params[c.name],
             "flops_per_pass": flops[c.name],
             "time_ms_per_pass": energy.times.components[c.name] * 1e3,
-            "energy_replay_mj_per_pass": _mj(energy.replay_j.get(c.name)),
-            "energy_attribution_mj_per_pass": _mj(energy.attribution_j.get(c.name)),
+            "energy_replay_mj_per_pass": milli(energy.replay_j.get(c.name)),
+            "energy_attribution_mj_per_pass": milli(energy.attribution_j.get(c.name)),
             "energy_share": shares[c.name],
             **impacts.columns(c.name),
-            "energy_replay_net_mj_per_pass": _mj(energy.replay_net_j.get(c.name)),
-            "energy_attribution_net_mj_per_pass": _mj(energy.attribution_net_j.get(c.name)),
+            "energy_replay_net_mj_per_pass": milli(energy.replay_net_j.get(c.name)),
+            "energy_attribution_net_mj_per_pass": milli(energy.attribution_net_j.get(c.name)),
             "time_ms_replay_alone": energy.replay_alone_s[c.name] * 1e3 if c.name in energy.replay_alone_s else None,
         }
         for c in components
@@ -108,6 +107,22 @@ def type_rows(rows: list[Row], impacts: Impacts) -> list[Row]:
     return found
 
 
+def outside_rows(outside: OutsideWork) -> list[Row]:
+    """One row per entry of the work outside components, in OUTSIDE_COLUMNS."""
+    return [
+        {
+            "entry": entry,
+            "basis": basis,
+            "time_ms_per_pass": milli(outside.time_s[entry]),
+            "energy_replay_mj_per_pass": milli(outside.replay_j[entry]),
+            "energy_attribution_mj_per_pass": milli(outside.attribution_j[entry]),
+            "energy_replay_net_mj_per_pass": milli(outside.replay_net_j[entry]),
+            "energy_attribution_net_mj_per_pass": milli(outside.attribution_net_j[entry]),
+        }
+        for entry, basis in OUTSIDE_BASIS.items()
+    ]
+
+
 def correlation_rows(correlations: Iterable[Correlation]) -> list[Row]:
     return [{k: getattr(c, k) for k in CORRELATION_COLUMNS} for c in correlations]
 
@@ -124,6 +139,6 @@ def write_csv(path: Path, columns: tuple[str, ...], rows: list[Row]) -> Path:
 
 
 __all__ = [
-    "COMPONENT_COLUMNS", "CORRELATION_COLUMNS", "TYPE_COLUMNS", "Impacts", "component_rows", "correlation_rows",
-    "energy_shares", "type_rows", "write_csv",
+    "COMPONENT_COLUMNS", "CORRELATION_COLUMNS", "OUTSIDE_COLUMNS", "TYPE_COLUMNS", "Impacts", "component_rows",
+    "correlation_rows", "energy_shares", "outside_rows", "type_rows", "write_csv",
 ]

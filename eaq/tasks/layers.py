@@ -23,12 +23,12 @@ from eaq.device import resolve_device
 from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
-from eaq.layers.energy import Settings, measure_components
+from eaq.layers.energy import Settings, measure_components, without_full_mask
 from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, run_outputs, sensitivity
 from eaq.layers.plan import BUDGETS, Budget, choose_plan, default_budget
 from eaq.layers.tables import (
-    COMPONENT_COLUMNS, CORRELATION_COLUMNS, TYPE_COLUMNS, Impacts, component_rows, correlation_rows, energy_shares,
-    type_rows, write_csv,
+    COMPONENT_COLUMNS, CORRELATION_COLUMNS, OUTSIDE_COLUMNS, TYPE_COLUMNS, Impacts, component_rows, correlation_rows,
+    energy_shares, outside_rows, type_rows, write_csv,
 )
 from eaq.measure.samplers import measures_energy, select_sampler
 from eaq.models import load_model
@@ -36,7 +36,7 @@ from eaq.precision import get_precision, proof
 from eaq.precision.base import base_dtype, set_tf32
 from eaq.precision.mixed import save_plan
 from eaq.precision.shapes import linear_rows
-from eaq.tasks.benchmark import _auto, _batches
+from eaq.tasks.benchmark import _auto, _batches, _idle_baseline
 from eaq.tasks.result import TaskResult, describe_device
 
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -90,7 +90,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     if cfg.compile or cfg.cuda_graphs:
         raise ConfigError(
             "task=layers hooks and replays the eager model's modules, which a compiled model does not run one by one; "
-            "drop compile/cuda_graphs (task=benchmark measures the compiled whole model)."
+            "drop compile/cuda_graphs (task=benchmark measures the compiled whole model; task=layers captures its "
+            "own CUDA graphs of the eager passes: layers.cuda_graphs, on by default)."
         )
     base = cfg.layers.base or FLOAT_NAMES[base_dtype(device)]
     get_precision(base, device)  # the impact model's format must run here too
@@ -105,8 +106,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
     model = loaded.model.to(device)
     (batches, stream), _ = _batches(cfg, loaded, examples, device)
-    timed = batches.full()
-    forward = lambda: model(**timed[0])  # noqa: E731  (model is rebound below: the precision's)
+    timed = without_full_mask(batches.full()[0])
+    forward = lambda: model(**timed)  # noqa: E731  (model is rebound below: the precision's)
     components = find_components(model)
     params = {c.name: component_params(model, c) for c in components}
     flops = component_flops(model, components, forward)  # on the fp32 model, as the benchmark's roofline
@@ -138,14 +139,23 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         replay_min_s=cfg.layers.replay_min_s if cfg.layers.replay_min_s is not None else (REPLAY_MIN_S if measuring else 0.0),
         profile_passes=cfg.layers.profile_passes,
         warmup_max_s=cfg.trials.warmup_max_s,
+        cuda_graphs=cfg.layers.cuda_graphs,
     )
-    energy = measure_components(model, components, forward, device, sampler, settings, cfg.batch_size)
+
+    def idle() -> tuple[float | None, dict[str, str]]:
+        # The benchmark's baseline, reused across runs while it holds (trials.idle_reuse).
+        baseline, _, idle_tags = _idle_baseline(cfg, device, sampler, settings.idle_s)
+        return (baseline.power_w if baseline is not None else None), idle_tags
+
+    energy = measure_components(model, components, forward, device, sampler, settings, cfg.batch_size, idle)
     shares, basis = energy_shares(components, energy)
     rows_out = component_rows(components, params, flops, energy, shares, per_component)
     types_out = type_rows(rows_out, per_type)
     folder = artifact_dir / "layers"
     write_csv(folder / "components.csv", COMPONENT_COLUMNS, rows_out)
     write_csv(folder / "component_types.csv", TYPE_COLUMNS, types_out)
+    assert energy.outside is not None  # measure_components always accounts for it
+    write_csv(folder / "outside.csv", OUTSIDE_COLUMNS, outside_rows(energy.outside))
     # Imported here: scipy is needed by task=layers only, and every run imports this module
     # through eaq.tasks.job (the GPU image has no scipy unless its wheelhouse adds it).
     from eaq.layers.correlation import correlations
