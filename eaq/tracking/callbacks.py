@@ -105,6 +105,15 @@ class MlflowSweepCallback(Callback):
         self.parent: TrackedRun | None = None
         self._sweep_lock: IO[str] | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A parallel launcher (joblib, submitit) pickles the callbacks to its workers.
+
+        The parent run and the sweep folder's lock belong to the sweep's own process: a
+        worker only redacts its job's files (``on_job_start``) and finds the parent's id
+        in the sweep folder, so its copy carries neither (a lock file cannot be pickled).
+        """
+        return {**self.__dict__, "parent": None, "_sweep_lock": None}
+
     @fail_loudly("creating the sweep's MLflow parent run")
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra sets its runtime config only per job; the paths here interpolate ${hydra:...}.

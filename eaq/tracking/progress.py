@@ -75,6 +75,14 @@ class SweepProgress(Callback):
         self.line: tqdm | None = None
         self._stdout: TextIO | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A parallel launcher pickles the callbacks to its workers, where this display is not
+        drawn (``_active`` is this process's): the copy leaves its stream and bars behind."""
+        return {**self.__dict__, "stream": None, "bar": None, "line": None, "_stdout": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, stream=state["stream"] or sys.stderr)
+
     # Hydra's hooks
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _active
