@@ -16,7 +16,6 @@ credential in ``tracking.uri`` would otherwise stay there in clear.
 from __future__ import annotations
 
 import atexit
-import fcntl
 import functools
 import logging
 import sys
@@ -32,7 +31,7 @@ from mlflow.entities import RunStatus
 from omegaconf import DictConfig
 
 from eaq.errors import EaqError
-from eaq.files import atomic_write_text
+from eaq.files import atomic_write_text, try_exclusive
 from eaq.tracking.redact import redact, redact_file, redact_folder
 from eaq.tracking.run_logger import PARENT_TAG, TrackedRun
 from eaq.tracking.store import open_store
@@ -87,16 +86,12 @@ def _hold_sweep_folder(sweep_dir: Path) -> IO[str]:
     two live sweeps are given the same ``hydra.sweep.dir``: they would share the parent-id
     and skipped-runs files and each report the other's runs.
     """
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    handle = (sweep_dir / SWEEP_LOCK_FILE).open("a")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
+    handle = try_exclusive(sweep_dir / SWEEP_LOCK_FILE)
+    if handle is None:
         raise EaqError(
             f"another sweep is running in the folder hydra.sweep.dir={sweep_dir}; give this one its own "
             "(leave hydra.sweep.dir at its default, which is unique per launch, or pass a new folder)."
-        ) from None
+        )
     return handle
 
 
