@@ -68,7 +68,8 @@ def mlflow_server_on(backend_store_uri: str, artifacts: Path, workers: int = 1) 
                 break
             except OSError:
                 if server.poll() is not None or time.time() > deadline:
-                    os.killpg(server.pid, signal.SIGTERM)
+                    if server.poll() is None:
+                        os.killpg(server.pid, signal.SIGTERM)
                     raise AssertionError(f"the mlflow server did not start: {server.communicate(timeout=60)[1][-3000:]}")
                 time.sleep(0.5)
         yield port

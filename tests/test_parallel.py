@@ -176,7 +176,7 @@ def postgres() -> Iterator[str]:
         pg(str(binaries / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "server.log"), "-w", "start")
         try:
             pg(str(binaries / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "eaq", "eaq")
-            yield f"postgresql://eaq@127.0.0.1:{port}/eaq"
+            yield f"postgresql+psycopg://eaq@127.0.0.1:{port}/eaq"
         finally:
             pg(str(binaries / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
     finally:
@@ -196,7 +196,7 @@ def test_a_parallel_sweep_on_an_mlflow_server_over_postgresql_logs_every_run_onc
         assert not (out / "mlflow.db").exists()  # nothing went to the default SQLite store
 
         # The same sweep again (one job at a time): every configuration FINISHED on the server is skipped.
-        again = run_eaq(out, "-m", *FAST, "sampler=none", f"trial={','.join(TRIALS)}", f"tracking.uri={uri}")
+        again = run_eaq(out, "-m", "device=cpu", *FAST, "sampler=none", f"trial={','.join(TRIALS)}", f"tracking.uri={uri}")
         assert again.returncode == 0, again.stderr[-3000:]
         assert f"{len(TRIALS)} skipped, already FINISHED" in again.stdout
         runs = client.search_runs([client.get_experiment_by_name("eaq").experiment_id])

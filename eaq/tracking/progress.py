@@ -29,6 +29,8 @@ from tqdm.auto import tqdm
 from tqdm.contrib import DummyTqdmFile
 
 _active: SweepProgress | None = None
+# The launcher that runs jobs in this process, one after another: the only one this display can follow.
+BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 
 def show_phase(phase: str) -> None:
@@ -86,6 +88,8 @@ class SweepProgress(Callback):
     # Hydra's hooks
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _active
+        if config.hydra.launcher.get("_target_") != BASIC_LAUNCHER:
+            return  # jobs run in other processes (joblib, submitit): their hooks and phases never reach this one
         _active = self
         self.total = count_jobs(config)
         if self.stream.isatty():
