@@ -20,12 +20,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
 from conftest import FAST, free_port, mlflow_server_on, run_eaq, store
 from eaq.errors import ConfigError
+from eaq.report.multi_gpu import side_by_side
 from eaq.slots import LOG_FILE, gpu_slot, slot_count, visible_gpus
 
 TRIALS = ("1", "2", "3")
@@ -95,10 +97,17 @@ def test_gpu_slots_are_held_by_one_process_at_a_time(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(bool(visible_gpus()), reason="this host has GPUs; the check is for a host without")
-def test_the_gpus_launcher_on_a_host_without_gpus_says_what_to_do() -> None:
+def test_the_gpus_launcher_on_a_host_without_gpus_stops_in_one_sentence_before_any_run(out: Path) -> None:
     with pytest.raises(ConfigError, match=r"sees no GPU.*gpu_slots\.count=N"):
         slot_count(None)
-    assert slot_count(3) == 3
+    result = run_eaq(out, "-m", "hydra/launcher=gpus", *FAST, "trial=1,2")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: the sweep stopped: resolving the launcher's settings (hydra.launcher) failed (hydra/launcher=gpus runs "
+        "one job per GPU, and this process sees no GPU (NVML found none); run on a GPU host, or set gpu_slots.count=N "
+        "to run N jobs at once.)"
+    ]
+    assert not out.exists()  # no store, no parent run
 
 
 def check_neighbours(children: list[Run], slots: Path) -> None:
@@ -202,3 +211,23 @@ def test_a_parallel_sweep_on_an_mlflow_server_over_postgresql_logs_every_run_onc
         assert f"{len(TRIALS)} skipped, already FINISHED" in again.stdout
         runs = client.search_runs([client.get_experiment_by_name("eaq").experiment_id])
         assert len([r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]) == len(TRIALS)
+
+
+def _frame(energies: dict[str, list[float]]) -> pd.DataFrame:
+    """Benchmark runs as eaq.report.frame builds them: one row per trial of each precision."""
+    rows = [
+        {"kind": "benchmark", "status": "FINISHED", "valid": "true", "model": "m", "precision": precision,
+         "batch_size": 8, "seq_len": 128, "compile": False, "trial": trial, "energy_per_sample_mj": value}
+        for precision, values in energies.items()
+        for trial, value in enumerate(values, 1)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_one_gpu_against_two_agrees_only_within_the_trials_own_spread() -> None:
+    one = _frame({"bf16": [10.0, 11.0, 12.0], "fp32": [10.0, 10.1, 10.2]})
+    two = _frame({"bf16": [10.5, 11.5, 12.5], "fp32": [12.0, 12.1, 12.2]})
+    table = side_by_side(one, two)
+    assert table.loc["m-bf16-b8-s128", "agree"] == "yes"  # 0.5 apart, std 1
+    assert table.loc["m-fp32-b8-s128", "agree"] == "no"  # 2 apart, std 0.1
+    assert table.loc["m-fp32-b8-s128", "difference_pct"] == pytest.approx(19.8, abs=0.1)

@@ -51,13 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wall time: one GPU {args.one_wall_s:.1f} s, two GPUs {args.two_wall_s:.1f} s, ratio {ratio:.3f} "
           f"({'meets' if ratio <= args.max_ratio else 'misses'} <= {args.max_ratio})")
     table = side_by_side(load(args.one), load(args.two))
-    print(f"{METRIC} per configuration (mean and sample std over trials; agree: |two - one| <= the larger std):")
-    print(table.to_markdown(floatfmt=".4g"))
     measured = table[table["agree"] != "n/a"]
     if measured.empty:
         print("energy: not measured (no energy sensor in these runs)")
-    else:
-        print(f"energy: {(measured['agree'] == 'yes').sum()} of {len(measured)} configurations agree within their trial spread")
+        return 0
+    print(f"{METRIC} per configuration (mean and sample std over trials; agree: |two - one| <= the larger std):")
+    print(table.to_markdown(floatfmt=".4g"))
+    print(f"energy: {(measured['agree'] == 'yes').sum()} of {len(measured)} configurations agree within their trial spread")
     return 0
 
 

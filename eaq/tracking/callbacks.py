@@ -28,7 +28,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from mlflow.entities import RunStatus
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
 
 from eaq.errors import EaqError
 from eaq.files import atomic_write_text, try_exclusive
@@ -93,6 +94,26 @@ def _hold_sweep_folder(sweep_dir: Path) -> IO[str]:
             "(leave hydra.sweep.dir at its default, which is unique per launch, or pass a new folder)."
         )
     return handle
+
+
+class LauncherCheck(Callback):
+    """Resolve the launcher's settings before anything else of the sweep starts.
+
+    Hydra resolves them only when it builds the launcher, after the parent run is open, and
+    a setting that cannot be resolved (``hydra/launcher=gpus`` on a host without GPUs) then
+    ends the sweep in a traceback of OmegaConf's. Registered first, this ends it in the
+    sentence that says what to do.
+    """
+
+    @fail_loudly("resolving the launcher's settings (hydra.launcher)")
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            OmegaConf.to_container(config.hydra.launcher, resolve=True)
+        except InterpolationResolutionError as exc:
+            cause: BaseException | None = exc
+            while cause is not None and not isinstance(cause, EaqError):  # a resolver's own error, wrapped by OmegaConf
+                cause = cause.__cause__ or cause.__context__
+            raise cause or exc from None
 
 
 class MlflowSweepCallback(Callback):
