@@ -119,8 +119,8 @@ def run_job(cfg: DictConfig) -> str:
         config = validate(cfg)
         task = TASKS[config.task]
         setup_s = time.perf_counter() - started
-        slots = config.gpu_slots
-        with gpu_slot(slots.dir, slots.count, run.run.info.run_name, run.run_id) if slots.enabled else nullcontext() as slot:
+        gpus = config.gpu_slots
+        with gpu_slot(gpus.dir, gpus.count, run.run.info.run_name, run.run_id) if gpus.enabled else nullcontext() as slot:
             if slot is not None:
                 config.device = slot.device(config.device)
             if config.isolate:
