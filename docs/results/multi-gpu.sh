@@ -22,7 +22,11 @@ export PYTHONUNBUFFERED=1
 MODELS=${MODELS:-gpt2_small_random} PRECISIONS=${PRECISIONS:-fp32,bf16} BATCHES=${BATCHES:-8,64}
 TRIALS_LIST=${TRIALS_LIST:-1,2,3} SAMPLER=${SAMPLER:-nvml} PROTOCOL=${PROTOCOL:-gpu_energy}
 DEVICE=${DEVICE:-cuda} SLOTS=${SLOTS:-2} WORK=${WORK:-/tmp/eaq-multi-gpu}
-python3 -c "import eaq, torchao, hydra_plugins.hydra_joblib_launcher" 2>/dev/null || bash docs/results/gpu-install.sh
+# The GPU image lacks Hydra's joblib launcher: fill the wheelhouse with
+# `../shared/tools/gpu-wheelhouse .whl hydra-joblib-launcher joblib` before the device call.
+python3 -c "import eaq, torchao" 2>/dev/null || bash docs/results/gpu-install.sh
+python3 -c "import hydra_plugins.hydra_joblib_launcher" 2>/dev/null \
+  || python3 -m pip install -q --no-index --find-links .whl hydra-joblib-launcher joblib
 rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
 SWEEP="model=$MODELS precision=$PRECISIONS batch_size=$BATCHES trial=$TRIALS_LIST seq_len=128 dataset=synthetic sampler=$SAMPLER trials=$PROTOCOL"
 ONE_DEVICE=$DEVICE; [[ $DEVICE == cuda ]] && ONE_DEVICE=cuda:0
