@@ -174,6 +174,19 @@ class TrackingConfig:
 
 
 @dataclass
+class GpuSlotsConfig:
+    """One job per GPU of a host (eaq/slots.py); ``hydra/launcher=gpus`` turns it on."""
+
+    # Take a GPU slot before running, and measure on its GPU; null: on under hydra/launcher=gpus.
+    enabled: bool | None = None
+    # How many slots (and parallel jobs): null for every GPU this process sees; a number
+    # for fewer (on a host without GPUs, slots without a GPU: the tests use this).
+    count: int | None = None
+    # Host-local folder of the slot locks and their log; every eaq job on the host must share it.
+    dir: str = "/tmp/eaq-gpu-slots"
+
+
+@dataclass
 class PathsConfig:
     root: str = "."
     output_dir: str = "outputs"
@@ -192,6 +205,7 @@ class EaqConfig:
     layers: LayersConfig = field(default_factory=LayersConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
+    gpu_slots: GpuSlotsConfig = field(default_factory=GpuSlotsConfig)
     batch_size: int = 32
     seq_len: int = 128
     # Trial index: repeats a configuration and seeds it.
@@ -262,6 +276,7 @@ def validate(cfg: DictConfig) -> EaqConfig:
             f"precision={obj.precision.name} precision.plan={obj.precision.plan}: a plan file goes with precision=mixed "
             "only; use precision=mixed precision.plan=FILE, or drop precision.plan."
         )
+    _positive("gpu_slots.count", obj.gpu_slots.count)
     _positive("layers.replay_iters", obj.layers.replay_iters)
     _positive("layers.profile_passes", obj.layers.profile_passes)
     _positive("layers.replay_min_s", obj.layers.replay_min_s, 0)

@@ -8,7 +8,19 @@ from eaq.errors import DeviceError
 
 
 def resolve_device(spec: str) -> torch.device:
-    """``auto`` picks the first CUDA GPU when there is one, else the CPU."""
+    """``auto`` picks the first CUDA GPU when there is one, else the CPU.
+
+    A GPU also becomes the process's current device: CUDA events, a library's kernels or
+    context, anything that asks for "the" device would otherwise land on cuda:0, which on a
+    host running one job per GPU (eaq/slots.py) is a neighbour's.
+    """
+    device = _parse(spec)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return device
+
+
+def _parse(spec: str) -> torch.device:
     if spec == "auto":
         return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
     device = torch.device(spec)

@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
@@ -60,3 +61,20 @@ def exclusive(lock_path: str | Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def try_exclusive(lock_path: str | Path) -> IO[str] | None:
+    """Take an exclusive lock on ``lock_path`` (created if needed) without waiting.
+
+    Returns the open file that holds it (closing it, or the process ending, releases it),
+    or None when another process holds it.
+    """
+    lock_path = Path(lock_path)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    handle = lock_path.open("a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle

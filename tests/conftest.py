@@ -8,8 +8,14 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,6 +42,41 @@ def all_runs(output_dir: Path) -> list:
     client = store(output_dir)
     experiments = client.search_experiments()
     return client.search_runs([e.experiment_id for e in experiments]) if experiments else []
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def mlflow_server_on(backend_store_uri: str, artifacts: Path, workers: int = 1) -> Iterator[int]:
+    """A real ``mlflow server`` on a free loopback port over ``backend_store_uri``; yields the port, stops it after."""
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+        "--backend-store-uri", backend_store_uri, "--default-artifact-root", str(artifacts),
+    ]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.time() > deadline:
+                    if server.poll() is None:
+                        os.killpg(server.pid, signal.SIGTERM)
+                    raise AssertionError(f"the mlflow server did not start: {server.communicate(timeout=60)[1][-3000:]}")
+                time.sleep(0.5)
+        yield port
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)  # the server and the workers it started
+            server.wait(timeout=60)
 
 
 @pytest.fixture

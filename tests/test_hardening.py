@@ -10,12 +10,9 @@ import json
 import multiprocessing
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,7 +21,7 @@ import torch
 from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
-from conftest import FAST, REPO, all_runs, run_eaq, store
+from conftest import FAST, REPO, all_runs, mlflow_server_on, run_eaq, store
 from eaq.evaluate.reference import cached_reference
 from eaq.files import exclusive
 from eaq.measure.roofline import Calibration, load_calibration, save_calibration
@@ -55,29 +52,10 @@ def _files_holding(folder: Path, secrets: list[str]) -> list[str]:
 @pytest.fixture
 def mlflow_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     """A real ``mlflow server`` on a free local port, its store under tmp_path/server."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     folder = tmp_path / "server"
     folder.mkdir()
-    cmd = [
-        sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-        "--backend-store-uri", f"sqlite:///{folder}/server.db", "--default-artifact-root", str(folder / "artifacts"),
-    ]
-    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.time() < deadline, "the mlflow server did not start"
-                time.sleep(0.5)
+    with mlflow_server_on(f"sqlite:///{folder}/server.db", folder / "artifacts") as port:
         yield port, folder
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)  # the server and the workers it started
-        server.wait(timeout=60)
 
 
 def test_no_credential_from_the_environment_or_tracking_uri_lands_in_any_record(out: Path, mlflow_server) -> None:

@@ -203,7 +203,7 @@ def gpu_facts(uuid: str, nvml: ModuleType | None = None) -> dict[str, str]:
 
 
 def device_summaries(nvml: ModuleType | None = None) -> list[dict[str, Any]]:
-    """Per GPU, in NVML's order: name, compute capability and memory, read without a CUDA context."""
+    """Per GPU, in NVML's order (the PCI bus's): name, UUID, compute capability and memory, read without a CUDA context."""
     try:
         nvml = nvml or _import_pynvml()
         nvml.nvmlInit()
@@ -212,7 +212,9 @@ def device_summaries(nvml: ModuleType | None = None) -> list[dict[str, Any]]:
             handle = nvml.nvmlDeviceGetHandleByIndex(i)
             major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
             name = nvml.nvmlDeviceGetName(handle)
+            uuid = nvml.nvmlDeviceGetUUID(handle)
             found.append({"name": name.decode() if isinstance(name, bytes) else name, "major": major, "minor": minor,
+                          "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
                           "total_memory": nvml.nvmlDeviceGetMemoryInfo(handle).total})
         return found
     except Exception:  # no driver, no library: nothing to tell

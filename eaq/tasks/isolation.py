@@ -62,6 +62,10 @@ def start_server() -> None:
 def _fork_server() -> ForkServerContext | SpawnContext:
     global _context
     if _context is None:
+        if multiprocessing.get_start_method(allow_none=True) not in multiprocessing.get_all_start_methods():
+            # A joblib launcher's worker names loky's own start method, which the server's
+            # children are told to set and cannot ("cannot find context for 'loky'").
+            multiprocessing.set_start_method("forkserver", force=True)
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(PRELOAD))
         atexit.register(_stop_server)

@@ -13,6 +13,7 @@ import logging
 import sys
 import time
 import traceback
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from eaq.config import GROUPS, validate
 from eaq.errors import EaqError
+from eaq.slots import gpu_slot, pin_device_order
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking import TrackedRun, config_hash, flatten, open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip
@@ -78,10 +80,15 @@ def run_job(cfg: DictConfig) -> str:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     debug = bool(resolved.get("debug"))
-    if resolved.get("isolate", True):
-        start_server()  # its imports run while this process opens the store and logs the config
     tracking = resolved["tracking"]
+    slots = resolved["gpu_slots"]
+    if slots["enabled"] is None:  # null: slots go with the launcher that runs a job per GPU
+        slots["enabled"] = cfg.gpu_slots.enabled = hydra_cfg.runtime.choices.get("hydra/launcher") == "gpus"
     try:
+        if slots["enabled"]:
+            pin_device_order()  # before the fork server starts: it keeps the environment it starts with
+        if resolved.get("isolate", True):
+            start_server()  # its imports run while this process opens the store and logs the config
         client, experiment_id = open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
     except EaqError as exc:
         _report_error(exc, debug)
@@ -112,11 +119,17 @@ def run_job(cfg: DictConfig) -> str:
         config = validate(cfg)
         task = TASKS[config.task]
         setup_s = time.perf_counter() - started
-        if config.isolate:
-            result, overhead_s = run_isolated(task, config, output_dir, on_phase=show_phase, on_output=output_sink())
-            result.metrics["isolation_overhead_s"] = overhead_s
-        else:
-            result = run_in_process(task, config, output_dir, on_phase=show_phase)
+        gpus = config.gpu_slots
+        with gpu_slot(gpus.dir, gpus.count, run.run.info.run_name, run.run_id) if gpus.enabled else nullcontext() as slot:
+            if slot is not None:
+                config.device = slot.device(config.device)
+            if config.isolate:
+                result, overhead_s = run_isolated(task, config, output_dir, on_phase=show_phase, on_output=output_sink())
+                result.metrics["isolation_overhead_s"] = overhead_s
+            else:
+                result = run_in_process(task, config, output_dir, on_phase=show_phase)
+            if slot is not None:
+                result.tags.update(slot.tags())
         show_phase("logging")
         logging_started = time.perf_counter()
         result.metrics["phase_setup_s"] = setup_s

@@ -16,7 +16,6 @@ credential in ``tracking.uri`` would otherwise stay there in clear.
 from __future__ import annotations
 
 import atexit
-import fcntl
 import functools
 import logging
 import sys
@@ -29,10 +28,11 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from mlflow.entities import RunStatus
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
 
 from eaq.errors import EaqError
-from eaq.files import atomic_write_text
+from eaq.files import atomic_write_text, try_exclusive
 from eaq.tracking.redact import redact, redact_file, redact_folder
 from eaq.tracking.run_logger import PARENT_TAG, TrackedRun
 from eaq.tracking.store import open_store
@@ -87,23 +87,48 @@ def _hold_sweep_folder(sweep_dir: Path) -> IO[str]:
     two live sweeps are given the same ``hydra.sweep.dir``: they would share the parent-id
     and skipped-runs files and each report the other's runs.
     """
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    handle = (sweep_dir / SWEEP_LOCK_FILE).open("a")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
+    handle = try_exclusive(sweep_dir / SWEEP_LOCK_FILE)
+    if handle is None:
         raise EaqError(
             f"another sweep is running in the folder hydra.sweep.dir={sweep_dir}; give this one its own "
             "(leave hydra.sweep.dir at its default, which is unique per launch, or pass a new folder)."
-        ) from None
+        )
     return handle
+
+
+class LauncherCheck(Callback):
+    """Resolve the launcher's settings before anything else of the sweep starts.
+
+    Hydra resolves them only when it builds the launcher, after the parent run is open, and
+    a setting that cannot be resolved (``hydra/launcher=gpus`` on a host without GPUs) then
+    ends the sweep in a traceback of OmegaConf's. Registered first, this ends it in the
+    sentence that says what to do.
+    """
+
+    @fail_loudly("resolving the launcher's settings (hydra.launcher)")
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            OmegaConf.to_container(config.hydra.launcher, resolve=True)
+        except InterpolationResolutionError as exc:
+            cause: BaseException | None = exc
+            while cause is not None and not isinstance(cause, EaqError):  # a resolver's own error, wrapped by OmegaConf
+                cause = cause.__cause__ or cause.__context__
+            raise cause or exc from None
 
 
 class MlflowSweepCallback(Callback):
     def __init__(self) -> None:
         self.parent: TrackedRun | None = None
         self._sweep_lock: IO[str] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A parallel launcher (joblib, submitit) pickles the callbacks to its workers.
+
+        The parent run and the sweep folder's lock belong to the sweep's own process: a
+        worker only redacts its job's files (``on_job_start``) and finds the parent's id
+        in the sweep folder, so its copy carries neither (a lock file cannot be pickled).
+        """
+        return {**self.__dict__, "parent": None, "_sweep_lock": None}
 
     @fail_loudly("creating the sweep's MLflow parent run")
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 # Settings that change where results go or how errors print, not what is measured.
-NOT_MEASUREMENT = ("tracking", "paths", "debug", "run_name", "resume")
+# Where a run is logged and how it is scheduled (gpu_slots: which of a host's GPUs), not what it measures.
+NOT_MEASUREMENT = ("tracking", "paths", "debug", "run_name", "resume", "gpu_slots")
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, str]:

@@ -29,6 +29,8 @@ from tqdm.auto import tqdm
 from tqdm.contrib import DummyTqdmFile
 
 _active: SweepProgress | None = None
+# The launcher that runs jobs in this process, one after another: the only one this display can follow.
+BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 
 def show_phase(phase: str) -> None:
@@ -75,9 +77,19 @@ class SweepProgress(Callback):
         self.line: tqdm | None = None
         self._stdout: TextIO | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A parallel launcher pickles the callbacks to its workers, where this display is not
+        drawn (``_active`` is this process's): the copy leaves its stream and bars behind."""
+        return {**self.__dict__, "stream": None, "bar": None, "line": None, "_stdout": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, stream=state["stream"] or sys.stderr)
+
     # Hydra's hooks
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _active
+        if config.hydra.launcher.get("_target_") != BASIC_LAUNCHER:
+            return  # jobs run in other processes (joblib, submitit): their hooks and phases never reach this one
         _active = self
         self.total = count_jobs(config)
         if self.stream.isatty():

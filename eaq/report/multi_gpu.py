@@ -1,0 +1,65 @@
+"""``python -m eaq.report.multi_gpu``: the same sweep on one GPU and on two, side by side.
+
+Issue 17 asks two things of running a sweep on two GPUs of one host at once
+(docs/results/multi-gpu.sh): that it pays (wall time on two at most ``--max-ratio`` of that
+on one), and that it does not change what is measured (each configuration's energy per
+sample on two GPUs within the trial-to-trial spread of the runs themselves: the two means
+differ by no more than the larger of the two sample standard deviations). A neighbour
+shares the host's CPU, PCIe and power budget, so the second is not a given. This prints
+both per configuration from the two stores (MLflow only) and a verdict line for each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import pandas as pd
+
+from eaq.report.aggregate import aggregate, config_label
+from eaq.report.frame import load
+
+METRIC = "energy_per_sample_mj"
+
+
+def side_by_side(one: pd.DataFrame, two: pd.DataFrame, metric: str = METRIC) -> pd.DataFrame:
+    """Per configuration: n, mean and std of ``metric`` on one and on two GPUs, and whether they agree."""
+    tables = {}
+    for name, frame in (("one", one), ("two", two)):
+        table = aggregate(frame, metrics=(metric,))
+        table.index = [config_label(row) for _, row in table.iterrows()]
+        tables[name] = table[["n", "mean", "std"]].add_prefix(f"{name}_")
+    joined = tables["one"].join(tables["two"], how="outer")
+    spread = joined[["one_std", "two_std"]].max(axis=1)
+    joined["difference_pct"] = (joined["two_mean"] / joined["one_mean"] - 1) * 100
+    joined["agree"] = [
+        "n/a" if math.isnan(d) or math.isnan(s) else ("yes" if abs(d) <= s else "no")
+        for d, s in zip(joined["two_mean"] - joined["one_mean"], spread)
+    ]
+    return joined
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--one", required=True, help="MLflow URI of the sweep on one GPU")
+    parser.add_argument("--two", required=True, help="MLflow URI of the same sweep on two GPUs")
+    parser.add_argument("--one-wall-s", type=float, required=True, help="wall time of the sweep on one GPU, seconds")
+    parser.add_argument("--two-wall-s", type=float, required=True, help="wall time of the sweep on two GPUs, seconds")
+    parser.add_argument("--max-ratio", type=float, default=0.55, help="the wall-time ratio two/one to meet (default 0.55)")
+    args = parser.parse_args(argv)
+    ratio = args.two_wall_s / args.one_wall_s
+    print(f"wall time: one GPU {args.one_wall_s:.1f} s, two GPUs {args.two_wall_s:.1f} s, ratio {ratio:.3f} "
+          f"({'meets' if ratio <= args.max_ratio else 'misses'} <= {args.max_ratio})")
+    table = side_by_side(load(args.one), load(args.two))
+    measured = table[table["agree"] != "n/a"]
+    if measured.empty:
+        print("energy: not measured (no energy sensor in these runs)")
+        return 0
+    print(f"{METRIC} per configuration (mean and sample std over trials; agree: |two - one| <= the larger std):")
+    print(table.to_markdown(floatfmt=".4g"))
+    print(f"energy: {(measured['agree'] == 'yes').sum()} of {len(measured)} configurations agree within their trial spread")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,211 @@
+"""GPU slots: one job per GPU of a host at a time, and who else measured beside it.
+
+``hydra/launcher=gpus`` (conf/hydra/launcher/gpus.yaml) runs a sweep's jobs in parallel,
+one Hydra joblib worker per GPU. Pinning a job by ``CUDA_VISIBLE_DEVICES`` does not work
+here: a worker runs many jobs, each run is forked from a server that the worker starts
+once and that keeps the environment it started with (eaq.tasks.isolation), and the
+server must not touch CUDA. So nothing changes the environment per job. Instead each job
+takes a *slot* before it runs: an exclusive lock (eaq.files) on a file named by one GPU's
+UUID in a host-local folder, the first one free. The job then measures on that GPU,
+``device=cuda:<index>`` in the forked run, and the NVML sampler reads that GPU only (it
+finds the run's GPU by UUID). The lock is the kernel's: a killed job frees its GPU; two
+sweeps on one host (or jobs of another launcher) never share a GPU, they wait for one.
+
+For index and UUID to name the same GPU, CUDA must number GPUs as NVML does (by PCI bus),
+so slots set ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` before the fork server starts, and refuse a
+different order set by the user. ``CUDA_VISIBLE_DEVICES`` set before the sweep (by SLURM,
+say) is honoured: slots are the GPUs it names.
+
+Neighbours: every take and release is appended to ``slots.jsonl`` in the same folder.
+When a run ends it reads which other runs held a GPU of this host at any moment while it
+held its own: the neighbours, recorded on the run (tag ``eaq.neighbours``), so the effect
+of a busy neighbour on energy can be studied. A take without a release from a process
+that is gone (killed) counts as ended.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from eaq.errors import ConfigError
+from eaq.files import exclusive, try_exclusive
+from eaq.measure.nvml import device_summaries
+
+log = logging.getLogger(__name__)
+LOG_FILE = "slots.jsonl"
+# How often a job that found every GPU held looks again.
+WAIT_S = 0.5
+ORDER = "CUDA_DEVICE_ORDER"
+
+
+def visible_gpus() -> list[str]:
+    """The UUIDs of the GPUs this process may use, in CUDA's order under ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
+
+    NVML lists every GPU of the host by PCI bus; ``CUDA_VISIBLE_DEVICES`` (indices or UUIDs)
+    narrows and orders them as CUDA will.
+    """
+    uuids = [gpu["uuid"] for gpu in device_summaries()]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return uuids
+    chosen = []
+    for entry in filter(None, (e.strip() for e in visible.split(","))):
+        if entry.isdigit():
+            if int(entry) >= len(uuids):
+                break  # CUDA stops at the first invalid entry
+            chosen.append(uuids[int(entry)])
+        else:
+            matches = [u for u in uuids if u.startswith(entry if entry.startswith(("GPU-", "MIG-")) else f"GPU-{entry}")]
+            if len(matches) != 1:
+                break
+            chosen.append(matches[0])
+    return chosen
+
+
+def slot_count(count: int | None) -> int:
+    """``gpu_slots.count``, or the GPUs this process sees: the joblib preset's ``n_jobs``."""
+    found = count if count is not None else len(visible_gpus())
+    if found < 1:
+        raise ConfigError(
+            "hydra/launcher=gpus runs one job per GPU, and this process sees no GPU (NVML found none"
+            + (f" among CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']}" if "CUDA_VISIBLE_DEVICES" in os.environ else "")
+            + "); run on a GPU host, or set gpu_slots.count=N to run N jobs at once."
+        )
+    return found
+
+
+def _slot_keys(count: int | None) -> list[str]:
+    """What each slot's lock is named by: a GPU's UUID; ``gpu<i>`` where NVML sees no GPU (a count given on a CPU host)."""
+    uuids = visible_gpus()
+    if count is None:
+        slot_count(None)
+        return uuids
+    if uuids and count > len(uuids):
+        raise ConfigError(
+            f"gpu_slots.count={count} but this process sees {len(uuids)} GPU(s); use at most {len(uuids)}, or null for all."
+        )
+    return uuids[:count] if uuids else [f"gpu{i}" for i in range(count)]
+
+
+def pin_device_order() -> None:
+    """Make CUDA number GPUs as NVML does; call before the fork server starts (it keeps this environment)."""
+    order = os.environ.setdefault(ORDER, "PCI_BUS_ID")
+    if order != "PCI_BUS_ID":
+        raise ConfigError(
+            f"gpu_slots need {ORDER}=PCI_BUS_ID (NVML's and nvidia-smi's order) to match a GPU's index to its UUID, "
+            f"and the environment sets {ORDER}={order}; unset it or set it to PCI_BUS_ID."
+        )
+
+
+@dataclass
+class Slot:
+    """A GPU held by this job: its index among the visible GPUs, and the key its lock is named by."""
+
+    folder: Path
+    index: int
+    key: str
+    run: str
+    run_id: str
+    taken: float = field(default_factory=time.time)
+
+    def device(self, requested: str) -> str:
+        """The run's device: ``cuda:<index>`` for ``auto`` or ``cuda``; ``cpu`` stays (the slot still keeps jobs apart)."""
+        if requested in ("auto", "cuda"):
+            return f"cuda:{self.index}"
+        if requested == "cpu":
+            return "cpu"
+        raise ConfigError(
+            f"device={requested} with gpu_slots.enabled=true: the slot picks the GPU; use device=auto (or cuda), "
+            "or gpu_slots.enabled=false to pin the device yourself."
+        )
+
+    def tags(self) -> dict[str, str]:
+        """The slot and the neighbours so far, for the run's record (call while the slot is held)."""
+        found = neighbours(self, time.time())
+        return {
+            "eaq.gpu_slot": str(self.index),
+            "eaq.gpu_slot.key": self.key,
+            "eaq.neighbours": "; ".join(found) if found else "none",
+            "eaq.neighbours.count": str(len(found)),
+        }
+
+
+def _append(folder: Path, entry: dict[str, Any]) -> None:
+    with exclusive(folder / (LOG_FILE + ".lock")), (folder / LOG_FILE).open("a") as handle:
+        handle.write(json.dumps(entry) + "\n")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def neighbours(slot: Slot, until: float) -> list[str]:
+    """The other runs that held a slot of this host at some moment between ``slot.taken`` and ``until``.
+
+    Each as ``run name (gpu index, run id)``, sorted, once each.
+    """
+    folder = slot.folder
+    held: dict[tuple[int, str], dict[str, Any]] = {}
+    spans: list[tuple[dict[str, Any], float]] = []
+    path = folder / LOG_FILE
+    with exclusive(folder / (LOG_FILE + ".lock")):
+        lines = path.read_text().splitlines() if path.exists() else []
+    for line in lines:
+        entry = json.loads(line)
+        key = (entry["pid"], entry["key"])
+        if entry["event"] == "take":
+            held[key] = entry
+        elif key in held:
+            spans.append((held.pop(key), entry["time"]))
+    spans += [(entry, until) for (pid, _), entry in held.items() if _alive(pid)]
+    me = (os.getpid(), slot.key, slot.taken)
+    return sorted(
+        {
+            f"{entry['run']} (gpu {entry['index']}, run {entry['run_id']})"
+            for entry, released in spans
+            if (entry["pid"], entry["key"], entry["time"]) != me and entry["time"] <= until and released >= slot.taken
+        }
+    )
+
+
+def _take(folder: Path, keys: list[str]) -> tuple[int, IO[str]] | None:
+    for index, key in enumerate(keys):
+        handle = try_exclusive(folder / f"{key}.lock")
+        if handle is not None:
+            return index, handle
+    return None
+
+
+@contextmanager
+def gpu_slot(folder: str | Path, count: int | None, run: str, run_id: str) -> Iterator[Slot]:
+    """Hold the first free GPU slot of this host for the run named ``run`` (waiting while all are held); release it at exit."""
+    folder = Path(folder)
+    keys = _slot_keys(count)
+    waited = False
+    while (taken := _take(folder, keys)) is None:
+        if not waited:
+            log.info("%s: all %d GPU slots of this host are held (%s); waiting for one", run, len(keys), folder)
+            waited = True
+        time.sleep(WAIT_S)
+    index, handle = taken
+    slot = Slot(folder, index, keys[index], run, run_id)
+    try:
+        _append(folder, {"event": "take", "key": slot.key, "index": index, "run": run, "run_id": run_id, "pid": os.getpid(), "time": slot.taken})
+        yield slot
+    finally:
+        _append(folder, {"event": "release", "key": slot.key, "pid": os.getpid(), "time": time.time()})
+        handle.close()

@@ -1,0 +1,233 @@
+"""Beyond one job at a time: GPU slots, parallel sweeps on SQLite and on an MLflow server over
+PostgreSQL, and a sweep through submitit's local executor (issue 17).
+
+Everything is real: Hydra's joblib and submitit launchers, a PostgreSQL cluster started from
+the distribution's binaries, ``mlflow server`` over it. Only the GPUs are faked, by their
+count (``gpu_slots.count=2`` on this CPU machine; the runs measure on the CPU).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import multiprocessing
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.entities import Run
+from mlflow.tracking import MlflowClient
+
+from conftest import FAST, free_port, mlflow_server_on, run_eaq, store
+from eaq.errors import ConfigError
+from eaq.report.multi_gpu import side_by_side
+from eaq.slots import LOG_FILE, gpu_slot, slot_count, visible_gpus
+
+TRIALS = ("1", "2", "3")
+# Logged by every benchmark run that ended FINISHED (the last two after everything else).
+METRICS = {"latency_mean_ms", "throughput_samples_per_s", "model_size_mb", "quality_cosine_to_fp32_mean", "run_wall_s", "phase_logging_s"}
+
+
+def parallel_sweep(slots: Path, *overrides: str) -> list[str]:
+    """Three trials, two jobs at a time on two faked GPU slots."""
+    trials = ",".join(TRIALS)
+    return ["-m", "hydra/launcher=gpus", "gpu_slots.count=2", f"gpu_slots.dir={slots}", "device=cpu", *FAST, "sampler=none", f"trial={trials}", *overrides]
+
+
+def check_sweep(client: MlflowClient, stdout: str, trials: tuple[str, ...] = TRIALS) -> list[Run]:
+    """Every run of the sweep arrived exactly once, FINISHED, with all its metrics, under one FINISHED parent."""
+    experiment = client.get_experiment_by_name("eaq")
+    runs = client.search_runs([experiment.experiment_id])
+    children = [r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]
+    (parent,) = [r for r in runs if r.data.tags.get("eaq.kind") == "sweep"]
+    assert sorted(r.info.run_name for r in children) == [f"bert-tiny-random-fp32-b4-t{t}" for t in trials]
+    assert {r.info.status for r in children} == {"FINISHED"}
+    for run in children:
+        assert METRICS <= run.data.metrics.keys(), (run.info.run_name, METRICS - run.data.metrics.keys())
+        assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    assert len({frozenset(r.data.metrics) for r in children}) == 1  # the same metrics on every run
+    assert parent.info.status == "FINISHED" and parent.data.metrics["sweep_runs"] == len(trials)
+    assert f"sweep: {len(trials)} of {len(trials)} runs finished" in stdout
+    return children
+
+
+def slot_holds(slots: Path) -> list[tuple[str, float, float]]:
+    """(key, taken, released) per hold, from the slots' log; every take released."""
+    open_holds: dict[tuple[int, str], float] = {}
+    holds = []
+    for line in (slots / LOG_FILE).read_text().splitlines():
+        entry = json.loads(line)
+        key = (entry["pid"], entry["key"])
+        if entry["event"] == "take":
+            open_holds[key] = entry["time"]
+        else:
+            holds.append((entry["key"], open_holds.pop(key), entry["time"]))
+    assert open_holds == {}
+    return holds
+
+
+def overlapping(a: tuple[str, float, float], b: tuple[str, float, float]) -> bool:
+    return a[1] < b[2] and b[1] < a[2]
+
+
+def _hold(slots: Path, index: int) -> None:
+    with gpu_slot(slots, 2, f"run{index}", f"id{index}"):
+        time.sleep(0.4)
+
+
+def test_gpu_slots_are_held_by_one_process_at_a_time(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=_hold, args=(tmp_path, i)) for i in range(5)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=60)
+    assert [p.exitcode for p in processes] == [0] * 5
+    holds = slot_holds(tmp_path)
+    assert len(holds) == 5 and {key for key, _, _ in holds} == {"gpu0", "gpu1"}
+    assert not [(a, b) for i, a in enumerate(holds) for b in holds[i + 1 :] if a[0] == b[0] and overlapping(a, b)]
+    assert any(overlapping(a, b) for i, a in enumerate(holds) for b in holds[i + 1 :])  # two GPUs in use at once
+
+
+@pytest.mark.skipif(bool(visible_gpus()), reason="this host has GPUs; the check is for a host without")
+def test_the_gpus_launcher_on_a_host_without_gpus_stops_in_one_sentence_before_any_run(out: Path) -> None:
+    with pytest.raises(ConfigError, match=r"sees no GPU.*gpu_slots\.count=N"):
+        slot_count(None)
+    result = run_eaq(out, "-m", "hydra/launcher=gpus", *FAST, "trial=1,2")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: the sweep stopped: resolving the launcher's settings (hydra.launcher) failed (hydra/launcher=gpus runs "
+        "one job per GPU, and this process sees no GPU (NVML found none); run on a GPU host, or set gpu_slots.count=N "
+        "to run N jobs at once.)"
+    ]
+    assert not out.exists()  # no store, no parent run
+
+
+def check_neighbours(children: list[Run], slots: Path) -> None:
+    """Runs on one slot never overlapped; runs that overlapped on two name each other, and no others."""
+    holds = slot_holds(slots)
+    assert not [(a, b) for i, a in enumerate(holds) for b in holds[i + 1 :] if a[0] == b[0] and overlapping(a, b)]
+    assert any(overlapping(a, b) for i, a in enumerate(holds) for b in holds[i + 1 :]), "the jobs never ran at once"
+    named = {
+        r.info.run_id: {n.split("run ")[-1].rstrip(")") for n in r.data.tags["eaq.neighbours"].split("; ")} - {"none"}
+        for r in children
+    }
+    for run in children:
+        assert run.data.tags["eaq.gpu_slot"] in ("0", "1")
+        assert run.data.tags["eaq.neighbours.count"] == str(len(named[run.info.run_id]))
+        for other in named[run.info.run_id]:
+            assert run.info.run_id in named[other]
+    assert any(named.values())
+
+
+def test_a_parallel_sweep_on_sqlite_logs_every_run_once_and_each_runs_neighbours(out: Path, tmp_path: Path) -> None:
+    slots = tmp_path / "slots"
+    result = run_eaq(out, *parallel_sweep(slots))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr
+    check_neighbours(check_sweep(store(out), result.stdout), slots)
+
+
+def test_a_sweep_through_submitits_local_executor_logs_every_run_once(out: Path) -> None:
+    trials = ("1", "2")  # submitit starts every job at once, each in a fresh interpreter: two are enough
+    result = run_eaq(out, "-m", "hydra/launcher=slurm_local", *FAST, "sampler=none", f"trial={','.join(trials)}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Submitit 'local' sweep" in result.stdout + result.stderr
+    check_sweep(store(out), result.stdout, trials)
+    assert list(out.glob("multirun/*/.submitit/*/*_result.pkl"))  # each job went through submitit
+
+
+def _postgres_bin() -> Path | None:
+    """The folder of initdb and pg_ctl: on PATH, or where Debian's packages put them."""
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]))
+    return Path(versions[-1]).parent if versions else None
+
+
+@pytest.fixture
+def postgres() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster on a loopback port; yields its SQLAlchemy URI, stops and deletes it after.
+
+    PostgreSQL refuses to run as root, so as root the cluster belongs to the ``postgres``
+    user the distribution's package creates, in a folder of its own outside pytest's
+    (root-only) tmp_path.
+    """
+    binaries = _postgres_bin()
+    if binaries is None:
+        reason = "PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql; .ci/run does)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}: in CI they must be")
+        pytest.skip(reason)
+    as_user: list[str] = []
+    folder = Path(tempfile.mkdtemp(prefix="eaq-postgres-"))
+    if os.geteuid() == 0:
+        owner = pwd.getpwnam("postgres")
+        os.chown(folder, owner.pw_uid, owner.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    data = folder / "data"
+
+    def pg(*cmd: str) -> None:
+        done = subprocess.run([*as_user, *cmd], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"{cmd[0]} failed: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+
+    try:
+        pg(str(binaries / "initdb"), "-D", str(data), "-U", "eaq", "--auth=trust", "-E", "UTF8", "--no-sync")
+        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        pg(str(binaries / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "server.log"), "-w", "start")
+        try:
+            pg(str(binaries / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "eaq", "eaq")
+            yield f"postgresql+psycopg://eaq@127.0.0.1:{port}/eaq"
+        finally:
+            pg(str(binaries / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_parallel_sweep_on_an_mlflow_server_over_postgresql_logs_every_run_once_and_resumes(
+    out: Path, tmp_path: Path, postgres: str
+) -> None:
+    with mlflow_server_on(postgres, tmp_path / "server-artifacts", workers=2) as port:
+        uri = f"http://127.0.0.1:{port}"
+        slots = tmp_path / "slots"
+        result = run_eaq(out, *parallel_sweep(slots, f"tracking.uri={uri}"))
+        assert result.returncode == 0, result.stderr[-3000:]
+        client = MlflowClient(tracking_uri=uri)
+        check_neighbours(check_sweep(client, result.stdout), slots)
+        assert not (out / "mlflow.db").exists()  # nothing went to the default SQLite store
+
+        # The same sweep again (one job at a time): every configuration FINISHED on the server is skipped.
+        again = run_eaq(out, "-m", "device=cpu", *FAST, "sampler=none", f"trial={','.join(TRIALS)}", f"tracking.uri={uri}")
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert f"{len(TRIALS)} skipped, already FINISHED" in again.stdout
+        runs = client.search_runs([client.get_experiment_by_name("eaq").experiment_id])
+        assert len([r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]) == len(TRIALS)
+
+
+def _frame(energies: dict[str, list[float]]) -> pd.DataFrame:
+    """Benchmark runs as eaq.report.frame builds them: one row per trial of each precision."""
+    rows = [
+        {"kind": "benchmark", "status": "FINISHED", "valid": "true", "model": "m", "precision": precision,
+         "batch_size": 8, "seq_len": 128, "compile": False, "trial": trial, "energy_per_sample_mj": value}
+        for precision, values in energies.items()
+        for trial, value in enumerate(values, 1)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_one_gpu_against_two_agrees_only_within_the_trials_own_spread() -> None:
+    one = _frame({"bf16": [10.0, 11.0, 12.0], "fp32": [10.0, 10.1, 10.2]})
+    two = _frame({"bf16": [10.5, 11.5, 12.5], "fp32": [12.0, 12.1, 12.2]})
+    table = side_by_side(one, two)
+    assert table.loc["m-bf16-b8-s128", "agree"] == "yes"  # 0.5 apart, std 1
+    assert table.loc["m-fp32-b8-s128", "agree"] == "no"  # 2 apart, std 0.1
+    assert table.loc["m-fp32-b8-s128", "difference_pct"] == pytest.approx(19.8, abs=0.1)
