@@ -15,14 +15,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from eaq.report.frame import CONFIG_KEYS
+from eaq.report.frame import CONFIG_KEYS, REPORTED
 
 LEVEL = 0.95
 # What the report aggregates; a metric absent from every run (energy on a CPU) is "not measured", not 0.
-METRICS = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", "energy_net_per_sample_mj",
-           "power_mean_w", "model_size_mb", "memory_peak_rss_mb", "memory_peak_gpu_mb", "quality_accuracy",
-           "quality_perplexity", "quality_cosine_to_fp32_mean", "quality_agreement_with_fp32",
-           "quality_top1_agreement_with_fp32", "quality_kl_from_fp32")
+METRICS = (*REPORTED, "quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mean", "quality_agreement_with_fp32",
+           "quality_top1_agreement_with_fp32", "quality_kl_from_fp32", "quality_generated_match_rate")
 # The quality figure a configuration is judged by: the first of these its runs logged.
 QUALITY = ("quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mean", "quality_agreement_with_fp32",
            "quality_top1_agreement_with_fp32")
@@ -81,7 +79,9 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
     for stat in ("ci_low", "ci_high", "n"):
         out = out.join(pivot[stat].add_suffix(f"_{stat}"))
     counts = table.groupby(list(CONFIG_KEYS))[["runs", "invalid", "failed"]].first()
-    return out.join(counts).reset_index()
+    # A metric no run logged (per-batch latency of generation runs) is an empty column, not a missing one.
+    columns = [f"{m}{stat}" for m in METRICS for stat in ("", "_ci_low", "_ci_high", "_n")]
+    return out.reindex(columns=[*out.columns, *(c for c in columns if c not in out.columns)]).join(counts).reset_index()
 
 
 def quality_metric(table: pd.DataFrame) -> str | None:
