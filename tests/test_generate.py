@@ -17,6 +17,7 @@ from eaq.measure.warmup import warm_up
 from eaq.metrics import METRIC_NAMES
 from eaq.models import load_model
 from eaq.measure.phases import Phases
+from eaq.tasks.compile import compile_model
 from eaq.tasks.generate import generate_metrics, measure_generate
 from eaq.workloads.generate import Decoder, Generator
 from fake_nvml import FakeNvml
@@ -190,3 +191,15 @@ def test_generate_runs_every_precision_path_from_the_cli_with_quality_against_fp
 def test_generate_refuses_what_it_cannot_measure_with_a_sentence(out: Path, overrides: list[str], message: str) -> None:
     done = run_eaq(out, "workload=generate", "trials=quick", "isolate=false", "batch_size=1", *overrides)
     assert done.returncode == 2 and message in done.stderr, done.stderr[-2000:]
+
+
+@torch.inference_mode()
+def test_compiled_decode_over_a_static_cache_generates_the_eager_tokens() -> None:
+    model = preset("gpt2_tiny_random")
+    ids = prompts(model, batch=2)
+    eager = Generator(model, model, model.config, PROMPT, NEW, CPU).generate(ids)
+    compiled = Generator(model, compile_model(model, cuda_graphs=False, tuning=False), model.config, PROMPT, NEW, CPU, static=True)
+    decoder = Decoder(compiled, ids)
+    for _ in range(2 * decoder.steps):  # two sequences: the second starts from the rewound static cache
+        decoder.step()
+    assert torch.equal(decoder.tokens, eager)

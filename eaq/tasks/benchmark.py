@@ -165,7 +165,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         check_length(config, cfg.seq_len, cfg.workload.new_tokens)
 
     def generator(net: torch.nn.Module, runner: torch.nn.Module | None = None, static: bool = False) -> Generator:
-        return Generator(net, runner or net, config, cfg.seq_len, cfg.workload.new_tokens, device, static)
+        return Generator(net, runner if runner is not None else net, config, cfg.seq_len, cfg.workload.new_tokens, device, static)
 
     quality_batches = batches.batches[: cfg.trials.quality_max_batches]
     reference = generated_reference = None
