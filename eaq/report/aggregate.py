@@ -152,9 +152,16 @@ def format_ci(mean: float, low: float, high: float) -> str:
 
 
 def compact(table: pd.DataFrame) -> pd.DataFrame:
-    """Configuration x mean ± CI of latency, energy per sample and quality: what a sweep prints at its end."""
+    """Configuration x mean ± CI of latency, energy per sample and quality: what a sweep prints at its end.
+
+    Generation runs (no per-batch latency) show time and energy per output token instead, and any
+    run with both shows all four.
+    """
     quality = quality_metric(table)
-    shown = [m for m in ("latency_mean_ms", "energy_per_sample_mj", quality) if m]
+    present = set(table["metric"])
+    generated = [m for m in ("time_per_output_token_mean_ms", "decode_energy_per_token_mj") if m in present]
+    forward = ["latency_mean_ms", "energy_per_sample_mj"] if "latency_mean_ms" in present or not generated else []
+    shown = [m for m in (*forward, *generated, quality) if m]
     rows = []
     for key, group in table.groupby(list(CONFIG_KEYS), sort=True):
         config = dict(zip(CONFIG_KEYS, key))
