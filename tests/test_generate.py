@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from omegaconf import OmegaConf
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from conftest import CONF, all_runs, run_eaq
 from eaq.config import ModelConfig
@@ -203,3 +204,30 @@ def test_compiled_decode_over_a_static_cache_generates_the_eager_tokens() -> Non
     for _ in range(2 * decoder.steps):  # two sequences: the second starts from the rewound static cache
         decoder.step()
     assert torch.equal(decoder.tokens, eager)
+
+
+class ScalarReads(TorchDispatchMode):
+    """Counts tensor-to-Python reads (``.item()``, ``nonzero``), each a host sync on a GPU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        if func in (torch.ops.aten._local_scalar_dense.default, torch.ops.aten.nonzero.default):
+            self.reads.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic-cache", "static-cache"])
+@pytest.mark.parametrize("name", ["gpt2_tiny_random", "llama_1b_random"])
+@torch.inference_mode()
+def test_prefill_and_decode_steps_read_nothing_back_to_the_host(name: str, static: bool) -> None:
+    model = preset(name, **(TINY_LLAMA if name.startswith("llama") else {}))
+    generator = Generator(model, model, model.config, PROMPT, NEW, CPU, static=static)
+    decoder = Decoder(generator, prompts(model))
+    with ScalarReads() as seen:
+        generator.prefill(prompts(model))
+        for _ in range(2 * decoder.steps + 1):  # across a restart too
+            decoder.step()
+    assert seen.reads == []
