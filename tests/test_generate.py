@@ -207,14 +207,16 @@ def test_compiled_decode_over_a_static_cache_generates_the_eager_tokens() -> Non
 
 
 class ScalarReads(TorchDispatchMode):
-    """Counts tensor-to-Python reads (``.item()``, ``nonzero``), each a host sync on a GPU."""
+    """Counts tensor-to-Python reads (``.item()``, ``bool(t)``, ``nonzero``), each a host sync on a GPU."""
 
     def __init__(self) -> None:
         super().__init__()
         self.reads: list[str] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
-        if func in (torch.ops.aten._local_scalar_dense.default, torch.ops.aten.nonzero.default):
+        reads = (torch.ops.aten.item.default, torch.ops.aten._local_scalar_dense.default, torch.ops.aten.is_nonzero.default,
+                 torch.ops.aten.nonzero.default)
+        if func in reads:
             self.reads.append(str(func))
         return func(*args, **(kwargs or {}))
 
