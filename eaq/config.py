@@ -18,10 +18,11 @@ from omegaconf import DictConfig, OmegaConf
 from eaq.errors import ConfigError
 
 # The config groups (folders of conf/) a run composes.
-GROUPS = ("model", "precision", "dataset", "sampler", "trials", "layers")
+GROUPS = ("model", "precision", "dataset", "sampler", "trials", "layers", "workload")
 HEADS = ("embedding", "sequence_classification", "causal_lm")
 DATASET_KINDS = ("text", "tsv", "jsonl", "raw", "synthetic")
 TASKS = ("benchmark", "calibrate", "layers")
+WORKLOADS = ("forward", "generate")
 WEIGHTS = ("pretrained", "random")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 
@@ -165,6 +166,19 @@ class LayersConfig:
 
 
 @dataclass
+class WorkloadConfig:
+    """What one measured pass of the benchmark task is (eaq/workloads)."""
+
+    # ``forward``: one forward pass over a batch; ``generate``: a causal LM's prefill of the
+    # prompt (seq_len tokens) and its decode steps, measured in separate windows.
+    name: str = "forward"
+    # generate: tokens generated after each prompt, greedy, never stopped early at EOS.
+    new_tokens: int = 128
+    # Added to the run name, so generation runs are told apart from forward passes.
+    run_name_part: str = ""
+
+
+@dataclass
 class TrackingConfig:
     """Where runs are logged."""
 
@@ -203,6 +217,7 @@ class EaqConfig:
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     trials: TrialsConfig = field(default_factory=TrialsConfig)
     layers: LayersConfig = field(default_factory=LayersConfig)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     gpu_slots: GpuSlotsConfig = field(default_factory=GpuSlotsConfig)
@@ -229,7 +244,7 @@ class EaqConfig:
     # In a sweep, skip configurations that already FINISHED (same config hash) in the store.
     resume: bool = True
     # The MLflow run name; readable, e.g. minilm-int8-b32-t2.
-    run_name: str = "${model.name}-${precision.name}${eaq.when:${compile},-compiled}${eaq.when:${cuda_graphs},-graphs}-b${batch_size}-t${trial}"
+    run_name: str = "${model.name}-${precision.name}${eaq.when:${compile},-compiled}${eaq.when:${cuda_graphs},-graphs}${workload.run_name_part}-b${batch_size}-t${trial}"
 
 
 def register_schemas() -> None:
@@ -247,6 +262,30 @@ def _positive(name: str, value: int | float | None, minimum: float = 1) -> None:
 def _one_of(name: str, value: str, valid: tuple[str, ...]) -> None:
     if value not in valid:
         raise ConfigError(f"{name}={value!r} is not valid: use one of {', '.join(valid)}.")
+
+
+def _validate_workload(obj: EaqConfig) -> None:
+    """Generation needs a causal LM, prompts without padding, and at least one decode step."""
+    _one_of("workload", obj.workload.name, WORKLOADS)
+    if obj.workload.name != "generate":
+        return
+    if obj.model.head != "causal_lm":
+        raise ConfigError(
+            f"workload=generate needs a causal LM and model={obj.model.name} has head={obj.model.head}: pick a causal LM "
+            "(model=gpt2_tiny_random, gpt2_medium_random, llama_1b_random, or model.head=causal_lm for a hub LM), or use workload=forward."
+        )
+    if obj.dataset.kind not in ("raw", "synthetic"):
+        raise ConfigError(
+            f"workload=generate takes prompts of exactly seq_len tokens, and dataset={obj.dataset.name} (kind {obj.dataset.kind}) "
+            "pads short texts: use dataset=wikitext2 (real text) or dataset=synthetic (random ids)."
+        )
+    if obj.task != "benchmark":
+        raise ConfigError(f"workload=generate is measured by task=benchmark, not task={obj.task}: drop task or use workload=forward.")
+    if obj.workload.new_tokens < 2:
+        raise ConfigError(
+            f"workload.new_tokens={obj.workload.new_tokens} leaves no decode step to measure (the first token comes from "
+            "prefill): use 2 or more."
+        )
 
 
 def validate(cfg: DictConfig) -> EaqConfig:
@@ -300,6 +339,7 @@ def validate(cfg: DictConfig) -> EaqConfig:
             "would skip tokens: use a stride from 1 to seq_len, or null for seq_len // 2."
         )
     _one_of("model.head", obj.model.head, HEADS)
+    _validate_workload(obj)
     _one_of("model.weights", obj.model.weights, WEIGHTS)
     if obj.model.weights == "random" and "model_type" not in obj.model.architecture:
         raise ConfigError(

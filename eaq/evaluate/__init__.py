@@ -1,7 +1,7 @@
 """Quality: outputs per model head, drift from the fp32 reference, and that reference's cache."""
 
-from eaq.evaluate.fidelity import accuracy, fidelity
+from eaq.evaluate.fidelity import accuracy, fidelity, generation_agreement
 from eaq.evaluate.outputs import collect_outputs
 from eaq.evaluate.reference import cached_quality, cached_reference, reference_key
 
-__all__ = ["accuracy", "cached_quality", "cached_reference", "collect_outputs", "fidelity", "reference_key"]
+__all__ = ["accuracy", "cached_quality", "cached_reference", "collect_outputs", "fidelity", "generation_agreement", "reference_key"]

@@ -29,3 +29,22 @@ def accuracy(head: str, outputs: torch.Tensor, labels: torch.Tensor) -> dict[str
     if head != "sequence_classification":
         return {}
     return {"quality_accuracy": (outputs.argmax(-1) == labels[: outputs.shape[0]]).float().mean().item()}
+
+
+def generation_agreement(tokens: torch.Tensor, reference: torch.Tensor) -> dict[str, float]:
+    """Greedy tokens (rows x new tokens) against the fp32 model's for the same prompts.
+
+    Once a sequence diverges it continues from a different token, so later positions
+    compare different contexts: the match rate counts every position, and the first
+    divergence (the number of new tokens before the first difference; all of them when
+    none differs) says how long generation stayed on the reference's path.
+    """
+    same = tokens.to(reference.device) == reference
+    new_tokens = same.shape[1]
+    # The first False per row, or new_tokens where the row matches throughout.
+    first = torch.where(same.all(1), new_tokens, (~same).int().argmax(1)).float()
+    return {
+        "quality_generated_match_rate": same.float().mean().item(),
+        "quality_first_divergence_mean_tokens": first.mean().item(),
+        "quality_first_divergence_min_tokens": first.min().item(),
+    }

@@ -1,6 +1,8 @@
-"""Efficiency against what the device can do: FLOPs of a forward pass over its measured peak FLOP/J.
+"""Efficiency against what the device can do: FLOPs over its measured peak FLOP/J, bytes over its measured bandwidth.
 
-The peak is measured, not taken from a datasheet: a large square matrix product in the
+A forward pass is compared with the peak FLOP/J; a decode step, which reads every weight
+(and the KV cache) to produce one token per sequence, with the memory bandwidth. The peak
+is measured, not taken from a datasheet: a large square matrix product in the
 run's matmul format, timed and metered in a measurement window long enough for the
 sensor (calibration), cached per device and format. A model's forward FLOPs are counted
 by torch's FlopCounterMode on the fp32 model (the math is the same in every precision).
@@ -99,6 +101,47 @@ def calibrate(device: torch.device, matmul: str, sampler: Sampler, min_duration_
     )
 
 
+@dataclass(frozen=True)
+class Bandwidth:
+    device_name: str
+    # Bytes moved per copy: read once and written once.
+    bytes_per_copy: int
+    gb_per_s: float
+    duration_s: float
+    measured_unix_s: float
+
+
+def measure_bandwidth(device: torch.device, size_bytes: int, min_duration_s: float = 1.0) -> Bandwidth:
+    """The device memory's sustained bandwidth: one buffer copied onto another, far larger than any cache.
+
+    A copy reads and writes ``size_bytes`` each, so it moves twice that; timed between syncs,
+    after a warm-up copy. No energy counter is needed, so it runs without a sampler.
+    """
+    src = torch.empty(size_bytes, dtype=torch.uint8, device=device).fill_(1)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    copies = 0
+    synchronize(device)
+    start = time.perf_counter()
+    while time.perf_counter() - start < min_duration_s:
+        for _ in range(8):  # a sync every 8 copies, else the queue runs far past min_duration_s
+            dst.copy_(src)
+        copies += 8
+        synchronize(device)
+    duration = time.perf_counter() - start
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    moved = 2 * size_bytes
+    return Bandwidth(name, moved, moved * copies / duration / 1e9, duration, time.time())
+
+
+def bandwidth_path(cache_dir: str | Path, device_key: str) -> Path:
+    return Path(cache_dir) / f"bandwidth-{device_key}.json"
+
+
+def load_bandwidth(path: Path) -> Bandwidth | None:
+    return Bandwidth(**json.loads(path.read_text())) if path.exists() else None
+
+
 def calibration_path(cache_dir: str | Path, device_key: str, matmul: str) -> Path:
     return Path(cache_dir) / f"roofline-{device_key}-{matmul}.json"
 
@@ -107,5 +150,6 @@ def load_calibration(path: Path) -> Calibration | None:
     return Calibration(**json.loads(path.read_text())) if path.exists() else None
 
 
-def save_calibration(path: Path, calibration: Calibration) -> None:
+def save_calibration(path: Path, calibration: Calibration | Bandwidth) -> None:
+    """Write a calibration (peak FLOP/J or bandwidth) whole, so a concurrent reader never sees half of one."""
     atomic_write_text(path, json.dumps(asdict(calibration), indent=2))

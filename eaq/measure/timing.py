@@ -21,9 +21,12 @@ def run_timed(
     iters: int,
     min_duration_s: float,
     label: str = "measure",
+    whole: int = 1,
 ) -> list[float]:
     """Run ``step`` over ``inputs`` cyclically, ``iters`` times at least and for ``min_duration_s`` at least.
 
+    The loop ends only after a multiple of ``whole`` iterations: a decode window covers
+    whole sequences, so early and late positions (short and long KV caches) weigh equally.
     Returns per-iteration latencies in seconds.
     """
     use_events = device.type == "cuda"
@@ -33,7 +36,7 @@ def run_timed(
     # disable=None: no bar when stderr is not a terminal (CI logs, files).
     bar = tqdm(desc=label, unit="it", total=iters, leave=False, mininterval=0.5, disable=None)
     i = 0
-    while i < iters or time.perf_counter() - start < min_duration_s:
+    while i < iters or time.perf_counter() - start < min_duration_s or i % whole:
         batch = inputs[i % len(inputs)]
         if use_events:
             begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

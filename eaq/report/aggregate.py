@@ -15,14 +15,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from eaq.report.frame import CONFIG_KEYS
+from eaq.report.frame import CONFIG_KEYS, REPORTED
 
 LEVEL = 0.95
 # What the report aggregates; a metric absent from every run (energy on a CPU) is "not measured", not 0.
-METRICS = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", "energy_net_per_sample_mj",
-           "power_mean_w", "model_size_mb", "memory_peak_rss_mb", "memory_peak_gpu_mb", "quality_accuracy",
-           "quality_perplexity", "quality_cosine_to_fp32_mean", "quality_agreement_with_fp32",
-           "quality_top1_agreement_with_fp32", "quality_kl_from_fp32")
+METRICS = (*REPORTED, "quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mean", "quality_agreement_with_fp32",
+           "quality_top1_agreement_with_fp32", "quality_kl_from_fp32", "quality_generated_match_rate")
 # The quality figure a configuration is judged by: the first of these its runs logged.
 QUALITY = ("quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mean", "quality_agreement_with_fp32",
            "quality_top1_agreement_with_fp32")
@@ -81,7 +79,9 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
     for stat in ("ci_low", "ci_high", "n"):
         out = out.join(pivot[stat].add_suffix(f"_{stat}"))
     counts = table.groupby(list(CONFIG_KEYS))[["runs", "invalid", "failed"]].first()
-    return out.join(counts).reset_index()
+    # A metric no run logged (per-batch latency of generation runs) is an empty column, not a missing one.
+    columns = [f"{m}{stat}" for m in METRICS for stat in ("", "_ci_low", "_ci_high", "_n")]
+    return out.reindex(columns=[*out.columns, *(c for c in columns if c not in out.columns)]).join(counts).reset_index()
 
 
 def quality_metric(table: pd.DataFrame) -> str | None:
@@ -154,15 +154,23 @@ def format_ci(mean: float, low: float, high: float) -> str:
 def compact(table: pd.DataFrame) -> pd.DataFrame:
     """Configuration x mean ± CI of latency, energy per sample and quality: what a sweep prints at its end.
 
+    Generation runs (no per-batch latency) show time and energy per output token instead, and any
+    run with both shows all four.
+
     The last column answers the question a precision sweep is run for, in its own numbers:
-    each configuration's mean energy per sample (latency where no energy was measured) over
-    the lowest of its model and shape, whatever the precision or compile mode. A format that
-    loses on this device (eager int8 on a GPU) reads as such without opening the report.
+    each configuration's mean energy per sample (per output token for generation; latency
+    where no energy was measured) over the lowest of its model and shape, whatever the
+    precision or compile mode. A format that loses on this device (eager int8 on a GPU)
+    reads as such without opening the report.
     """
     quality = quality_metric(table)
-    shown = [m for m in ("latency_mean_ms", "energy_per_sample_mj", quality) if m]
-    energy = table.loc[table["metric"] == "energy_per_sample_mj", "mean"]
-    cost = "energy_per_sample_mj" if energy.notna().any() else "latency_mean_ms"
+    present = set(table["metric"])
+    generated = [m for m in ("time_per_output_token_mean_ms", "decode_energy_per_token_mj") if m in present]
+    forward = ["latency_mean_ms", "energy_per_sample_mj"] if "latency_mean_ms" in present or not generated else []
+    shown = [m for m in (*forward, *generated, quality) if m]
+    measured = [m for m in ("energy_per_sample_mj", "decode_energy_per_token_mj", "latency_mean_ms", "time_per_output_token_mean_ms")
+                if table.loc[table["metric"] == m, "mean"].notna().any()]
+    cost = measured[0] if measured else "latency_mean_ms"
     shape = [k for k in CONFIG_KEYS if k not in ("precision", "compile")]
     costs = table[table["metric"] == cost]
     best = costs.groupby(shape)["mean"].min()

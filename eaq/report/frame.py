@@ -24,6 +24,11 @@ PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "b
 TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_reasons", "eaq.energy": "energy",
         "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id"}
 KINDS = ("benchmark", "layers")
+# The metrics the report's tables and figures read.
+REPORTED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", "energy_net_per_sample_mj", "power_mean_w",
+            "model_size_mb", "memory_peak_rss_mb", "memory_peak_gpu_mb", "time_to_first_token_mean_ms",
+            "time_per_output_token_mean_ms", "decode_tokens_per_s", "decode_energy_per_token_mj",
+            "decode_energy_net_per_token_mj", "prefill_energy_per_prefill_mj")
 
 
 def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None) -> list:
@@ -63,6 +68,9 @@ def runs_frame(runs: list) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
+    # Every metric the report reads is a column, empty where no run logged it (generation runs log
+    # per-token figures, not latency_mean_ms): "not measured" rather than a missing column.
+    frame = frame.reindex(columns=[*frame.columns, *(m for m in REPORTED if m not in frame.columns)])
     for number in ("batch_size", "seq_len", "trial"):  # params are strings in MLflow: sort 1, 8, 32 as numbers
         frame[number] = pd.to_numeric(frame[number], errors="coerce")
     frame["compile"] = frame["compile"].fillna("False").map({"True": True, "true": True}).fillna(False).astype(bool)

@@ -29,6 +29,13 @@ PRESETS: dict[str, tuple[str, ...]] = {
                   "metrics.roofline_efficiency", "metrics.quantized_linear_layers", "metrics.linear_layers",
                   "metrics.model_size_mb", "metrics.memory_peak_gpu_mb", "metrics.kernel_lowp_gemms",
                   "metrics.kernel_float_gemms", "metrics.kernel_host_copies", "tags.eaq.kernel_check", "tags.eaq.valid"),
+    "generate": (*CONFIG, "params.compile", "params.cuda_graphs", "params.workload.new_tokens",
+                 "metrics.time_to_first_token_mean_ms", "metrics.time_per_output_token_mean_ms",
+                 "metrics.time_per_output_token_p99_ms", "metrics.decode_tokens_per_s", "metrics.prefill_energy_per_prefill_mj",
+                 "metrics.decode_energy_per_token_mj", "metrics.decode_energy_net_per_token_mj", "metrics.decode_power_mean_w",
+                 "metrics.decode_bandwidth_fraction", "metrics.decode_bandwidth_limit_ms", "metrics.peak_bandwidth_gb_per_s",
+                 "metrics.quantized_linear_layers", "metrics.model_size_mb", "metrics.memory_peak_gpu_mb",
+                 "metrics.quality_generated_match_rate", "tags.eaq.valid", "tags.eaq.valid.reasons"),
     "overhead": (*CONFIG, "params.sampler.name", "metrics.latency_mean_ms", "metrics.latency_p50_ms",
                  "metrics.latency_std_ms", "metrics.window_iterations", "metrics.poll_coverage"),
 }

@@ -20,7 +20,7 @@ from eaq.config import EaqConfig
 from eaq.data import Batches, Examples, load_examples, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
 from eaq.device import device_key, resolve_device
-from eaq.evaluate import accuracy, cached_quality, cached_reference, collect_outputs, fidelity, reference_key
+from eaq.evaluate import accuracy, cached_quality, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key
 from eaq.evaluate.perplexity import perplexity
 from eaq.measure.energy import PRIMARY_CHANNELS, energy_metrics, window_energy
 from eaq.measure.idle import IdleBaseline, ReusePolicy, baseline_path, load_baseline, save_baseline, stale_reason
@@ -32,7 +32,7 @@ from eaq.measure.samplers import Sampler, measures_energy, select_sampler
 from eaq.measure.stats import LatencyStats
 from eaq.measure.timing import run_timed
 from eaq.measure.validity import check
-from eaq.measure.warmup import warm_up
+from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import MeasurementWindow, WindowResult
 from eaq.measure.trace_export import write_csv, write_png
 from eaq.models import LoadedModel, load_model
@@ -45,7 +45,9 @@ from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import compile_model, inductor_settings
 from eaq.tasks.isolation import phase_listener
 from eaq.tasks.result import TaskResult, describe_device
-from eaq.tasks.roofline import roofline_metrics
+from eaq.tasks.generate import generate_metrics, measure_generate
+from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
+from eaq.workloads.generate import Decoder, Generator, check_length
 
 # The sampler runs this long before the first window and after the last, so every
 # window has trace samples on both sides (nvidia-smi delivers its first line late).
@@ -129,6 +131,12 @@ def _idle_baseline(cfg: EaqConfig, device: torch.device, sampler: Sampler, idle_
     return baseline, window.result, tags
 
 
+def _generation_reference(cfg: EaqConfig, generator: Generator, batches: list[dict[str, torch.Tensor]], key: str) -> torch.Tensor:
+    """The fp32 model's generated tokens for the quality batches, cached like the forward reference."""
+    gen_key = reference_key(forward=key, new_tokens=cfg.workload.new_tokens)
+    return cached_reference(cfg.paths.cache_dir, gen_key, lambda: torch.cat([generator.generate(b["input_ids"]) for b in batches]))
+
+
 @torch.inference_mode()
 def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     phases = Phases(phase_listener())
@@ -143,6 +151,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     # A bad data file fails now, not after loading the model.
     examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
     text = examples is not None
+    generating = cfg.workload.name == "generate"
     torch.manual_seed(cfg.trial)
     set_tf32(False)  # the fp32 reference is IEEE fp32, whatever an earlier run in this process set
 
@@ -151,16 +160,28 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         model, head = loaded.model.to(device), cfg.model.head
         (batches, stream), token_cache = _batches(cfg, loaded, examples, device)
     timed = batches.full()
+    config = loaded.model.config  # read before a precision wraps the model (autocast)
+    if generating:
+        check_length(config, cfg.seq_len, cfg.workload.new_tokens)
+
+    def generator(net: torch.nn.Module, runner: torch.nn.Module | None = None, static: bool = False) -> Generator:
+        return Generator(net, runner if runner is not None else net, config, cfg.seq_len, cfg.workload.new_tokens, device, static)
+
     quality_batches = batches.batches[: cfg.trials.quality_max_batches]
-    reference = None
+    reference = generated_reference = None
+    # The shape whose rows decide which layers a kernel can take: a forward pass, or for
+    # generation a prefill and a decode step (the decode step has the fewest: batch_size).
+    shape_probe = (lambda: Decoder(generator(model), timed[0]["input_ids"]).step()) if generating else (lambda: model(**timed[0]))
     with phases("reference"):
-        flops = forward_flops(lambda: model(**timed[0])) if measuring and cfg.trials.roofline else None
+        flops = forward_flops(lambda: model(**timed[0])) if measuring and cfg.trials.roofline and not generating else None
         if text:
             rows = sum(b["input_ids"].shape[0] for b in quality_batches)
             key = reference_key(model=asdict(cfg.model), dataset=asdict(cfg.dataset), seq_len=cfg.seq_len, rows=rows, device=device.type)
             reference = cached_reference(cfg.paths.cache_dir, key, lambda: collect_outputs(model, head, quality_batches))
+            if generating:
+                generated_reference = _generation_reference(cfg, generator(model), quality_batches, key)
         # The rows each layer sees, for kernels with a limit on them (int8 on CUDA: more than 16).
-        layer_rows = linear_rows(model, lambda: model(**timed[0])) if precision.requirements.min_rows > 1 else None
+        layer_rows = linear_rows(model, shape_probe) if precision.requirements.min_rows > 1 else None
         # Kept on the host for the kernel check's baseline, profiled at the end of the run: a
         # profiler session before the window could change what the window measures.
         fp32_model = copy.deepcopy(model).cpu() if cfg.precision.kernel_check else None
@@ -180,21 +201,27 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
                     stride = cfg.dataset.perplexity_stride if cfg.dataset.perplexity_stride is not None else max(1, cfg.seq_len // 2)
                     ppl = perplexity(model, stream, cfg.seq_len, stride)
                     figures |= {"quality_perplexity": ppl.perplexity, "quality_perplexity_tokens": ppl.tokens}
+                if generated_reference is not None:
+                    tokens = torch.cat([generator(model).generate(b["input_ids"]) for b in quality_batches])
+                    figures |= generation_agreement(tokens, generated_reference)
                 return figures
 
             if cfg.trials.reuse_quality:
                 # Everything the figures depend on; the trial index is not among them.
                 plan = hashlib.sha256(Path(cfg.precision.plan).read_bytes()).hexdigest() if cfg.precision.plan else None
                 quality_key = reference_key(
-                    reference=key, precision=asdict(cfg.precision), plan=plan, batch_size=cfg.batch_size, device=device_key(device)
+                    reference=key, precision=asdict(cfg.precision), plan=plan, batch_size=cfg.batch_size, device=device_key(device),
+                    **({"new_tokens": cfg.workload.new_tokens} if generating else {}),
                 )
                 quality, quality_reused = cached_quality(cfg.paths.cache_dir, quality_key, compute_quality)
             else:
                 quality = compute_quality()
 
     # Compiled after quality is measured on the eager model; compilation happens in warm-up.
+    # Generation compiles the decode step only, over a static KV cache (fixed shapes); prefill runs eager.
     runner = compile_model(model, cfg.cuda_graphs, cfg.compile_tuning) if cfg.compile else model
     step = lambda batch: runner(**batch)  # noqa: E731
+    measured = generator(model, runner, static=cfg.compile) if generating else None
     memory = PeakMemory(device)
     memory.reset()
     settle = cfg.trials.warmup_settle if cfg.trials.warmup_settle is not None else measuring
@@ -208,31 +235,45 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             trace_so_far = sampler.trace  # drains the polling process once, outside any window
             return trace_so_far.stats_w(_primary(trace_so_far), t0, t1).get("mean")
 
-        with phases("warmup"):
-            warm = warm_up(step, timed, device, cfg.trials.warmup_iters, settle, power, max_s=cfg.trials.warmup_max_s)
-        with phases("window"), MeasurementWindow(device, sampler) as window:
-            latencies = run_timed(step, timed, device, cfg.trials.iters, min_window_s)
-            window.iterations = len(latencies)
+        def warm(run: object, inputs: list) -> WarmupResult:
+            return warm_up(run, inputs, device, cfg.trials.warmup_iters, settle, power, max_s=cfg.trials.warmup_max_s)
+
+        if measured is not None:
+            prompts = [b["input_ids"] for b in timed]
+            windows = measure_generate(measured, prompts, device, sampler, cfg.trials.iters, min_window_s, warm, phases)
+            step = windows.decoder.step  # the sampler-overhead check times decode steps
+        else:
+            with phases("warmup"):
+                warmed = warm(step, timed)
+            with phases("window"), MeasurementWindow(device, sampler) as window:
+                latencies = run_timed(step, timed, device, cfg.trials.iters, min_window_s)
+                window.iterations = len(latencies)
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
     finally:
         trace = sampler.stop()
-    result = window.result
-    assert result is not None
-    samples = result.iterations * cfg.batch_size
-    energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
     idle_w = idle.power_w if idle is not None else None
-    validity = check(result, energy, idle_w, min_window_s)
+    if measured is not None:
+        workload_metrics, energy, validity = generate_metrics(windows, cfg.batch_size, sampler.name, trace, idle_w, min_window_s)
+        result, settled = windows.decode, windows.warmups[1].settled
+    else:
+        result, settled = window.result, warmed.settled
+        assert result is not None
+        energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
+        validity = check(result, energy, idle_w, min_window_s)
+        workload_metrics = {
+            **_window_metrics(result, latencies, cfg.batch_size),
+            "warmup_iterations": warmed.iterations,
+            "warmup_duration_s": warmed.duration_s,
+            **energy_metrics(energy, idle_w, result.duration_s, result.iterations * cfg.batch_size),
+        }
 
     metrics = {
-        **_window_metrics(result, latencies, cfg.batch_size),
-        "warmup_iterations": warm.iterations,
-        "warmup_duration_s": warm.duration_s,
+        **workload_metrics,
         "model_size_mb": evidence["model_size_mb"],
         "quantized_linear_layers": evidence["quantized_linear_layers"],
         "linear_layers": evidence["linear_layers"],
         **memory.read(),
         **quality,
-        **energy_metrics(energy, idle_w, result.duration_s, samples),
         **({"idle_baseline_age_s": result.start_unix_s - idle.measured_unix_s} if idle is not None else {}),
     }
     tags = {
@@ -248,7 +289,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         **({"eaq.compile.inductor": inductor_settings(cfg.compile_tuning)} if cfg.compile else {}),
         "eaq.cuda_graphs": str(cfg.cuda_graphs).lower(),
         "eaq.kernel_check": "not asked",
-        "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
+        "eaq.warmup.settled": str(settled).lower() if settled is not None else "not asked",
+        "eaq.workload": cfg.workload.name,
         "eaq.memory.rss_peak": memory.rss_scope,
         **idle_tags,
     }
@@ -283,6 +325,12 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             extra_metrics, extra_tags = roofline_metrics(cfg, device, precision.matmul, flops, energy.energy_j, result.iterations)
             metrics |= extra_metrics
             tags |= extra_tags
+        if measured is not None and cfg.trials.roofline:
+            # Every stored weight byte, plus the KV cache a step attends over, is read once per decode step.
+            read = evidence["model_size_mb"] * 1e6 + windows.decoder.kv_bytes_read_per_step()
+            extra_metrics, extra_tags = decode_roofline_metrics(cfg, device, read, metrics["time_per_output_token_mean_ms"] / 1e3)
+            metrics |= extra_metrics
+            tags |= extra_tags
         if cfg.trials.overhead_pairs and measuring:
             make = lambda: select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)  # noqa: E731
             cost = sampler_overhead(step, timed, device, make, cfg.trials.overhead_pairs, cfg.trials.overhead_iters)
@@ -295,7 +343,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         if fp32_model is not None:
             # Last of all: a profiler session could change what a later window or calibration measures.
             fp32_model.to(device)  # before profiling: moving the weights is no part of a forward pass
-            baseline_copies = host_copies(lambda: fp32_model(**timed[0]), device)
+            # Generation checks a decode step, the pass it repeats; a forward workload, a forward pass.
+            fp32_pass = Decoder(generator(fp32_model), timed[0]["input_ids"]).step if generating else (lambda: fp32_model(**timed[0]))
+            baseline_copies = host_copies(fp32_pass, device)
             kernels = check_kernels(precision, model, lambda: step(timed[0]), device, baseline_copies)
             metrics |= kernels.metrics()
             tags["eaq.kernel_check"] = kernels.summary

@@ -51,19 +51,35 @@ def _report_error(exc: BaseException, debug: bool) -> None:
     print(f"error: {redact(str(exc))}", file=sys.stderr)
 
 
+def _speed(m: dict[str, float]) -> list[str]:
+    """The latency and throughput part of a summary line: per batch, or per prefill and output token."""
+    if "time_per_output_token_mean_ms" in m:
+        return [
+            f"TTFT {m['time_to_first_token_mean_ms']:.2f} ms",
+            f"{m['time_per_output_token_mean_ms']:.2f} ms/token (p50 {m['time_per_output_token_p50_ms']:.2f}, "
+            f"p99 {m['time_per_output_token_p99_ms']:.2f})",
+            f"{m['decode_tokens_per_s']:.1f} tokens/s",
+        ]
+    return [
+        f"{m['latency_mean_ms']:.2f} ms/batch (p50 {m['latency_p50_ms']:.2f}, p99 {m['latency_p99_ms']:.2f})",
+        f"{m['throughput_samples_per_s']:.1f} samples/s",
+    ]
+
+
 def summary_line(name: str, result: TaskResult) -> str:
     m, t = result.metrics, result.tags
-    if "latency_mean_ms" not in m:
+    if "latency_mean_ms" not in m and "time_per_output_token_mean_ms" not in m:
         return f"{name}: " + ", ".join(f"{k} {v:.4g}" for k, v in m.items())
     quality = [f"{k.removeprefix('quality_')} {v:.4f}" for k, v in m.items() if k.startswith("quality_")]
+    per = next(((key, unit) for key, unit in (("energy_per_sample_mj", "sample"), ("decode_energy_per_token_mj", "token")) if key in m), None)
+    power = m.get("power_mean_w", m.get("decode_power_mean_w"))
     energy = (
-        f"{m['energy_per_sample_mj']:.2f} mJ/sample at {m['power_mean_w']:.0f} W ({t['eaq.energy.source']}, valid={t['eaq.valid']})"
-        if "energy_per_sample_mj" in m
+        f"{m[per[0]]:.2f} mJ/{per[1]} at {power:.0f} W ({t['eaq.energy.source']}, valid={t['eaq.valid']})"
+        if per
         else f"energy unavailable ({t.get('eaq.energy.reason', '')})"
     )
     parts = [
-        f"{m['latency_mean_ms']:.2f} ms/batch (p50 {m['latency_p50_ms']:.2f}, p99 {m['latency_p99_ms']:.2f})",
-        f"{m['throughput_samples_per_s']:.1f} samples/s",
+        *_speed(m),
         f"model {m['model_size_mb']:.1f} MB",
         f"peak RSS {m['memory_peak_rss_mb']:.0f} MB",
         *quality,

@@ -1,7 +1,8 @@
-"""Roofline efficiency of a run, and the ``task=calibrate`` job that measures the peak.
+"""Roofline efficiency of a run, and the ``task=calibrate`` job that measures the peaks.
 
 The peak FLOP/J per device and matmul format is measured once (a large matrix product in
-a measurement window) and cached in ``paths.cache_dir``; ``task=calibrate`` re-measures.
+a measurement window) and cached in ``paths.cache_dir``; so is the memory bandwidth that
+bounds a decode step (a large copy). ``task=calibrate`` re-measures both.
 """
 
 from __future__ import annotations
@@ -17,7 +18,18 @@ from eaq.device import device_key, resolve_device
 from eaq.errors import EaqError
 from eaq.files import exclusive
 from eaq.measure.samplers import measures_energy, select_sampler
-from eaq.measure.roofline import CALIBRATION_SIZE, Calibration, calibrate, calibration_path, load_calibration, save_calibration
+from eaq.measure.roofline import (
+    CALIBRATION_SIZE,
+    Bandwidth,
+    Calibration,
+    bandwidth_path,
+    calibrate,
+    calibration_path,
+    load_bandwidth,
+    load_calibration,
+    measure_bandwidth,
+    save_calibration,
+)
 from eaq.precision import get_precision
 from eaq.precision.base import set_tf32
 from eaq.tasks.result import TaskResult, describe_device
@@ -45,6 +57,38 @@ def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool)
         if calibration is not None:
             save_calibration(path, calibration)
         return calibration
+
+
+def _bandwidth(cfg: EaqConfig, device: torch.device, reuse: bool) -> Bandwidth:
+    """The cached memory bandwidth (``reuse``) or a new measurement, cached; under a lock like the FLOP/J peak."""
+    path = bandwidth_path(cfg.paths.cache_dir, device_key(device))
+    with exclusive(path.with_suffix(".lock")):
+        if reuse and (cached := load_bandwidth(path)) is not None:
+            return cached
+        # 1 GiB per buffer on a GPU (far past its 50 MB L2); 256 MiB on a CPU, past any L3.
+        bandwidth = measure_bandwidth(device, 2**30 if device.type == "cuda" else 2**28)
+        save_calibration(path, bandwidth)
+        return bandwidth
+
+
+def decode_roofline_metrics(
+    cfg: EaqConfig, device: torch.device, bytes_per_step: float, step_s: float
+) -> tuple[dict[str, float], dict[str, str]]:
+    """A decode step against the memory bound: the bytes it must read over the measured bandwidth.
+
+    ``bytes_per_step``: the model's stored weights plus the KV cache a step reads on average;
+    ``step_s``: the measured mean time of a decode step.
+    """
+    bandwidth = _bandwidth(cfg, device, reuse=True)
+    limit_s = bytes_per_step / (bandwidth.gb_per_s * 1e9)
+    metrics = {
+        "decode_bytes_per_step_mb": bytes_per_step / 1e6,
+        "peak_bandwidth_gb_per_s": bandwidth.gb_per_s,
+        "decode_achieved_bandwidth_gb_per_s": bytes_per_step / step_s / 1e9,
+        "decode_bandwidth_limit_ms": limit_s * 1e3,
+        "decode_bandwidth_fraction": limit_s / step_s,
+    }
+    return metrics, {"eaq.roofline.bandwidth": f"{bandwidth.bytes_per_copy / 2**30:.2f} GiB copy on {bandwidth.device_name}"}
 
 
 def roofline_metrics(
@@ -75,10 +119,16 @@ def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             f"task=calibrate needs a sampler that measures energy, and sampler={cfg.sampler.name} measures none on {device}; "
             "run it on a GPU with sampler=nvml (or a CPU with readable RAPL and sampler=rapl)."
         )
-    metrics = {"peak_flop_per_j": calibration.flop_per_j, "peak_tflops": calibration.tflops, "power_mean_w": calibration.power_mean_w}
+    bandwidth = _bandwidth(cfg, device, reuse=False)
+    metrics = {
+        "peak_flop_per_j": calibration.flop_per_j,
+        "peak_tflops": calibration.tflops,
+        "power_mean_w": calibration.power_mean_w,
+        "peak_bandwidth_gb_per_s": bandwidth.gb_per_s,
+    }
     tags = {f"eaq.calibration.{k}": str(v) for k, v in asdict(calibration).items()}
-    log.info("calibration: %s", calibration)
+    log.info("calibration: %s; %s", calibration, bandwidth)
     return TaskResult(metrics=metrics, tags={"eaq.kind": "calibrate", **tags}, device=describe_device(device), files=[])
 
 
-__all__ = ["roofline_metrics", "run_calibration"]
+__all__ = ["decode_roofline_metrics", "roofline_metrics", "run_calibration"]

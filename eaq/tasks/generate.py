@@ -1,0 +1,128 @@
+"""``workload=generate`` in the benchmark task: a prefill window, then a decode window, and their metrics.
+
+The benchmark task loads, applies the precision, computes quality and runs the idle
+baseline exactly as for forward passes; only the measured part differs. Prefill and
+decode get separate measurement windows, each as long as the protocol's minimum:
+
+- prefill window: the prompt batches prefilled back to back (each into a fresh cache),
+  first token picked; per-prefill latency is the time to first token.
+- between the windows: one prefill of the first prompt batch, the state decode starts from.
+- decode window: decode steps only, cycling over whole sequences of ``new_tokens - 1``
+  steps from that same prefilled state, so no prefill work is inside; per-step latency
+  from CUDA events on a GPU (no host sync per token) and a wall clock on the CPU, as for
+  forward passes. The energy counter is read at the two ends of each window only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from eaq.measure.energy import WindowEnergy, energy_metrics, window_energy
+from eaq.measure.phases import Phases
+from eaq.measure.samplers import Sampler
+from eaq.measure.stats import LatencyStats
+from eaq.measure.timing import run_timed
+from eaq.measure.trace import PowerTrace
+from eaq.measure.validity import Validity, check
+from eaq.measure.warmup import WarmupResult
+from eaq.measure.window import MeasurementWindow, WindowResult
+from eaq.workloads.generate import Decoder, Generator
+
+# Warm-up of one measured step over its inputs (the benchmark task's settings bound in).
+WarmUp = Callable[[Callable[[object], object], Sequence[object]], WarmupResult]
+
+
+@dataclass(frozen=True)
+class GenerateWindows:
+    prefill: WindowResult
+    prefill_latencies: list[float]
+    decode: WindowResult
+    decode_latencies: list[float]
+    warmups: tuple[WarmupResult, WarmupResult]
+    decoder: Decoder
+
+
+def measure_generate(
+    generator: Generator,
+    prompts: Sequence[torch.Tensor],
+    device: torch.device,
+    sampler: Sampler,
+    iters: int,
+    min_window_s: float,
+    warm_up: WarmUp,
+    phases: Phases,
+) -> GenerateWindows:
+    """Warm up and measure prefill, then warm up (compiling a compiled decode step) and measure decode."""
+    prefill = lambda ids: generator.prefill(ids)  # noqa: E731
+    with phases("warmup"):
+        warm_prefill = warm_up(prefill, prompts)
+    with phases("window"), MeasurementWindow(device, sampler) as prefill_window:
+        prefill_latencies = run_timed(prefill, prompts, device, iters, min_window_s, label="prefill")
+        prefill_window.iterations = len(prefill_latencies)
+    with phases("warmup"):
+        decoder = Decoder(generator, prompts[0])  # the prefill decode starts from, outside both windows
+        warm_decode = warm_up(decoder.step, [None])
+        decoder.restart()
+    with phases("window"), MeasurementWindow(device, sampler) as decode_window:
+        decode_latencies = run_timed(decoder.step, [None], device, iters, min_window_s, label="decode", whole=decoder.steps)
+        decode_window.iterations = len(decode_latencies)
+    assert prefill_window.result is not None and decode_window.result is not None
+    return GenerateWindows(
+        prefill_window.result, prefill_latencies, decode_window.result, decode_latencies, (warm_prefill, warm_decode), decoder
+    )
+
+
+# energy_metrics' names per sample, and what a sample is in each window.
+_PER_SAMPLE = {
+    "prefill": {"energy_total_j": "prefill_energy_total_j", "energy_per_sample_mj": "prefill_energy_per_prefill_mj",
+                "energy_net_per_sample_mj": "prefill_energy_net_per_prefill_mj", "power_mean_w": "prefill_power_mean_w"},
+    "decode": {"energy_total_j": "decode_energy_total_j", "energy_per_sample_mj": "decode_energy_per_token_mj",
+               "energy_net_per_sample_mj": "decode_energy_net_per_token_mj", "samples_per_j": "decode_tokens_per_j",
+               "power_mean_w": "decode_power_mean_w", "idle_power_w": "idle_power_w"},
+}
+
+
+def _energy(window: WindowResult, name: str, samples: int, sampler: str, trace: PowerTrace, idle_w: float | None) -> tuple[WindowEnergy, dict[str, float]]:
+    energy = window_energy(sampler, trace, window.t0, window.t1, window.counter_j)
+    figures = energy_metrics(energy, idle_w, window.duration_s, samples)
+    return energy, {renamed: figures[key] for key, renamed in _PER_SAMPLE[name].items() if key in figures}
+
+
+def generate_metrics(
+    w: GenerateWindows, batch_size: int, sampler: str, trace: PowerTrace, idle_w: float | None, min_window_s: float
+) -> tuple[dict[str, float], WindowEnergy, Validity]:
+    """The generation metrics (names in eaq/metrics.py), the decode window's energy, and both windows' validity.
+
+    A decode step produces one token per sequence of the batch: tokens = steps x batch_size.
+    """
+    ttft, tpot = LatencyStats.from_seconds(w.prefill_latencies), LatencyStats.from_seconds(w.decode_latencies)
+    prompt_tokens = w.prefill.iterations * batch_size * w.decoder.g.seq_len
+    tokens = w.decode.iterations * batch_size
+    metrics = {
+        "time_to_first_token_mean_ms": ttft.mean_ms,
+        "time_to_first_token_p50_ms": ttft.p50_ms,
+        "time_to_first_token_p99_ms": ttft.p99_ms,
+        "prefill_tokens_per_s": prompt_tokens / w.prefill.duration_s,
+        "prefill_window_duration_s": w.prefill.duration_s,
+        "prefill_window_iterations": w.prefill.iterations,
+        "time_per_output_token_mean_ms": tpot.mean_ms,
+        "time_per_output_token_p50_ms": tpot.p50_ms,
+        "time_per_output_token_p99_ms": tpot.p99_ms,
+        "decode_tokens_per_s": tokens / w.decode.duration_s,
+        "decode_window_duration_s": w.decode.duration_s,
+        "decode_window_iterations": w.decode.iterations,
+        "decode_window_sequences": w.decode.iterations / w.decoder.steps,
+        "warmup_iterations": sum(warm.iterations for warm in w.warmups),
+        "warmup_duration_s": sum(warm.duration_s for warm in w.warmups),
+    }
+    prefill_energy, prefill_figures = _energy(w.prefill, "prefill", w.prefill.iterations, sampler, trace, idle_w)
+    decode_energy, decode_figures = _energy(w.decode, "decode", tokens, sampler, trace, idle_w)
+    metrics |= prefill_figures | decode_figures
+    prefill_check = check(w.prefill, prefill_energy, idle_w, min_window_s)
+    decode_check = check(w.decode, decode_energy, idle_w, min_window_s)
+    reasons = tuple(f"prefill: {r}" for r in prefill_check.reasons) + tuple(f"decode: {r}" for r in decode_check.reasons)
+    # Both windows must hold; the facts (sensor updates, coverage, clocks) are the decode window's.
+    return metrics, decode_energy, Validity(reasons, decode_check.facts)

@@ -1,0 +1,158 @@
+"""Greedy generation with a KV cache, split into the two steps serving pays for: prefill and decode.
+
+Prefill runs the prompt through the model once, fills the KV cache and picks the first
+new token (time to first token); each decode step feeds the last token back and picks the
+next one. The number of new tokens is fixed: the end-of-sequence token is never chosen,
+exactly as ``transformers`` ``generate(min_new_tokens=N, max_new_tokens=N)`` masks it, so
+every precision generates the same amount of work.
+
+A decode step does no host sync: the chosen token, the position and the output buffer
+stay on the device, so a measurement window can run thousands of steps back to back.
+``Decoder`` cycles through the ``new_tokens - 1`` decode steps of one prompt batch,
+restarting from the same prefilled cache state each time (a DynamicCache is cropped back
+to the prompt; a StaticCache is simply written from the prompt's end again, its later
+positions masked by ``cache_position``), so no prefill work enters a decode window.
+
+``static=True`` gives a StaticCache of fixed shape: what a compiled decode step (and CUDA
+graphs) needs, since every step then has the same tensor shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from transformers import DynamicCache, PretrainedConfig, StaticCache
+
+from eaq.errors import ConfigError
+
+
+def _eos_ids(config: PretrainedConfig, vocab_size: int) -> list[int]:
+    """End-of-sequence ids in the vocabulary, to mask (a random-weight model may name one past its vocabulary)."""
+    eos = getattr(config, "eos_token_id", None)
+    ids = eos if isinstance(eos, list) else [eos] if eos is not None else []
+    return [i for i in ids if 0 <= i < vocab_size]
+
+
+def check_length(config: PretrainedConfig, seq_len: int, new_tokens: int) -> None:
+    """Refuse a prompt plus new tokens longer than the model's positions, before any work."""
+    limit = getattr(config, "max_position_embeddings", None)
+    if limit is not None and seq_len + new_tokens > limit:
+        raise ConfigError(
+            f"seq_len={seq_len} plus workload.new_tokens={new_tokens} is {seq_len + new_tokens} positions and the model "
+            f"has {limit}: lower seq_len or workload.new_tokens so that they add up to at most {limit}."
+        )
+
+
+def cache_bytes(cache: DynamicCache | StaticCache) -> int:
+    """Bytes held by a cache's key and value tensors (a StaticCache holds its whole length)."""
+    return sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values) if t is not None)
+
+
+class Generator:
+    """Greedy generation of ``new_tokens`` tokens: ``model`` runs prefill, ``runner`` (the model, or it compiled) decode."""
+
+    def __init__(
+        self,
+        model: Callable[..., object],
+        runner: Callable[..., object],
+        config: PretrainedConfig,
+        seq_len: int,
+        new_tokens: int,
+        device: torch.device,
+        static: bool = False,
+    ) -> None:
+        check_length(config, seq_len, new_tokens)
+        self.model, self.runner, self.config = model, runner, config
+        self.seq_len, self.new_tokens, self.static = seq_len, new_tokens, static
+        self.positions = torch.arange(seq_len + new_tokens, device=device)
+        self.eos = torch.tensor(_eos_ids(config, config.vocab_size), dtype=torch.long, device=device)
+
+    def new_cache(self) -> DynamicCache | StaticCache:
+        if self.static:
+            return StaticCache(config=self.config, max_cache_len=self.seq_len + self.new_tokens)
+        return DynamicCache()
+
+    def pick(self, logits: torch.Tensor) -> torch.Tensor:
+        """The greedy token of each row from the last position's logits, EOS excluded; shape (batch, 1)."""
+        scores = logits[:, -1, :].float()  # as generate scores them: float32
+        if self.eos.numel():
+            scores = scores.index_fill(-1, self.eos, float("-inf"))
+        return scores.argmax(-1, keepdim=True)
+
+    def prefill(self, input_ids: torch.Tensor, cache: DynamicCache | StaticCache | None = None) -> torch.Tensor:
+        """Run the prompt into ``cache`` (a fresh DynamicCache if none) and return the first new token."""
+        out = self.model(
+            input_ids=input_ids,
+            past_key_values=cache if cache is not None else DynamicCache(),
+            cache_position=self.positions[: input_ids.shape[1]],
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return self.pick(out.logits)
+
+    def generate(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """All ``new_tokens`` tokens of each prompt, (batch, new_tokens): for quality, outside any window."""
+        decoder = Decoder(self, input_ids)
+        for _ in range(decoder.steps):
+            decoder.step()
+        return decoder.tokens.clone()
+
+
+class Decoder:
+    """Decode steps of one prompt batch, cycling from the same prefilled state; ``step()`` is one token per row."""
+
+    def __init__(self, generator: Generator, input_ids: torch.Tensor) -> None:
+        self.g = generator
+        self.cache = generator.new_cache()
+        batch, prompt = input_ids.shape
+        if prompt != generator.seq_len:
+            raise ValueError(f"prompts must be {generator.seq_len} tokens long, got {prompt}")
+        # tokens[:, 0] comes from prefill; each decode step writes the next column.
+        self.tokens = torch.empty(batch, generator.new_tokens, dtype=torch.long, device=input_ids.device)
+        self.tokens[:, :1] = generator.prefill(input_ids, self.cache)
+        self.first = self.tokens[:, :1].clone()
+        self.steps = generator.new_tokens - 1
+        # The decode inputs live in fixed tensors updated in place: a compiled step sees the
+        # same shapes and addresses every call, and nothing is copied from the host.
+        self.token = self.first.clone()
+        self.position = generator.positions[prompt : prompt + 1].clone()
+        self.done = 0
+        self.kv_bytes_after_prefill = cache_bytes(self.cache)
+
+    def restart(self) -> None:
+        """Back to the prefilled state: the first token, the position after the prompt, the cache of the prompt."""
+        if not self.g.static and self.done:
+            # A negative count removes that many positions from the end on every transformers 5.x
+            # (a positive one meant an absolute length before 5.2x, and is refused after).
+            self.cache.crop(-self.done)
+        for layer in self.cache.layers if self.g.static else ():
+            # Newer static layers write where their own device-side counter says (older ones at
+            # cache_position): rewound in place, so a compiled step keeps its addresses.
+            if isinstance(counter := getattr(layer, "cumulative_length", None), torch.Tensor):
+                counter.fill_(self.g.seq_len)
+        self.token.copy_(self.first)
+        self.position.fill_(self.g.seq_len)
+        self.done = 0
+
+    def step(self, _: object = None) -> None:
+        """One decode step (restarting first when a whole sequence has been generated). The argument is ignored."""
+        if self.done == self.steps:
+            self.restart()
+        out = self.g.runner(input_ids=self.token, past_key_values=self.cache, cache_position=self.position, use_cache=True)
+        chosen = self.g.pick(out.logits)
+        self.done += 1
+        self.tokens[:, self.done : self.done + 1] = chosen
+        self.token.copy_(chosen)
+        self.position.add_(1)
+
+    def kv_bytes_read_per_step(self) -> float:
+        """KV-cache bytes a decode step's attention reads, on average over a sequence.
+
+        A StaticCache is read whole every step (later positions masked, not skipped); a
+        DynamicCache holds the prompt plus the tokens so far: step k reads seq_len + k + 1 positions.
+        """
+        if self.g.static:
+            return float(self.kv_bytes_after_prefill)
+        per_position = self.kv_bytes_after_prefill / self.g.seq_len
+        return per_position * (self.g.seq_len + (self.steps + 1) / 2)

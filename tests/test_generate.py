@@ -1,0 +1,235 @@
+"""workload=generate: greedy generation as transformers does it, prefill and decode in disjoint windows, per-token figures."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from conftest import CONF, all_runs, run_eaq
+from eaq.config import ModelConfig
+from eaq.evaluate import generation_agreement
+from eaq.measure.nvml import NvmlSampler
+from eaq.measure.warmup import warm_up
+from eaq.metrics import METRIC_NAMES
+from eaq.models import load_model
+from eaq.measure.phases import Phases
+from eaq.tasks.compile import compile_model
+from eaq.tasks.generate import generate_metrics, measure_generate
+from eaq.workloads.generate import Decoder, Generator
+from fake_nvml import FakeNvml
+
+CPU = torch.device("cpu")
+PROMPT, NEW = 12, 9
+
+
+def preset(name: str, **architecture: object) -> torch.nn.Module:
+    """A model preset of conf/model as eaq loads it (architecture fields overridden to keep it tiny)."""
+    fields = OmegaConf.to_container(OmegaConf.load(CONF / "model" / f"{name}.yaml"))
+    fields["architecture"] |= architecture
+    return load_model(ModelConfig(**fields), with_tokenizer=False).model.eval()
+
+
+def prompts(model: torch.nn.Module, batch: int = 3, seed: int = 0) -> torch.Tensor:
+    return torch.randint(0, model.config.vocab_size, (batch, PROMPT), generator=torch.Generator().manual_seed(seed))
+
+
+TINY_LLAMA = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic-cache", "static-cache"])
+@pytest.mark.parametrize("name", ["gpt2_tiny_random", "llama_1b_random"])
+@torch.inference_mode()
+def test_greedy_fp32_generation_equals_transformers_generate(name: str, static: bool) -> None:
+    model = preset(name, **(TINY_LLAMA if name.startswith("llama") else {}))
+    ids = prompts(model)
+    expected = model.generate(
+        ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW, min_new_tokens=NEW, pad_token_id=0
+    )[:, PROMPT:]
+    tokens = Generator(model, model, model.config, PROMPT, NEW, CPU, static=static).generate(ids)
+    assert tokens.shape == (3, NEW)  # exactly the asked number of new tokens
+    assert torch.equal(tokens, expected)
+
+
+@torch.inference_mode()
+def test_eos_is_never_chosen_so_every_sequence_has_the_asked_length() -> None:
+    model = preset("gpt2_tiny_random")
+    ids = prompts(model)
+    free = Generator(model, model, model.config, PROMPT, NEW, CPU).generate(ids)
+    # Make the token greedy decoding picks first the model's end-of-sequence token: it must be passed over.
+    model.config.eos_token_id = int(free[0, 0])
+    tokens = Generator(model, model, model.config, PROMPT, NEW, CPU).generate(ids)
+    assert tokens.shape == (3, NEW) and not (tokens == model.config.eos_token_id).any()
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic-cache", "static-cache"])
+@torch.inference_mode()
+def test_decode_restarts_from_the_same_prefilled_state(static: bool) -> None:
+    model = preset("gpt2_tiny_random")
+    ids = prompts(model)
+    generator = Generator(model, model, model.config, PROMPT, NEW, CPU, static=static)
+    once = generator.generate(ids)
+    decoder = Decoder(generator, ids)
+    for _ in range(3 * decoder.steps + 4):  # three whole sequences and part of a fourth
+        decoder.step()
+    decoder.restart()
+    for _ in range(decoder.steps):
+        decoder.step()
+    assert torch.equal(decoder.tokens, once)
+
+
+def test_generation_agreement_counts_matches_and_the_first_divergence() -> None:
+    reference = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])
+    tokens = torch.tensor([[1, 2, 9, 4], [5, 6, 7, 8]])
+    assert generation_agreement(tokens, reference) == {
+        "quality_generated_match_rate": 7 / 8,
+        "quality_first_divergence_mean_tokens": (2 + 4) / 2,
+        "quality_first_divergence_min_tokens": 2,
+    }
+
+
+class Recorder:
+    """Calls a model and records when each call started and ended (perf_counter, the windows' clock)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model, self.calls = model, []
+
+    def __call__(self, **kwargs: object) -> object:
+        start = time.perf_counter()
+        out = self.model(**kwargs)
+        self.calls.append((start, time.perf_counter()))
+        return out
+
+
+@torch.inference_mode()
+def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consistent_per_token_figures() -> None:
+    model = preset("gpt2_tiny_random")
+    batch, update_s, watts, min_window_s = 2, 0.005, 300.0, 0.5
+    prefill, decode = Recorder(model), Recorder(model)
+    generator = Generator(prefill, decode, model.config, PROMPT, NEW, CPU)
+    batches = [prompts(model, batch, seed) for seed in range(2)]
+    sampler = NvmlSampler("1234-abcd", interval_s=update_s, nvml=FakeNvml(schedule=[(0.0, watts)], update_s=update_s))
+    sampler.start()
+    try:
+        def warm(run: object, inputs: list) -> object:
+            return warm_up(run, inputs, CPU, 2, settle=False)
+
+        w = measure_generate(generator, batches, CPU, sampler, iters=3, min_window_s=min_window_s, warm_up=warm, phases=Phases())
+        time.sleep(0.05)
+    finally:
+        trace = sampler.stop()
+    p, d = w.prefill, w.decode
+    assert p.t1 <= d.t0  # disjoint, prefill first
+    inside = lambda calls, win: [c for c in calls if win.t0 <= c[0] and c[1] <= win.t1]  # noqa: E731
+    straddling = [c for c in prefill.calls + decode.calls for win in (p, d) if c[0] < win.t0 < c[1] or c[0] < win.t1 < c[1]]
+    assert not straddling
+    # Each window holds exactly its own work: every prefill of the prefill window, every decode
+    # step of the decode window, and nothing of the other.
+    assert len(inside(prefill.calls, p)) == p.iterations == len(w.prefill_latencies) >= 3
+    assert len(inside(decode.calls, d)) == d.iterations == len(w.decode_latencies)
+    assert not inside(prefill.calls, d) and not inside(decode.calls, p)
+    # Whole sequences of new_tokens - 1 decode steps, each restarting from the same prefilled cache.
+    assert d.iterations % (NEW - 1) == 0 and d.duration_s >= min_window_s
+    assert torch.equal(w.decoder.tokens, Generator(model, model, model.config, PROMPT, NEW, CPU).generate(batches[0]))
+    # Per-call latencies fit inside their windows.
+    assert sum(w.prefill_latencies) <= p.duration_s and sum(w.decode_latencies) <= d.duration_s
+
+    metrics, energy, validity = generate_metrics(w, batch, sampler.name, trace, watts, min_window_s)
+    assert set(metrics) <= METRIC_NAMES
+    tokens = d.iterations * batch
+    assert metrics["decode_tokens_per_s"] == pytest.approx(tokens / d.duration_s)
+    assert metrics["prefill_tokens_per_s"] == pytest.approx(p.iterations * batch * PROMPT / p.duration_s)
+    assert metrics["time_per_output_token_mean_ms"] == pytest.approx(1e3 * sum(w.decode_latencies) / d.iterations)
+    # Per-token and per-prefill energy are their window's counter delta divided by the work in it ...
+    assert energy.source == "energy_counter" and energy.energy_j == metrics["decode_energy_total_j"]
+    assert metrics["decode_energy_per_token_mj"] == pytest.approx(1e3 * metrics["decode_energy_total_j"] / tokens)
+    assert metrics["prefill_energy_per_prefill_mj"] == pytest.approx(1e3 * metrics["prefill_energy_total_j"] / p.iterations)
+    assert metrics["decode_tokens_per_j"] == pytest.approx(tokens / metrics["decode_energy_total_j"])
+    # ... and that delta is the fake GPU's power times the window, to the counter's resolution
+    # (one update at each end).
+    for total, window in ((metrics["decode_energy_total_j"], d), (metrics["prefill_energy_total_j"], p)):
+        assert abs(total - watts * window.duration_s) <= 2 * watts * update_s
+    # Idle at the same 300 W: net of idle, decode added about nothing.
+    assert abs(metrics["decode_energy_net_per_token_mj"]) * tokens / 1e3 <= 2 * watts * update_s
+    assert validity.facts and all(not r.startswith(("prefill: window", "decode: window")) for r in validity.reasons)
+
+
+def test_generate_runs_every_precision_path_from_the_cli_with_quality_against_fp32(out: Path) -> None:
+    args = ["model=gpt2_tiny_random", "workload=generate", "workload.new_tokens=6", "dataset=wikitext2", "dataset.max_samples=4",
+            "trials=quick", "trials.roofline=true", "batch_size=2", "seq_len=16", "isolate=false"]
+    done = run_eaq(out, "-m", "precision=fp32,int8", *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = {r.data.tags["eaq.group.precision"]: r for r in all_runs(out) if "eaq.group.precision" in r.data.tags}
+    assert {r.info.status for r in runs.values()} == {"FINISHED"}
+    fp32, int8 = runs["fp32"].data, runs["int8"].data
+    assert runs["int8"].info.run_name == "gpt2-tiny-random-int8-gen6-b2-t1"
+    assert fp32.tags["eaq.workload"] == "generate"
+    assert fp32.metrics["quality_generated_match_rate"] == 1.0 and fp32.metrics["quality_first_divergence_min_tokens"] == 6
+    assert 0 <= int8.metrics["quality_generated_match_rate"] <= 1 and "quality_perplexity" in int8.metrics
+    assert int8.metrics["quantized_linear_layers"] > 0
+    for m in (fp32.metrics, int8.metrics):
+        assert m["decode_window_iterations"] % 5 == 0 and m["decode_window_iterations"] >= 5
+        assert m["decode_tokens_per_s"] == pytest.approx(m["decode_window_iterations"] * 2 / m["decode_window_duration_s"])
+        # The decode roofline: weights + KV cache read per step over the measured bandwidth.
+        assert m["decode_bytes_per_step_mb"] > m["model_size_mb"] and m["peak_bandwidth_gb_per_s"] > 0
+        assert m["decode_bandwidth_fraction"] == pytest.approx(m["decode_bandwidth_limit_ms"] / m["time_per_output_token_mean_ms"])
+    assert "TTFT" in done.stderr + done.stdout and "ms/token" in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["model=bert_tiny_random"], "workload=generate needs a causal LM and model=bert-tiny-random has head=embedding"),
+        (["model=gpt2_tiny_random", "dataset=sample"], "use dataset=wikitext2 (real text) or dataset=synthetic"),
+        (["model=gpt2_tiny_random", "dataset=synthetic", "workload.new_tokens=1"], "leaves no decode step"),
+        (["model=gpt2_tiny_random", "dataset=synthetic", "seq_len=500", "workload.new_tokens=20"], "at most 512"),
+    ],
+)
+def test_generate_refuses_what_it_cannot_measure_with_a_sentence(out: Path, overrides: list[str], message: str) -> None:
+    done = run_eaq(out, "workload=generate", "trials=quick", "isolate=false", "batch_size=1", *overrides)
+    assert done.returncode == 2 and message in done.stderr, done.stderr[-2000:]
+
+
+@torch.inference_mode()
+def test_compiled_decode_over_a_static_cache_generates_the_eager_tokens() -> None:
+    model = preset("gpt2_tiny_random")
+    ids = prompts(model, batch=2)
+    eager = Generator(model, model, model.config, PROMPT, NEW, CPU).generate(ids)
+    compiled = Generator(model, compile_model(model, cuda_graphs=False, tuning=False), model.config, PROMPT, NEW, CPU, static=True)
+    decoder = Decoder(compiled, ids)
+    for _ in range(2 * decoder.steps):  # two sequences: the second starts from the rewound static cache
+        decoder.step()
+    assert torch.equal(decoder.tokens, eager)
+
+
+class ScalarReads(TorchDispatchMode):
+    """Counts tensor-to-Python reads (``.item()``, ``bool(t)``, ``nonzero``), each a host sync on a GPU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        reads = (torch.ops.aten.item.default, torch.ops.aten._local_scalar_dense.default, torch.ops.aten.is_nonzero.default,
+                 torch.ops.aten.nonzero.default)
+        if func in reads:
+            self.reads.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic-cache", "static-cache"])
+@pytest.mark.parametrize("name", ["gpt2_tiny_random", "llama_1b_random"])
+@torch.inference_mode()
+def test_prefill_and_decode_steps_read_nothing_back_to_the_host(name: str, static: bool) -> None:
+    model = preset(name, **(TINY_LLAMA if name.startswith("llama") else {}))
+    generator = Generator(model, model, model.config, PROMPT, NEW, CPU, static=static)
+    decoder = Decoder(generator, prompts(model))
+    with ScalarReads() as seen:
+        generator.prefill(prompts(model))
+        for _ in range(2 * decoder.steps + 1):  # across a restart too
+            decoder.step()
+    assert seen.reads == []
