@@ -13,7 +13,8 @@ operand dtypes are counted. The run fails unless:
 
 Host<->device copies beyond those the fp32 model's own forward makes are recorded, not
 failed: the format did run, and the copies are a real cost of its implementation
-(torchao 0.18's eager int8 path on CUDA makes 48 per layer, see docs/results).
+(torchao 0.18's eager int8 path on CUDA made 48 per layer until eaq routed around its
+``__repr__`` probe: eaq.precision.torchao_quant, docs/results/2026-11-24-h100-int8).
 """
 from __future__ import annotations
 
