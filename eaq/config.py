@@ -127,6 +127,9 @@ class TrialsConfig:
     overhead_iters: int = 300
     # Compare with the device's peak FLOP/J (a cached matmul calibration) when energy is measured.
     roofline: bool = True
+    # The peak's calibration window: 20 sensor updates (~100 ms each, validity's rule) and a
+    # margin; a matmul's power is flat within ~50 ms (eaq/measure/roofline.py).
+    roofline_window_s: float = 2.5
     # Quality is computed on at most this many batches (null: the whole dataset).
     quality_max_batches: int | None = None
     # Reuse the quality figures an earlier run of the same configuration computed (other
@@ -243,6 +246,7 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("trials.min_duration_s", obj.trials.min_duration_s, 0)
     _positive("trials.idle_s", obj.trials.idle_s, 0)
     _positive("trials.warmup_max_s", obj.trials.warmup_max_s, 0)
+    _positive("trials.roofline_window_s", obj.trials.roofline_window_s, 0.1)
     _positive("trials.overhead_pairs", obj.trials.overhead_pairs, 0)
     _positive("trials.overhead_iters", obj.trials.overhead_iters)
     _positive("trials.cooldown_s", obj.trials.cooldown_s, 0)

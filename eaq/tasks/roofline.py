@@ -41,7 +41,7 @@ def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool)
             return None
         size = CALIBRATION_SIZE if device.type == "cuda" else 2048  # a CPU needs minutes for 8192^3
         set_tf32(matmul == "tfloat32")  # fp32 products run as IEEE fp32 unless the format is TF32
-        calibration = calibrate(device, matmul, sampler, size=size)
+        calibration = calibrate(device, matmul, sampler, cfg.trials.roofline_window_s, size=size)
         if calibration is not None:
             save_calibration(path, calibration)
         return calibration
