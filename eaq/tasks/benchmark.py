@@ -19,7 +19,7 @@ import torch
 from eaq.config import EaqConfig
 from eaq.data import Batches, Examples, load_examples, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
-from eaq.device import device_key, resolve_device
+from eaq.device import describe_device, device_key, resolve_device
 from eaq.evaluate import accuracy, cached_quality, cached_reference, collect_outputs, fidelity, reference_key
 from eaq.evaluate.perplexity import perplexity
 from eaq.measure.energy import PRIMARY_CHANNELS, energy_metrics, window_energy
@@ -44,7 +44,7 @@ from eaq.precision.mixed import MixedPrecision
 from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import compile_model, inductor_settings
 from eaq.tasks.isolation import phase_listener
-from eaq.tasks.result import TaskResult, describe_device
+from eaq.tasks.result import TaskResult
 from eaq.tasks.roofline import roofline_metrics
 
 # The sampler runs this long before the first window and after the last, so every

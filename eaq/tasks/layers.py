@@ -19,7 +19,7 @@ from torch import nn
 
 from eaq.config import EaqConfig
 from eaq.data import load_examples
-from eaq.device import resolve_device
+from eaq.device import describe_device, resolve_device
 from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
@@ -37,7 +37,7 @@ from eaq.precision.base import base_dtype, set_tf32
 from eaq.precision.mixed import save_plan
 from eaq.precision.shapes import linear_rows
 from eaq.tasks.benchmark import _auto, _batches
-from eaq.tasks.result import TaskResult, describe_device
+from eaq.tasks.result import TaskResult
 
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # Replay windows, when left null and energy is measured: ~30 updates of a ~100 ms sensor.

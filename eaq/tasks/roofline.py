@@ -13,14 +13,14 @@ from pathlib import Path
 import torch
 
 from eaq.config import EaqConfig
-from eaq.device import device_key, resolve_device
+from eaq.device import describe_device, device_key, resolve_device
 from eaq.errors import EaqError
 from eaq.files import exclusive
 from eaq.measure.samplers import measures_energy, select_sampler
 from eaq.measure.roofline import CALIBRATION_SIZE, Calibration, calibrate, calibration_path, load_calibration, save_calibration
 from eaq.precision import get_precision
 from eaq.precision.base import set_tf32
-from eaq.tasks.result import TaskResult, describe_device
+from eaq.tasks.result import TaskResult
 
 log = logging.getLogger(__name__)
 
