@@ -15,7 +15,8 @@ from eaq.measure.memory import PeakMemory
 from eaq.measure.samplers import NoSampler
 from eaq.measure.stats import LatencyStats
 from eaq.measure.timing import run_timed
-from eaq.measure.warmup import BLOCK, CHUNK_S, POWER_TOLERANCE, stationary, warm_up
+from eaq.config import WARMUP_RULES
+from eaq.measure.warmup import BLOCK, CHUNK_S, POWER_TOLERANCE, RULES, pairs_agree, stationary, warm_up
 from eaq.measure.window import MeasurementWindow
 
 CPU = torch.device("cpu")
@@ -112,6 +113,14 @@ def test_a_ramp_is_not_called_settled_before_it_ends(total: float, chunks: int, 
         ramp = [330 * (1 - total + total * i / chunks) * (1 + rng.uniform(-spread, spread)) for i in range(chunks)]
         assert _first_settled(ramp) is None
         assert _first_settled(ramp + [330.0] * BLOCK) is not None  # and it settles once the level holds
+
+
+def test_the_rule_before_stays_available_to_compare_protocols() -> None:
+    assert set(RULES) == set(WARMUP_RULES)  # what trials.warmup_rule accepts is what warm-up knows
+    # Two chunks within 3%: noise that happens to agree settles it at once, a steady ramp of 1% a chunk too.
+    assert pairs_agree([330.0, 335.0], POWER_TOLERANCE) and not pairs_agree([300.0, 340.0], POWER_TOLERANCE)
+    ramp = [300 * 1.01**i for i in range(BLOCK)]
+    assert pairs_agree(ramp, POWER_TOLERANCE) and not stationary(ramp, POWER_TOLERANCE)
 
 
 def test_the_real_h100_step_settles_and_its_window_is_stationary() -> None:

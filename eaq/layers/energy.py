@@ -2,7 +2,7 @@
 
 Order: capture the components' inputs and profile their in-situ times (no sampler
 reads: both perturb nothing measured); then, with the sampler running, the idle
-baseline, a warm-up (with a sensor, until latency and power settle, as the benchmark's),
+baseline (the benchmark's, reused while it stands: eaq.measure.idle), a warm-up (with a sensor, until latency and power settle, as the benchmark's),
 the whole-model window (attribution's energy), and one replay window per component
 type. Every window's energy is read from the trace after the sampler stops. Energy
 figures are per forward pass, total and net of the idle baseline (its power times the
@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -22,10 +23,11 @@ from eaq.layers.attribution import OUTSIDE, PassTimes, profile_times, split
 from eaq.layers.components import Component
 from eaq.layers.replay import capture, metered, replay_by_type
 from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, window_energy
+from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.samplers import Sampler, measures_energy
 from eaq.measure.validity import check
 from eaq.measure.warmup import warm_up
-from eaq.measure.window import MeasurementWindow, WindowResult
+from eaq.measure.window import WindowResult
 
 # Sampler margin before the first and after the last window (as the benchmark's).
 TRACE_MARGIN_S = 0.3
@@ -41,6 +43,10 @@ class Settings:
     replay_min_s: float  # seconds per replay window, at least (the sensor needs seconds to see a component)
     profile_passes: int = 3
     warmup_max_s: float = 10.0  # settling stops after this long, settled or not
+    warmup_rule: str = "trend"  # how settled is judged (eaq.measure.warmup.RULES)
+    # Where the device's idle baseline is kept and when it still stands, shared with the
+    # benchmark's runs (eaq.measure.idle); None: measure one, keep nothing.
+    idle_store: tuple[Path, ReusePolicy] | None = None
 
 
 @dataclass
@@ -100,17 +106,13 @@ def measure_components(
     calls = capture(model, components, forward)
     times = profile_times(model, components, forward, device, settings.profile_passes)
     measuring = measures_energy(sampler)
-    idle: WindowResult | None = None
     sampler.start()
     try:
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
-        if settings.idle_s > 0:
-            with MeasurementWindow(device, sampler) as idle_window:
-                time.sleep(settings.idle_s)
-            idle = idle_window.result
+        idle, _, idle_tags = idle_baseline(device, sampler, settings.idle_s, settings.idle_store)
         # As the benchmark: fixed passes, then (with a sensor) until latency and power settle.
         warm = warm_up(lambda _: forward(), [None], device, settings.warmup_iters, measuring,
-                       lambda t0, t1: _mean_power(sampler, t0, t1), max_s=settings.warmup_max_s)
+                       lambda t0, t1: _mean_power(sampler, t0, t1), settings.warmup_max_s, settings.warmup_rule)
         whole = metered(forward, device, sampler, settings.iters, settings.min_window_s)
         replays = replay_by_type(model, components, calls, device, sampler, settings.replay_iters, settings.replay_min_s)
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
@@ -121,8 +123,7 @@ def measure_components(
         return window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
 
     whole_energy = energy_of(whole)
-    idle_energy = energy_of(idle) if idle is not None else None
-    idle_w = idle_energy.energy_j / idle_energy.duration_s if idle_energy and idle_energy.energy_j is not None else None
+    idle_w = idle.power_w if idle is not None else None
     whole_j, whole_net_j = _per_pass(whole_energy, whole, idle_w)
     found = ComponentEnergy(times, whole.duration_s / whole.iterations, whole_j, whole_net_j)
     found.attribution_j = _split_or_none(whole_j, times.components, times.whole_s)
@@ -152,6 +153,7 @@ def measure_components(
         "eaq.energy": whole_energy.status,
         "eaq.energy.sampler": whole_energy.sampler,
         "eaq.warmup.settled": str(warm.settled).lower() if warm.settled is not None else "not asked",
+        **idle_tags,
     }
     if whole_energy.energy_j is None:
         found.tags["eaq.energy.reason"] = whole_energy.reason

@@ -72,6 +72,22 @@ def stationary(means: Sequence[float | None], tolerance: float, block: int = BLO
     return abs(slope) < t_critical * min(about_line, chunk_to_chunk) / math.sqrt(sxx)
 
 
+def pairs_agree(means: Sequence[float | None], tolerance: float) -> bool:
+    """The rule before the trend test, kept to reproduce that protocol side by side
+    (``trials.warmup_rule=pairs``, 0.5 s chunks): the last two chunk means within ``tolerance``."""
+    if len(means) < 2:
+        return False
+    previous, current = means[-2], means[-1]
+    return previous is None or current is None or abs(current - previous) <= tolerance * abs(previous)
+
+
+# Settle rule -> (its test on the chunk means so far, its chunk length in seconds).
+RULES: dict[str, tuple[Callable[[Sequence[float | None], float], bool], float]] = {
+    "trend": (stationary, CHUNK_S),
+    "pairs": (pairs_agree, 0.5),
+}
+
+
 @dataclass(frozen=True)
 class WarmupResult:
     iterations: int
@@ -87,10 +103,16 @@ def warm_up(
     min_iters: int,
     settle: bool,
     power_w: Callable[[float, float], float | None] = lambda t0, t1: None,
-    chunk_s: float = CHUNK_S,
     max_s: float = 10.0,
+    rule: str = "trend",
+    chunk_s: float | None = None,
 ) -> WarmupResult:
-    """``power_w(t0, t1)`` gives the mean power over an interval, or None without a trace."""
+    """``power_w(t0, t1)`` gives the mean power over an interval, or None without a trace.
+
+    ``rule`` names the settle test in ``RULES``; ``chunk_s`` overrides its chunk length.
+    """
+    settled_by, rule_chunk_s = RULES[rule]
+    chunk_s = chunk_s if chunk_s is not None else rule_chunk_s
     start = time.perf_counter()
     iterations = len(run_timed(step, inputs, device, min_iters, 0.0, label="warm-up")) if min_iters else 0
     if not settle:
@@ -104,6 +126,6 @@ def warm_up(
         iterations += len(latencies)
         latency.append(sum(latencies) / len(latencies))
         power.append(power_w(t0, time.perf_counter()))
-        if stationary(latency, LATENCY_TOLERANCE) and stationary(power, POWER_TOLERANCE):
+        if settled_by(latency, LATENCY_TOLERANCE) and settled_by(power, POWER_TOLERANCE):
             return WarmupResult(iterations, time.perf_counter() - start, True)
     return WarmupResult(iterations, time.perf_counter() - start, False)

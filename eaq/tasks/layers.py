@@ -5,8 +5,9 @@ group the fp32 model into components and count their FLOPs; measure impact on th
 from the ``layers.base`` float model (sensitivity to ``layers.target``, ablation), outside
 any window; apply the run's precision; measure energy per component by replay and
 attribution (eaq.layers.energy); correlate energy share with impact; choose a
-mixed-precision plan within the budget. Wiring only: eaq/layers computes, and loading and
-batching are the benchmark's own helpers (``_batches``, ``_auto``), so both tasks see the same data.
+mixed-precision plan within the budget. Wiring only: eaq/layers computes, and batching,
+protocol durations and the idle baseline's store are shared with the benchmark
+(eaq/tasks/shared.py), so both tasks see the same data and reuse the same baseline.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from eaq.precision import get_precision, proof
 from eaq.precision.base import base_dtype, set_tf32
 from eaq.precision.mixed import save_plan
 from eaq.precision.shapes import linear_rows
-from eaq.tasks.benchmark import _auto, _batches
+from eaq.tasks.shared import auto_seconds, idle_store, make_inputs
 from eaq.tasks.result import TaskResult
 
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -104,7 +105,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
     loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
     model = loaded.model.to(device)
-    (batches, stream), _ = _batches(cfg, loaded, examples, device)
+    (batches, stream), _ = make_inputs(cfg, loaded, examples, device)
     timed = batches.full()
     forward = lambda: model(**timed[0])  # noqa: E731  (model is rebound below: the precision's)
     components = find_components(model)
@@ -131,13 +132,15 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     evidence = proof(model)
     settings = Settings(
         iters=cfg.trials.iters,
-        min_window_s=_auto(cfg.trials.min_duration_s, measuring),
-        idle_s=_auto(cfg.trials.idle_s, measuring),
+        min_window_s=auto_seconds(cfg.trials.min_duration_s, measuring),
+        idle_s=auto_seconds(cfg.trials.idle_s, measuring),
         warmup_iters=cfg.trials.warmup_iters,
         replay_iters=cfg.layers.replay_iters,
         replay_min_s=cfg.layers.replay_min_s if cfg.layers.replay_min_s is not None else (REPLAY_MIN_S if measuring else 0.0),
         profile_passes=cfg.layers.profile_passes,
         warmup_max_s=cfg.trials.warmup_max_s,
+        warmup_rule=cfg.trials.warmup_rule,
+        idle_store=idle_store(cfg, device, sampler),
     )
     energy = measure_components(model, components, forward, device, sampler, settings, cfg.batch_size)
     shares, basis = energy_shares(components, energy)
