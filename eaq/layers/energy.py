@@ -2,9 +2,9 @@
 
 Order: capture the components' inputs and profile their in-situ times (no sampler
 reads: both perturb nothing measured); then, with the sampler running, the idle
-baseline (the benchmark's, reused while it stands: eaq.measure.idle), a warm-up (with a sensor, until latency and power settle, as the benchmark's),
-the whole-model window (attribution's energy), and one replay window per component
-type. Every window's energy is read from the trace after the sampler stops. Energy
+baseline (the benchmark's, reused while it stands: eaq.measure.idle), a warm-up (with a
+sensor, until latency and power settle, as the benchmark's), the whole-model window
+(attribution's energy), and one replay window per component type. Every window's energy is read from the trace after the sampler stops. Energy
 figures are per forward pass, total and net of the idle baseline (its power times the
 time per pass); where no sensor exists they are None, never 0.
 """
