@@ -9,6 +9,8 @@
 set -uo pipefail
 here=$(dirname "$0")
 python3 -c "import eaq, hydra, torchao" 2>/dev/null || bash docs/results/gpu-install.sh
+# Both sweeps start with the packages in the page cache: else the first pays the disk reads.
+python3 -c "import eaq.tasks.preload, eaq.run, mlflow" >/dev/null 2>&1
 TODAY="trials.warmup_rule=pairs trials.roofline_window_s=5"
 
 sweep() {  # LABEL [overrides...]: one sweep from an empty output folder; prints its wall seconds
