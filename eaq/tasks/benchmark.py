@@ -73,19 +73,20 @@ def _window_metrics(result: WindowResult, latencies: list[float], batch_size: in
 @torch.inference_mode()
 def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     phases = Phases(phase_listener())
-    # Everything that can be refused is checked before the model loads.
-    device = resolve_device(cfg.device)
-    precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
-    if cfg.cuda_graphs and device.type != "cuda":
-        raise ConfigError(f"cuda_graphs=true needs a CUDA device and this run is on {device}; drop cuda_graphs or use device=cuda.")
-    sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
-    measuring = measures_energy(sampler)
-    min_window_s, idle_s = auto_seconds(cfg.trials.min_duration_s, measuring), auto_seconds(cfg.trials.idle_s, measuring)
-    # A bad data file fails now, not after loading the model.
-    examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
-    text = examples is not None
-    torch.manual_seed(cfg.trial)
-    set_tf32(False)  # the fp32 reference is IEEE fp32, whatever an earlier run in this process set
+    # Everything that can be refused is checked before the model loads (CUDA and NVML start here).
+    with phases("prepare"):
+        device = resolve_device(cfg.device)
+        precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
+        if cfg.cuda_graphs and device.type != "cuda":
+            raise ConfigError(f"cuda_graphs=true needs a CUDA device and this run is on {device}; drop cuda_graphs or use device=cuda.")
+        sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
+        measuring = measures_energy(sampler)
+        min_window_s, idle_s = auto_seconds(cfg.trials.min_duration_s, measuring), auto_seconds(cfg.trials.idle_s, measuring)
+        # A bad data file fails now, not after loading the model.
+        examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
+        text = examples is not None
+        torch.manual_seed(cfg.trial)
+        set_tf32(False)  # the fp32 reference is IEEE fp32, whatever an earlier run in this process set
 
     with phases("load"):
         loaded = load_model(cfg.model, with_tokenizer=text, device=device)
