@@ -16,11 +16,15 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from eaq.errors import ConfigError
+from eaq.measure.idle import ReusePolicy
 
 # The config groups (folders of conf/) a run composes.
 GROUPS = ("model", "precision", "dataset", "sampler", "trials", "layers", "workload")
 HEADS = ("embedding", "sequence_classification", "causal_lm")
 DATASET_KINDS = ("text", "tsv", "jsonl", "raw", "synthetic")
+# The keys of eaq.measure.warmup.RULES (not imported: that module loads torch, and this one is
+# loaded by the sweep's process, which must not).
+WARMUP_RULES = ("trend", "pairs")
 TASKS = ("benchmark", "calibrate", "layers")
 WORKLOADS = ("forward", "generate")
 WEIGHTS = ("pretrained", "random")
@@ -106,6 +110,10 @@ class TrialsConfig:
     # Then keep warming up until latency and power settle (null: when energy is measured).
     warmup_settle: bool | None = None
     warmup_max_s: float = 10.0
+    # How settled is judged (eaq/measure/warmup.py): "trend" (no trend over six 0.25 s
+    # chunks), or "pairs" (two 0.5 s chunks within 2%/3%: the rule before 2026-11-24, to
+    # reproduce that protocol side by side).
+    warmup_rule: str = "trend"
     # The timed loop runs at least this many iterations ...
     iters: int = 20
     # ... and keeps going until this many seconds have passed (null: 5 s when energy is
@@ -115,11 +123,11 @@ class TrialsConfig:
     idle_s: float | None = None
     # Reuse the last idle baseline of this device (cached in paths.cache_dir) while it is
     # younger than idle_max_age_s and temperature and SM clock are near what they were then
-    # (H100: idle power rose ~1.1 W per degree, so 3 C keeps it within ~3.5 W).
+    # (the defaults and why: eaq/measure/idle.py, ReusePolicy).
     idle_reuse: bool = True
-    idle_max_age_s: float = 600.0
-    idle_max_temp_delta_c: float = 3.0
-    idle_max_clock_change: float = 0.25
+    idle_max_age_s: float = ReusePolicy.max_age_s
+    idle_max_temp_delta_c: float = ReusePolicy.max_temp_delta_c
+    idle_max_clock_change: float = ReusePolicy.max_clock_change
     # Pause after the run so the next run of a sweep starts from a cool device.
     cooldown_s: float = 0.0
     # After the window: this many pairs of blocks with the sampler off and on, in one
@@ -128,6 +136,9 @@ class TrialsConfig:
     overhead_iters: int = 300
     # Compare with the device's peak FLOP/J (a cached matmul calibration) when energy is measured.
     roofline: bool = True
+    # The peak's calibration window: 20 sensor updates (~100 ms each, validity's rule) and a
+    # margin; a matmul's power is flat within ~50 ms (eaq/measure/roofline.py).
+    roofline_window_s: float = 2.5
     # Quality is computed on at most this many batches (null: the whole dataset).
     quality_max_batches: int | None = None
     # Reuse the quality figures an earlier run of the same configuration computed (other
@@ -301,6 +312,8 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("trials.min_duration_s", obj.trials.min_duration_s, 0)
     _positive("trials.idle_s", obj.trials.idle_s, 0)
     _positive("trials.warmup_max_s", obj.trials.warmup_max_s, 0)
+    _positive("trials.roofline_window_s", obj.trials.roofline_window_s, 0.1)
+    _one_of("trials.warmup_rule", obj.trials.warmup_rule, WARMUP_RULES)
     _positive("trials.overhead_pairs", obj.trials.overhead_pairs, 0)
     _positive("trials.overhead_iters", obj.trials.overhead_iters)
     _positive("trials.cooldown_s", obj.trials.cooldown_s, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from eaq.errors import DeviceError
+from eaq.measure.nvml import gpu_facts
 
 
 def resolve_device(spec: str) -> torch.device:
@@ -51,3 +52,20 @@ def device_key(device: torch.device) -> str:
     if device.type == "cuda":
         return str(torch.cuda.get_device_properties(device).uuid)
     return "cpu"
+
+
+def describe_device(device: torch.device) -> dict[str, str]:
+    """What a run logs about where it ran (eaq.tasks.result.TaskResult.device)."""
+    info = {"torch_device": str(device), "torch_threads": str(torch.get_num_threads())}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info |= {
+            "gpu_name": props.name,
+            "gpu_uuid": str(getattr(props, "uuid", "unknown")),
+            "gpu_capability": f"{props.major}.{props.minor}",
+            "gpu_memory_gb": f"{props.total_memory / 1e9:.1f}",
+            "cuda": str(torch.version.cuda),
+            "cudnn": str(torch.backends.cudnn.version()),
+            **gpu_facts(str(props.uuid)),
+        }
+    return info

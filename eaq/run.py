@@ -8,13 +8,26 @@ from __future__ import annotations
 import os
 import sys
 
-import hydra
-from omegaconf import DictConfig, OmegaConf
+from eaq.tasks.isolation import start_server
 
-from eaq.config import register_schemas
-from eaq.group_choices import unknown_choice
-from eaq.slots import slot_count
-from eaq.tasks.job import run_job
+if __name__ == "__main__" and "isolate=false" not in sys.argv[1:]:
+    # Before anything else: the fork server's imports (torch, transformers, torchao: 14 s
+    # on the H100 machine) then run while this process imports Hydra and MLflow and sets
+    # the sweep up (8 s there), instead of after. Not in the server, which imports this
+    # module as its main (not as __main__). The server keeps the environment it starts with,
+    # so CUDA numbers GPUs as NVML and nvidia-smi do from here on: hydra/launcher=gpus needs
+    # it (eaq.slots.pin_device_order refuses another order), and device=cuda:N then means
+    # the GPU nvidia-smi calls N.
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    start_server()
+
+import hydra  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
+
+from eaq.config import register_schemas  # noqa: E402
+from eaq.group_choices import unknown_choice  # noqa: E402
+from eaq.slots import slot_count  # noqa: E402
+from eaq.tasks.job import run_job  # noqa: E402
 
 register_schemas()
 # Job and sweep folders are named by the second and the process (conf/config.yaml): two

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from eaq.errors import ConfigError
+from eaq.errors import ConfigError, EaqError
 from eaq.measure.energy import WindowEnergy, energy_metrics, window_energy
 from eaq.measure.samplers import NoSampler, select_sampler
 from eaq.measure.trace import PowerTrace
 from eaq.measure.validity import check
 from eaq.measure.window import MeasurementWindow, WindowResult
 from eaq.measure.nvml import NvmlSampler, nvml_uuid
+from eaq.measure.roofline import calibrate
 from eaq.measure.rapl import RaplSampler
 from eaq.measure.trace_export import write_csv, write_png
 from fake_nvml import FakeNvml
@@ -273,3 +274,12 @@ def test_a_long_session_keeps_polling_past_a_pipe_full_of_samples() -> None:
     trace = sampler.stop()
     assert len(trace.times) > 1500
     assert max(b - a for a, b in zip(trace.times, trace.times[1:])) < 0.1
+
+
+def test_roofline_calibration_needs_the_sensor_updates_any_window_needs() -> None:
+    # The calibration window is short (trials.roofline_window_s); too short for 20 sensor updates is an error, not a peak.
+    sampler = lambda: NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 500.0)], update_s=0.05))  # noqa: E731
+    with pytest.raises(EaqError, match="raise trials.roofline_window_s"):
+        calibrate(CPU, "float32", sampler(), min_duration_s=0.3, size=64)
+    peak = calibrate(CPU, "float32", sampler(), min_duration_s=1.2, size=64)
+    assert peak is not None and 1.2 <= peak.duration_s < 2.0 and peak.power_mean_w == pytest.approx(500, rel=0.05)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from eaq.layers.attribution import OUTSIDE
 from eaq.layers.energy import BLOCK_OPS, MODEL_GLUE, Settings, measure_components, without_full_mask
 from eaq.measure.graphs import as_graph
 from eaq.layers.replay import capture, replay
+from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.samplers import NoSampler
 from eaq.layers.tables import COMPONENT_COLUMNS, OUTSIDE_COLUMNS, Impacts, component_rows, energy_shares, type_rows
@@ -238,6 +240,30 @@ def test_a_reused_idle_baseline_nets_the_windows_as_a_measured_one(tmp_path: Pat
     assert found[0].tags["eaq.idle"].startswith("measured in this run") and found[1].tags["eaq.idle"].startswith("reused")
     for run in found:  # idle is 300 W as the load: net of it, the whole window is about nothing
         assert abs(run.whole_net_j) < 0.1 * run.whole_j
+
+
+def test_layers_reuse_the_idle_baseline_a_benchmark_run_stored(tmp_path: Path) -> None:
+    # One mechanism for both tasks (eaq.measure.idle): a baseline stored by an earlier run is reused while it stands.
+    fake = FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005)
+    sampler = lambda: NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)  # noqa: E731
+    store = (tmp_path / "idle.json", ReusePolicy())
+    benchmark_sampler = sampler()
+    benchmark_sampler.start()
+    try:
+        stored, _, tags = idle_baseline(CPU, benchmark_sampler, 0.2, store)
+    finally:
+        benchmark_sampler.stop()
+    assert stored is not None and tags["eaq.idle"].startswith("measured in this run")
+    model = tiny("bert_tiny_random")
+    batch = _batch(model)
+    settings = dataclasses.replace(SETTINGS, idle_store=store)
+    with torch.inference_mode():
+        found = measure_components(model, find_components(model), lambda: model(**batch), CPU, sampler(), settings, 2)
+    assert found.tags["eaq.idle"].startswith("reused") and found.tags["eaq.idle.measured_unix_s"] == f"{stored.measured_unix_s:.3f}"
+    fake.temperature_c += 10  # a warmer device: the stored baseline no longer stands, the layers run measures its own
+    with torch.inference_mode():
+        found = measure_components(model, find_components(model), lambda: model(**batch), CPU, sampler(), settings, 2)
+    assert "temperature moved" in found.tags["eaq.idle"]
 
 
 def test_without_an_energy_sensor_times_are_measured_and_energy_is_unavailable() -> None:

@@ -12,9 +12,9 @@ import torch
 
 from conftest import FAST, all_runs, run_eaq
 from eaq.config import EaqConfig
-from eaq.measure.idle import IdleBaseline, ReusePolicy, stale_reason
+from eaq.measure.idle import IdleBaseline, ReusePolicy, idle_baseline, stale_reason
 from eaq.measure.nvml import NvmlSampler
-from eaq.tasks.benchmark import _idle_baseline
+from eaq.tasks.shared import idle_store
 from eaq.tasks.isolation import run_isolated
 from fake_nvml import FakeNvml
 
@@ -96,25 +96,25 @@ def test_a_stale_idle_baseline_is_measured_again(tmp_path: Path) -> None:
     sampler.start()
     try:
         cfg = _config(tmp_path)
-        first, window, tags = _idle_baseline(cfg, cpu, sampler, idle_s=0.3)
+        first, window, tags = idle_baseline(cpu, sampler, 0.3, idle_store(cfg, cpu, sampler))
         assert window is not None and tags["eaq.idle"].startswith("measured in this run (no stored baseline")
         assert first is not None and first.power_w == pytest.approx(80.0, rel=0.05)
 
-        again, window, tags = _idle_baseline(cfg, cpu, sampler, idle_s=0.3)
+        again, window, tags = idle_baseline(cpu, sampler, 0.3, idle_store(cfg, cpu, sampler))
         assert window is None and tags["eaq.idle"].startswith("reused") and again == first
 
         fake.temperature_c += 15  # the device warmed up since: idle power is not what it was
-        moved, window, tags = _idle_baseline(cfg, cpu, sampler, idle_s=0.3)
+        moved, window, tags = idle_baseline(cpu, sampler, 0.3, idle_store(cfg, cpu, sampler))
         assert window is not None and "temperature moved from 45 to 60 C" in tags["eaq.idle"]
         assert moved is not None and moved.facts["temperature_c"] == 60
 
         time.sleep(0.2)
-        old, window, tags = _idle_baseline(_config(tmp_path, idle_max_age_s=0.1), cpu, sampler, idle_s=0.3)
+        old, window, tags = idle_baseline(cpu, sampler, 0.3, idle_store(_config(tmp_path, idle_max_age_s=0.1), cpu, sampler))
         assert window is not None and "old (reused up to 0 s)" in tags["eaq.idle"]
         assert old is not None and old.measured_unix_s > moved.measured_unix_s
 
-        _, window, tags = _idle_baseline(_config(tmp_path, idle_reuse=False), cpu, sampler, idle_s=0.3)
-        assert window is not None and "trials.idle_reuse=false" in tags["eaq.idle"]
+        _, window, tags = idle_baseline(cpu, sampler, 0.3, idle_store(_config(tmp_path, idle_reuse=False), cpu, sampler))
+        assert window is not None and "reuse off" in tags["eaq.idle"]
     finally:
         sampler.stop()
 
@@ -129,7 +129,8 @@ def test_a_stale_idle_baseline_is_measured_again(tmp_path: Path) -> None:
 )
 def test_idle_reuse_rules(facts: dict[str, float], expected: str | None) -> None:
     baseline = IdleBaseline(80.0, 5.0, time.time() - 30, "nvml", {"temperature_c": 50.0, "sm_clock_mhz": 1980.0})
-    policy = ReusePolicy(max_age_s=600, max_temp_delta_c=3, max_clock_change=0.25)
+    policy = ReusePolicy()  # the defaults, which trials' are too
+    assert (policy.max_age_s, policy.max_temp_delta_c, policy.max_clock_change) == (600, 3, 0.25)
     reason = stale_reason(baseline, "nvml", facts, policy)
     assert reason is None if expected is None else expected in (reason or "")
     assert "sampler" in (stale_reason(baseline, "rapl", facts, policy) or "")

@@ -2,9 +2,9 @@
 
 Order: capture the components' inputs and profile their in-situ times (no sampler
 reads: both perturb nothing measured); then, with the sampler running, the idle
-baseline, a warm-up (with a sensor, until latency and power settle, as the benchmark's),
-the whole-model window (attribution's energy), and one replay window per component
-type. Every window's energy is read from the trace after the sampler stops. Energy
+baseline (the benchmark's, reused while it stands: eaq.measure.idle), a warm-up (with a
+sensor, until latency and power settle, as the benchmark's), the whole-model window
+(attribution's energy), and one replay window per component type. Every window's energy is read from the trace after the sampler stops. Energy
 figures are per forward pass, total and net of the idle baseline (its power times the
 time per pass); where no sensor exists they are None, never 0.
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -41,10 +42,11 @@ from eaq.layers.components import Component, find_blocks
 from eaq.layers.replay import capture, metered, replay_by_type
 from eaq.measure.graphs import as_graph
 from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, window_energy
+from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.samplers import Sampler, measures_energy
 from eaq.measure.validity import check
 from eaq.measure.warmup import warm_up
-from eaq.measure.window import MeasurementWindow, WindowResult
+from eaq.measure.window import WindowResult
 
 # Sampler margin before the first and after the last window (as the benchmark's).
 TRACE_MARGIN_S = 0.3
@@ -61,6 +63,10 @@ class Settings:
     profile_passes: int = 3
     warmup_max_s: float = 10.0  # settling stops after this long, settled or not
     cuda_graphs: bool = False  # replay CUDA graphs of the whole pass and the replay sequences (GPU only)
+    warmup_rule: str = "trend"  # how settled is judged (eaq.measure.warmup.RULES)
+    # Where the device's idle baseline is kept and when it still stands, shared with the
+    # benchmark's runs (eaq.measure.idle); None: measure one, keep nothing.
+    idle_store: tuple[Path, ReusePolicy] | None = None
 
 
 BLOCK_OPS, MODEL_GLUE = "block_ops", "model_glue"
@@ -155,10 +161,6 @@ def without_full_mask(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
     return {k: v for k, v in batch.items() if k != "attention_mask"}
 
 
-# The idle baseline from the caller, with the sampler running: (watts or None, tags saying which).
-IdleSource = Callable[[], tuple[float | None, dict[str, str]]]
-
-
 def _graphs_tag(enabled: bool, eager: dict[str, str], total: int) -> str:
     """What ran as CUDA graphs, and what ran eagerly with the reason, for the tag eaq.layers.cuda_graphs."""
     if not enabled:
@@ -181,33 +183,20 @@ def measure_components(
     sampler: Sampler,
     settings: Settings,
     samples_per_pass: int,
-    idle_source: IdleSource | None = None,
 ) -> ComponentEnergy:
-    """Both methods for every component, on the model as it is (the run's precision applied).
-
-    ``idle_source`` gives the idle baseline (a reused one, eaq.measure.idle); without it, an
-    idle window of ``settings.idle_s`` is measured here.
-    """
+    """Both methods for every component, on the model as it is (the run's precision applied)."""
     blocks = find_blocks(components)
     calls = capture(model, [*components, *blocks], forward)
     times = profile_times(model, components, forward, device, settings.profile_passes, blocks)
     whole_step = as_graph(forward, device, settings.cuda_graphs)
     measuring = measures_energy(sampler)
-    idle: WindowResult | None = None
-    idle_w: float | None = None
-    idle_tags: dict[str, str] = {}
     sampler.start()
     try:
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
-        if idle_source is not None:
-            idle_w, idle_tags = idle_source()
-        elif settings.idle_s > 0:
-            with MeasurementWindow(device, sampler) as idle_window:
-                time.sleep(settings.idle_s)
-            idle = idle_window.result
+        idle, _, idle_tags = idle_baseline(device, sampler, settings.idle_s, settings.idle_store)
         # As the benchmark: fixed passes, then (with a sensor) until latency and power settle.
         warm = warm_up(lambda _: whole_step.run(), [None], device, settings.warmup_iters, measuring,
-                       lambda t0, t1: _mean_power(sampler, t0, t1), max_s=settings.warmup_max_s)
+                       lambda t0, t1: _mean_power(sampler, t0, t1), settings.warmup_max_s, settings.warmup_rule)
         whole = metered(whole_step.run, device, sampler, settings.iters, settings.min_window_s)
         replays = replay_by_type(model, [*components, *blocks], calls, device, sampler, settings.replay_iters,
                                  settings.replay_min_s, settings.cuda_graphs)
@@ -219,9 +208,7 @@ def measure_components(
         return window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
 
     whole_energy = energy_of(whole)
-    if idle is not None:
-        idle_energy = energy_of(idle)
-        idle_w = idle_energy.energy_j / idle_energy.duration_s if idle_energy.energy_j is not None else None
+    idle_w = idle.power_w if idle is not None else None
     whole_j, whole_net_j = _per_pass(whole_energy, whole, idle_w)
     found = ComponentEnergy(times, whole.duration_s / whole.iterations, whole_j, whole_net_j)
     found.attribution_j = _split_or_none(whole_j, times.components, times.whole_s)
@@ -300,4 +287,4 @@ def milli(value: float | None) -> float | None:
     return value * 1e3 if value is not None else None
 
 
-__all__ = ["milli", "without_full_mask", "BLOCK_OPS", "MODEL_GLUE", "OUTSIDE_BASIS", "ComponentEnergy", "IdleSource", "OutsideWork", "Settings", "measure_components"]
+__all__ = ["milli", "without_full_mask", "BLOCK_OPS", "MODEL_GLUE", "OUTSIDE_BASIS", "ComponentEnergy", "OutsideWork", "Settings", "measure_components"]

@@ -8,7 +8,11 @@ device looks as it did then: temperature within ``max_temp_delta_c`` and SM cloc
 ``max_clock_change`` (a different clock is a different power state). Temperature matters:
 on the H100 here idle power was 130 W at 46 C and 142 W at 57 C, about 1.1 W per degree
 (docs/results/2026-11-23-h100-sweep-time), so 3 C keeps a reused baseline within ~3.5 W. Otherwise the run measures a new one and stores it. Each run
-records which baseline it used and why it measured one.
+records which baseline it used and why it measured one. ``idle_baseline`` is the one way to
+get it, for the benchmark and for ``task=layers`` alike.
+
+This module imports no torch until a baseline is measured: eaq/config.py takes the reuse
+defaults from ``ReusePolicy``, and the sweep's process must not load torch.
 """
 
 from __future__ import annotations
@@ -17,8 +21,15 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eaq.files import atomic_write_text
+
+if TYPE_CHECKING:
+    import torch
+
+    from eaq.measure.samplers import Sampler
+    from eaq.measure.window import WindowResult
 
 
 @dataclass(frozen=True)
@@ -36,11 +47,12 @@ class IdleBaseline:
 
 @dataclass(frozen=True)
 class ReusePolicy:
-    """When a stored baseline still stands for the device (defaults: ``trials`` in eaq/config.py)."""
+    """When a stored baseline still stands for the device; the defaults are ``trials``' too (eaq/config.py)."""
 
-    max_age_s: float
-    max_temp_delta_c: float
-    max_clock_change: float
+    max_age_s: float = 600.0
+    # H100: idle power rose ~1.1 W per degree, so 3 C keeps a reused baseline within ~3.5 W.
+    max_temp_delta_c: float = 3.0
+    max_clock_change: float = 0.25
 
 
 def baseline_path(cache_dir: str | Path, device_key: str, sampler: str) -> Path:
@@ -76,3 +88,42 @@ def stale_reason(baseline: IdleBaseline | None, sampler: str, facts: dict[str, f
     if then and now is not None and abs(now - then) > policy.max_clock_change * then:
         return f"SM clock moved from {then:.0f} to {now:.0f} MHz (reused within {policy.max_clock_change:.0%})"
     return None
+
+
+def idle_baseline(
+    device: torch.device, sampler: Sampler, idle_s: float, store: tuple[Path, ReusePolicy] | None
+) -> tuple[IdleBaseline | None, WindowResult | None, dict[str, str]]:
+    """The idle baseline a run uses: the one stored at ``store``'s path while its policy says it
+    still stands, else measured now (``idle_s`` seconds idle, ``sampler`` running) and stored.
+
+    ``store`` None: measure every time, keep nothing. Returns the baseline (None without
+    energy), the idle window when one was measured now (for the trace), and tags saying
+    which baseline it was and why (``eaq.idle``, ``eaq.idle.measured_unix_s``).
+    """
+    from eaq.measure.energy import window_energy
+    from eaq.measure.window import MeasurementWindow
+
+    if idle_s <= 0:
+        return None, None, {"eaq.idle": "none (no idle time asked for)"}
+    stored = load_baseline(store[0]) if store else None
+    reason = stale_reason(stored, sampler.name, sampler.snapshot(), store[1]) if store else "reuse off"
+    if reason is None and stored is not None:
+        tags = {"eaq.idle": f"reused, measured {stored.age_s():.0f} s earlier", "eaq.idle.measured_unix_s": f"{stored.measured_unix_s:.3f}"}
+        return stored, None, tags
+    with MeasurementWindow(device, sampler) as window:
+        time.sleep(idle_s)
+    assert window.result is not None
+    energy = window_energy(sampler.name, sampler.trace, window.result.t0, window.result.t1, window.result.counter_j)
+    if energy.energy_j is None:
+        return None, window.result, {"eaq.idle": f"measured in this run, no energy: {energy.reason}"}
+    baseline = IdleBaseline(
+        power_w=energy.energy_j / energy.duration_s,
+        duration_s=energy.duration_s,
+        measured_unix_s=window.result.start_unix_s,
+        sampler=sampler.name,
+        facts=window.result.before,
+    )
+    if store:
+        save_baseline(store[0], baseline)
+    tags = {"eaq.idle": f"measured in this run ({reason})", "eaq.idle.measured_unix_s": f"{baseline.measured_unix_s:.3f}"}
+    return baseline, window.result, tags

@@ -4,7 +4,12 @@ A forward pass is compared with the peak FLOP/J; a decode step, which reads ever
 (and the KV cache) to produce one token per sequence, with the memory bandwidth. The peak
 is measured, not taken from a datasheet: a large square matrix product in the
 run's matmul format, timed and metered in a measurement window long enough for the
-sensor (calibration), cached per device and format. A model's forward FLOPs are counted
+sensor (calibration), cached per device and format. The window is short (2.5 s by
+default, ``trials.roofline_window_s``): a matmul's power is a flat plateau within ~50 ms of
+its start (H100 traces, docs/results/2026-11-22-h100-transient), so the figure needs only
+as many sensor updates as validity asks of any window (20 at ~100 ms); 5 s cost an H100
+sweep 5.6 s per format for no better figure (docs/results/2026-11-24-h100-sweep-time
+compares the two). A model's forward FLOPs are counted
 by torch's FlopCounterMode on the fp32 model (the math is the same in every precision).
 """
 
@@ -20,9 +25,11 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from eaq.device import synchronize
+from eaq.errors import EaqError
 from eaq.files import atomic_write_text
 from eaq.measure.energy import window_energy
 from eaq.measure.samplers import Sampler
+from eaq.measure.validity import MIN_SENSOR_UPDATES
 from eaq.measure.window import MeasurementWindow
 
 CALIBRATION_SIZE = 8192
@@ -65,8 +72,12 @@ def _matmul_step(matmul: str, size: int, device: torch.device) -> Callable[[], o
     return lambda: torch.mm(a, b)
 
 
-def calibrate(device: torch.device, matmul: str, sampler: Sampler, min_duration_s: float = 5.0, size: int = CALIBRATION_SIZE) -> Calibration | None:
-    """Peak FLOP/J of a ``size``^3 product; None when the sampler measures no energy."""
+def calibrate(device: torch.device, matmul: str, sampler: Sampler, min_duration_s: float, size: int = CALIBRATION_SIZE) -> Calibration | None:
+    """Peak FLOP/J of a ``size``^3 product; None when the sampler measures no energy.
+
+    Raises when the window saw fewer sensor updates than validity asks of any window: the
+    peak would rest on too few readings.
+    """
     step = _matmul_step(matmul, size, device)
     for _ in range(3):
         step()  # warm-up: kernels chosen, clocks up
@@ -87,6 +98,11 @@ def calibrate(device: torch.device, matmul: str, sampler: Sampler, min_duration_
     energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
     if energy.energy_j is None:
         return None
+    if energy.sensor_updates and energy.sensor_updates < MIN_SENSOR_UPDATES:
+        raise EaqError(
+            f"the roofline calibration window ({result.duration_s:.1f} s) saw {energy.sensor_updates} sensor updates and needs "
+            f"{MIN_SENSOR_UPDATES}; raise trials.roofline_window_s."
+        )
     flops = 2 * size**3 * result.iterations
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     return Calibration(

@@ -17,25 +17,24 @@ from pathlib import Path
 import torch
 
 from eaq.config import EaqConfig
-from eaq.data import Batches, Examples, load_examples, make_batches, make_stream, make_synthetic
-from eaq.data.token_cache import TokenCache, tokenizer_identity
-from eaq.device import device_key, resolve_device
+from eaq.data import load_examples
+from eaq.device import describe_device, device_key, resolve_device
 from eaq.evaluate import accuracy, cached_quality, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key
 from eaq.evaluate.perplexity import perplexity
 from eaq.measure.energy import PRIMARY_CHANNELS, energy_metrics, window_energy
-from eaq.measure.idle import IdleBaseline, ReusePolicy, baseline_path, load_baseline, save_baseline, stale_reason
+from eaq.measure.idle import idle_baseline
 from eaq.measure.memory import PeakMemory
 from eaq.measure.overhead import sampler_overhead
 from eaq.measure.phases import Phases
 from eaq.measure.roofline import forward_flops
-from eaq.measure.samplers import Sampler, measures_energy, select_sampler
+from eaq.measure.samplers import measures_energy, select_sampler
 from eaq.measure.stats import LatencyStats
 from eaq.measure.timing import run_timed
 from eaq.measure.validity import check
 from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import MeasurementWindow, WindowResult
 from eaq.measure.trace_export import write_csv, write_png
-from eaq.models import LoadedModel, load_model
+from eaq.models import load_model
 from eaq.errors import ConfigError
 from eaq.precision import get_precision, proof
 from eaq.precision.base import set_tf32
@@ -44,9 +43,10 @@ from eaq.precision.mixed import MixedPrecision
 from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import compile_model, inductor_settings
 from eaq.tasks.isolation import phase_listener
-from eaq.tasks.result import TaskResult, describe_device
+from eaq.tasks.result import TaskResult
 from eaq.tasks.generate import generate_metrics, measure_generate
 from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
+from eaq.tasks.shared import auto_seconds, idle_store, make_inputs
 from eaq.workloads.generate import Decoder, Generator, check_length
 
 # The sampler runs this long before the first window and after the last, so every
@@ -54,33 +54,8 @@ from eaq.workloads.generate import Decoder, Generator, check_length
 TRACE_MARGIN_S = 0.3
 
 
-def _batches(
-    cfg: EaqConfig, loaded: LoadedModel, examples: Examples | None, device: torch.device
-) -> tuple[tuple[Batches, torch.Tensor | None], TokenCache | None]:
-    """(The batches, and for raw text the token stream perplexity is computed on), the token cache used."""
-    if examples is None:
-        rows = cfg.dataset.max_samples or cfg.batch_size
-        return (make_synthetic(loaded.model.config.vocab_size, rows, cfg.batch_size, cfg.seq_len, device, cfg.trial), None), None
-    assert loaded.tokenizer is not None
-    content = hashlib.sha256("\n".join(examples.texts).encode()).hexdigest()
-    cache = TokenCache(
-        cfg.paths.cache_dir, tokenizer=tokenizer_identity(loaded.tokenizer), data=content,
-        kind=cfg.dataset.kind, seq_len=cfg.seq_len if cfg.dataset.kind != "raw" else None,
-    )
-    if cfg.dataset.kind == "raw":
-        found = make_stream(examples.texts[0], loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, cfg.dataset.max_samples, cache)
-    else:
-        found = make_batches(examples.texts, loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels, cache), None
-    return found, cache
-
-
 def _primary(trace) -> str:
     return next((ch for ch in PRIMARY_CHANNELS if ch in trace.channels), "")
-
-
-def _auto(value: float | None, measuring: bool) -> float:
-    """Protocol durations left null: 5 s when energy is measured, none otherwise."""
-    return value if value is not None else (5.0 if measuring else 0.0)
 
 
 def _window_metrics(result: WindowResult, latencies: list[float], batch_size: int) -> dict[str, float]:
@@ -97,40 +72,6 @@ def _window_metrics(result: WindowResult, latencies: list[float], batch_size: in
     }
 
 
-def _idle_baseline(cfg: EaqConfig, device: torch.device, sampler: Sampler, idle_s: float) -> tuple[IdleBaseline | None, WindowResult | None, dict[str, str]]:
-    """The idle baseline this run uses: the stored one while it is fresh, else measured now (and stored).
-
-    Returns the baseline, the idle window when one was measured in this run (for the
-    trace), and tags saying which it was and why.
-    """
-    if idle_s <= 0:
-        return None, None, {"eaq.idle": "none (trials.idle_s=0)"}
-    path = baseline_path(cfg.paths.cache_dir, device_key(device), sampler.name)
-    policy = ReusePolicy(cfg.trials.idle_max_age_s, cfg.trials.idle_max_temp_delta_c, cfg.trials.idle_max_clock_change)
-    stored = load_baseline(path) if cfg.trials.idle_reuse else None
-    reason = stale_reason(stored, sampler.name, sampler.snapshot(), policy) if cfg.trials.idle_reuse else "trials.idle_reuse=false"
-    if reason is None and stored is not None:
-        tags = {"eaq.idle": f"reused, measured {stored.age_s():.0f} s earlier", "eaq.idle.measured_unix_s": f"{stored.measured_unix_s:.3f}"}
-        return stored, None, tags
-    with MeasurementWindow(device, sampler) as window:
-        time.sleep(idle_s)
-    assert window.result is not None
-    energy = window_energy(sampler.name, sampler.trace, window.result.t0, window.result.t1, window.result.counter_j)
-    if energy.energy_j is None:
-        return None, window.result, {"eaq.idle": f"measured in this run, no energy: {energy.reason}"}
-    baseline = IdleBaseline(
-        power_w=energy.energy_j / energy.duration_s,
-        duration_s=energy.duration_s,
-        measured_unix_s=window.result.start_unix_s,
-        sampler=sampler.name,
-        facts=window.result.before,
-    )
-    if cfg.trials.idle_reuse:
-        save_baseline(path, baseline)
-    tags = {"eaq.idle": f"measured in this run ({reason})", "eaq.idle.measured_unix_s": f"{baseline.measured_unix_s:.3f}"}
-    return baseline, window.result, tags
-
-
 def _generation_reference(cfg: EaqConfig, generator: Generator, batches: list[dict[str, torch.Tensor]], key: str) -> torch.Tensor:
     """The fp32 model's generated tokens for the quality batches, cached like the forward reference."""
     gen_key = reference_key(forward=key, new_tokens=cfg.workload.new_tokens)
@@ -140,25 +81,26 @@ def _generation_reference(cfg: EaqConfig, generator: Generator, batches: list[di
 @torch.inference_mode()
 def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     phases = Phases(phase_listener())
-    # Everything that can be refused is checked before the model loads.
-    device = resolve_device(cfg.device)
-    precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
-    if cfg.cuda_graphs and device.type != "cuda":
-        raise ConfigError(f"cuda_graphs=true needs a CUDA device and this run is on {device}; drop cuda_graphs or use device=cuda.")
-    sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
-    measuring = measures_energy(sampler)
-    min_window_s, idle_s = _auto(cfg.trials.min_duration_s, measuring), _auto(cfg.trials.idle_s, measuring)
-    # A bad data file fails now, not after loading the model.
-    examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
-    text = examples is not None
-    generating = cfg.workload.name == "generate"
-    torch.manual_seed(cfg.trial)
-    set_tf32(False)  # the fp32 reference is IEEE fp32, whatever an earlier run in this process set
+    # Everything that can be refused is checked before the model loads (CUDA and NVML start here).
+    with phases("prepare"):
+        device = resolve_device(cfg.device)
+        precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
+        if cfg.cuda_graphs and device.type != "cuda":
+            raise ConfigError(f"cuda_graphs=true needs a CUDA device and this run is on {device}; drop cuda_graphs or use device=cuda.")
+        sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
+        measuring = measures_energy(sampler)
+        min_window_s, idle_s = auto_seconds(cfg.trials.min_duration_s, measuring), auto_seconds(cfg.trials.idle_s, measuring)
+        # A bad data file fails now, not after loading the model.
+        examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
+        text = examples is not None
+        generating = cfg.workload.name == "generate"
+        torch.manual_seed(cfg.trial)
+        set_tf32(False)  # the fp32 reference is IEEE fp32, whatever an earlier run in this process set
 
     with phases("load"):
         loaded = load_model(cfg.model, with_tokenizer=text, device=device)
         model, head = loaded.model.to(device), cfg.model.head
-        (batches, stream), token_cache = _batches(cfg, loaded, examples, device)
+        (batches, stream), token_cache = make_inputs(cfg, loaded, examples, device)
     timed = batches.full()
     config = loaded.model.config  # read before a precision wraps the model (autocast)
     if generating:
@@ -229,14 +171,14 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     try:
         time.sleep(TRACE_MARGIN_S if measuring else 0.0)
         with phases("idle"):
-            idle, idle_window, idle_tags = _idle_baseline(cfg, device, sampler, idle_s)
+            idle, idle_window, idle_tags = idle_baseline(device, sampler, idle_s, idle_store(cfg, device, sampler))
 
         def power(t0: float, t1: float) -> float | None:
             trace_so_far = sampler.trace  # drains the polling process once, outside any window
             return trace_so_far.stats_w(_primary(trace_so_far), t0, t1).get("mean")
 
         def warm(run: object, inputs: list) -> WarmupResult:
-            return warm_up(run, inputs, device, cfg.trials.warmup_iters, settle, power, max_s=cfg.trials.warmup_max_s)
+            return warm_up(run, inputs, device, cfg.trials.warmup_iters, settle, power, cfg.trials.warmup_max_s, cfg.trials.warmup_rule)
 
         if measured is not None:
             prompts = [b["input_ids"] for b in timed]

@@ -54,7 +54,7 @@ def phase_listener() -> Callable[[str], None] | None:
 
 
 def start_server() -> None:
-    """Start the fork server now, so its imports overlap with the sweep's own start-up."""
+    """Start the fork server now, so its imports overlap with the sweep's own start-up (idempotent)."""
     if isinstance(_fork_server(), ForkServerContext):
         multiprocessing.forkserver.ensure_running()
 
@@ -162,7 +162,7 @@ def run_isolated(
     on_phase: Callable[[str], None] | None = None,
     on_output: Callable[[str], None] | None = None,
 ) -> tuple[Any, float]:
-    """``task(*args)`` in a fresh forked process; returns its result and the seconds spent starting it.
+    """``task(*args)`` in a fresh forked process; returns its result and the seconds spent starting and ending it.
 
     ``task`` is named (``"eaq.tasks.benchmark:benchmark"``) so this process never imports
     what only the run needs (torch, transformers: 16 s on the H100 machine).
@@ -197,7 +197,10 @@ def _run(
             if not pool.submit(_ready).result():
                 return None
             overhead = time.perf_counter() - start
-            return pool.submit(_call, task, *args).result(), overhead
+            result = pool.submit(_call, task, *args).result()
+            ended = time.perf_counter()
+        # The process's exit is waited for too (0.9 s for a sweep's first run here): its cost.
+        return result, overhead + time.perf_counter() - ended
     finally:
         events.put(None)
         relay.join(timeout=5)

@@ -5,8 +5,9 @@ group the fp32 model into components and count their FLOPs; measure impact on th
 from the ``layers.base`` float model (sensitivity to ``layers.target``, ablation), outside
 any window; apply the run's precision; measure energy per component by replay and
 attribution (eaq.layers.energy); correlate energy share with impact; choose a
-mixed-precision plan within the budget. Wiring only: eaq/layers computes, and loading and
-batching are the benchmark's own helpers (``_batches``, ``_auto``), so both tasks see the same data.
+mixed-precision plan within the budget. Wiring only: eaq/layers computes, and batching,
+protocol durations and the idle baseline's store are shared with the benchmark
+(eaq/tasks/shared.py), so both tasks see the same data and reuse the same baseline.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from torch import nn
 
 from eaq.config import EaqConfig
 from eaq.data import load_examples
-from eaq.device import resolve_device
+from eaq.device import describe_device, resolve_device
 from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
@@ -36,8 +37,8 @@ from eaq.precision import get_precision, proof
 from eaq.precision.base import base_dtype, set_tf32
 from eaq.precision.mixed import save_plan
 from eaq.precision.shapes import linear_rows
-from eaq.tasks.benchmark import _auto, _batches, _idle_baseline
-from eaq.tasks.result import TaskResult, describe_device
+from eaq.tasks.shared import auto_seconds, idle_store, make_inputs
+from eaq.tasks.result import TaskResult
 
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # Replay windows, when left null and energy is measured: ~30 updates of a ~100 ms sensor.
@@ -105,7 +106,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
     loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
     model = loaded.model.to(device)
-    (batches, stream), _ = _batches(cfg, loaded, examples, device)
+    (batches, stream), _ = make_inputs(cfg, loaded, examples, device)
     timed = without_full_mask(batches.full()[0])
     forward = lambda: model(**timed)  # noqa: E731  (model is rebound below: the precision's)
     components = find_components(model)
@@ -132,22 +133,19 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     evidence = proof(model)
     settings = Settings(
         iters=cfg.trials.iters,
-        min_window_s=_auto(cfg.trials.min_duration_s, measuring),
-        idle_s=_auto(cfg.trials.idle_s, measuring),
+        min_window_s=auto_seconds(cfg.trials.min_duration_s, measuring),
+        idle_s=auto_seconds(cfg.trials.idle_s, measuring),
         warmup_iters=cfg.trials.warmup_iters,
         replay_iters=cfg.layers.replay_iters,
         replay_min_s=cfg.layers.replay_min_s if cfg.layers.replay_min_s is not None else (REPLAY_MIN_S if measuring else 0.0),
         profile_passes=cfg.layers.profile_passes,
         warmup_max_s=cfg.trials.warmup_max_s,
         cuda_graphs=cfg.layers.cuda_graphs,
+        warmup_rule=cfg.trials.warmup_rule,
+        idle_store=idle_store(cfg, device, sampler),
     )
 
-    def idle() -> tuple[float | None, dict[str, str]]:
-        # The benchmark's baseline, reused across runs while it holds (trials.idle_reuse).
-        baseline, _, idle_tags = _idle_baseline(cfg, device, sampler, settings.idle_s)
-        return (baseline.power_w if baseline is not None else None), idle_tags
-
-    energy = measure_components(model, components, forward, device, sampler, settings, cfg.batch_size, idle)
+    energy = measure_components(model, components, forward, device, sampler, settings, cfg.batch_size)
     shares, basis = energy_shares(components, energy)
     rows_out = component_rows(components, params, flops, energy, shares, per_component)
     types_out = type_rows(rows_out, per_type)

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from eaq.config import EaqConfig
-from eaq.device import device_key, resolve_device
+from eaq.device import describe_device, device_key, resolve_device
 from eaq.errors import EaqError
 from eaq.files import exclusive
 from eaq.measure.samplers import measures_energy, select_sampler
@@ -32,7 +32,7 @@ from eaq.measure.roofline import (
 )
 from eaq.precision import get_precision
 from eaq.precision.base import set_tf32
-from eaq.tasks.result import TaskResult, describe_device
+from eaq.tasks.result import TaskResult
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool)
             return None
         size = CALIBRATION_SIZE if device.type == "cuda" else 2048  # a CPU needs minutes for 8192^3
         set_tf32(matmul == "tfloat32")  # fp32 products run as IEEE fp32 unless the format is TF32
-        calibration = calibrate(device, matmul, sampler, size=size)
+        calibration = calibrate(device, matmul, sampler, cfg.trials.roofline_window_s, size=size)
         if calibration is not None:
             save_calibration(path, calibration)
         return calibration

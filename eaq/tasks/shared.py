@@ -1,0 +1,49 @@
+"""What the benchmark and the layers task set up alike, so both see the same data and protocol."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import torch
+
+from eaq.config import EaqConfig
+from eaq.data import Batches, Examples, make_batches, make_stream, make_synthetic
+from eaq.data.token_cache import TokenCache, tokenizer_identity
+from eaq.device import device_key
+from eaq.measure.idle import ReusePolicy, baseline_path
+from eaq.measure.samplers import Sampler
+from eaq.models import LoadedModel
+
+
+def make_inputs(
+    cfg: EaqConfig, loaded: LoadedModel, examples: Examples | None, device: torch.device
+) -> tuple[tuple[Batches, torch.Tensor | None], TokenCache | None]:
+    """(The batches, and for raw text the token stream perplexity is computed on), the token cache used."""
+    if examples is None:
+        rows = cfg.dataset.max_samples or cfg.batch_size
+        return (make_synthetic(loaded.model.config.vocab_size, rows, cfg.batch_size, cfg.seq_len, device, cfg.trial), None), None
+    assert loaded.tokenizer is not None
+    content = hashlib.sha256("\n".join(examples.texts).encode()).hexdigest()
+    cache = TokenCache(
+        cfg.paths.cache_dir, tokenizer=tokenizer_identity(loaded.tokenizer), data=content,
+        kind=cfg.dataset.kind, seq_len=cfg.seq_len if cfg.dataset.kind != "raw" else None,
+    )
+    if cfg.dataset.kind == "raw":
+        found = make_stream(examples.texts[0], loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, cfg.dataset.max_samples, cache)
+    else:
+        found = make_batches(examples.texts, loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels, cache), None
+    return found, cache
+
+
+def auto_seconds(value: float | None, measuring: bool) -> float:
+    """Protocol durations left null: 5 s when energy is measured, none otherwise."""
+    return value if value is not None else (5.0 if measuring else 0.0)
+
+
+def idle_store(cfg: EaqConfig, device: torch.device, sampler: Sampler) -> tuple[Path, ReusePolicy] | None:
+    """Where this device's idle baseline is kept and when it still stands (None: ``trials.idle_reuse=false``)."""
+    if not cfg.trials.idle_reuse:
+        return None
+    policy = ReusePolicy(cfg.trials.idle_max_age_s, cfg.trials.idle_max_temp_delta_c, cfg.trials.idle_max_clock_change)
+    return baseline_path(cfg.paths.cache_dir, device_key(device), sampler.name), policy
