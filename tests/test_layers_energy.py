@@ -12,8 +12,7 @@ from omegaconf import OmegaConf
 from torch import nn
 from transformers import AutoConfig, AutoModelForSequenceClassification
 
-from eaq.config import EaqConfig, ModelConfig
-from eaq.tasks.benchmark import _idle_baseline
+from eaq.config import ModelConfig
 from eaq.layers.components import TYPES, find_blocks, find_components
 from eaq.layers.attribution import OUTSIDE
 from eaq.layers.energy import BLOCK_OPS, MODEL_GLUE, Settings, measure_components, without_full_mask
@@ -221,22 +220,16 @@ def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> No
 
 
 def test_a_reused_idle_baseline_nets_the_windows_as_a_measured_one(tmp_path: Path) -> None:
-    # task=layers takes the benchmark's idle baseline: measured by the first run, reused by the next.
+    # task=layers takes the benchmark's idle store: a baseline measured by the first run, reused by the next.
     model = tiny("bert_tiny_random")
     batch = _batch(model)
     components = find_components(model)
-    cfg = EaqConfig()
-    cfg.paths.cache_dir = str(tmp_path / "cache")
+    settings = dataclasses.replace(SETTINGS, idle_s=0.2, idle_store=(tmp_path / "idle.json", ReusePolicy()))
     found = []
     for _ in range(2):
         sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
-
-        def idle() -> tuple[float | None, dict[str, str]]:
-            baseline, _, tags = _idle_baseline(cfg, CPU, sampler, 0.2)
-            return (baseline.power_w if baseline else None), tags
-
         with torch.inference_mode():
-            found.append(measure_components(model, components, lambda: model(**batch), CPU, sampler, SETTINGS, 2, idle))
+            found.append(measure_components(model, components, lambda: model(**batch), CPU, sampler, settings, 2))
     assert found[0].tags["eaq.idle"].startswith("measured in this run") and found[1].tags["eaq.idle"].startswith("reused")
     for run in found:  # idle is 300 W as the load: net of it, the whole window is about nothing
         assert abs(run.whole_net_j) < 0.1 * run.whole_j
