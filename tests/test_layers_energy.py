@@ -218,6 +218,30 @@ def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> No
     assert found.tags["eaq.layers.cuda_graphs"].startswith("off")
 
 
+def test_attribution_counts_the_blocks_once_and_leaves_the_glue_non_negative() -> None:
+    # GPT-2 holds most of its work outside blocks (the LM head, the final norm): the case where the
+    # H100 run of 2026-11-24 counted attribution's outside share as a block, giving the blocks the
+    # whole pass and the glue minus the head (capture with blocks 1.46).
+    model = tiny("gpt2_tiny_random")
+    batch = _batch(model)
+    components = find_components(model)
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
+    with torch.inference_mode():
+        found = measure_components(model, components, lambda: model(**batch), CPU, sampler, SETTINGS, samples_per_pass=2)
+    times, outside, whole_j = found.times, found.outside, found.whole_j
+    in_blocks = sum(times.components[c.name] for c in components if c.block is not None)
+    beside = sum(times.components[c.name] for c in components if c.block is None)
+    assert beside > 0  # the head and the final norm run outside every block
+    joules_per_s = whole_j / times.whole_s
+    # The blocks' own ops get the blocks' time minus their components', never more.
+    assert outside.attribution_j[BLOCK_OPS] == pytest.approx(joules_per_s * (sum(times.blocks.values()) - in_blocks))
+    assert outside.attribution_j[MODEL_GLUE] >= -1e-9 * whole_j
+    # Attribution splits energy by time: its capture with blocks is the time's, not above 1.
+    assert found.metrics["layers_capture_ratio_attribution_with_blocks"] == pytest.approx(
+        found.metrics["layers_time_capture_ratio_with_blocks"])
+    assert found.metrics["layers_capture_ratio_attribution_with_blocks"] <= 1 + 1e-9
+
+
 def test_a_reused_idle_baseline_nets_the_windows_as_a_measured_one(tmp_path: Path) -> None:
     # task=layers takes the benchmark's idle baseline: measured by the first run, reused by the next.
     model = tiny("bert_tiny_random")
