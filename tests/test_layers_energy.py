@@ -13,9 +13,9 @@ from torch import nn
 from transformers import AutoConfig, AutoModelForSequenceClassification
 
 from eaq.config import ModelConfig
-from eaq.layers.components import TYPES, find_blocks, find_components
+from eaq.layers.components import TYPES, Component, find_blocks, find_components
 from eaq.layers.attribution import OUTSIDE
-from eaq.layers.energy import BLOCK_OPS, MODEL_GLUE, Settings, measure_components, without_full_mask
+from eaq.layers.energy import BLOCK_OPS, MODEL_GLUE, ComponentEnergy, Settings, measure_components, without_full_mask
 from eaq.measure.graphs import as_graph
 from eaq.layers.replay import capture, replay
 from eaq.measure.idle import ReusePolicy, idle_baseline
@@ -173,14 +173,19 @@ def test_replaying_a_component_on_its_captured_input_reproduces_its_output(kind:
 SETTINGS = Settings(iters=3, min_window_s=0.3, idle_s=0.2, warmup_iters=2, replay_iters=3, replay_min_s=0.3, profile_passes=2)
 
 
-def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> None:
-    # A GPU at a steady 300 W (the NVML test double): every window's energy is 300 W x its time.
-    model = tiny("bert_tiny_random")
+def _at_300_w(kind: str) -> tuple[list[Component], ComponentEnergy]:
+    """A test preset's components, measured on a GPU at a steady 300 W (the NVML test double):
+    every window's energy is 300 W x its time."""
+    model = tiny(kind)
     batch = _batch(model)
     components = find_components(model)
     sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
     with torch.inference_mode():
-        found = measure_components(model, components, lambda: model(**batch), CPU, sampler, SETTINGS, samples_per_pass=2)
+        return components, measure_components(model, components, lambda: model(**batch), CPU, sampler, SETTINGS, 2)
+
+
+def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> None:
+    components, found = _at_300_w("bert_tiny_random")
     assert found.whole_j == pytest.approx(300.0 * found.whole_s_per_pass, rel=0.05)
     assert set(found.attribution_j) == {c.name for c in components} | {OUTSIDE}
     assert sum(found.attribution_j.values()) == pytest.approx(found.whole_j, rel=1e-9)
@@ -217,6 +222,25 @@ def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> No
         1 - outside.replay_j[MODEL_GLUE] / found.whole_j)
     assert found.metrics["layers_time_capture_ratio_with_blocks"] > found.times.captured
     assert found.tags["eaq.layers.cuda_graphs"].startswith("off")
+
+
+def test_attribution_counts_the_blocks_once_and_leaves_the_glue_non_negative() -> None:
+    # GPT-2 holds most of its work outside blocks (the LM head, the final norm): the case where the
+    # H100 run of 2026-11-24 counted attribution's outside share as a block, giving the blocks the
+    # whole pass and the glue minus the head (capture with blocks 1.46).
+    components, found = _at_300_w("gpt2_tiny_random")
+    times, outside, whole_j = found.times, found.outside, found.whole_j
+    in_blocks = sum(times.components[c.name] for c in components if c.block is not None)
+    beside = sum(times.components[c.name] for c in components if c.block is None)
+    assert beside > 0  # the head and the final norm run outside every block
+    joules_per_s = whole_j / times.whole_s
+    # The blocks' own ops get the blocks' time minus their components', never more.
+    assert outside.attribution_j[BLOCK_OPS] == pytest.approx(joules_per_s * (sum(times.blocks.values()) - in_blocks))
+    assert outside.attribution_j[MODEL_GLUE] >= -1e-9 * whole_j
+    # Attribution splits energy by time: its capture with blocks is the time's, not above 1.
+    assert found.metrics["layers_capture_ratio_attribution_with_blocks"] == pytest.approx(
+        found.metrics["layers_time_capture_ratio_with_blocks"])
+    assert found.metrics["layers_capture_ratio_attribution_with_blocks"] <= 1 + 1e-9
 
 
 def test_a_reused_idle_baseline_nets_the_windows_as_a_measured_one(tmp_path: Path) -> None:

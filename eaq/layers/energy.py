@@ -92,7 +92,13 @@ class OutsideWork:
 
 def _outside(parts: dict[str, float | None], blocks: dict[str, float | None], in_blocks: set[str],
              whole: float | None) -> dict[str, float | None]:
-    """{BLOCK_OPS, MODEL_GLUE} from per-component figures, per-block figures and the whole pass's."""
+    """{BLOCK_OPS, MODEL_GLUE} from per-component figures, per-block figures and the whole pass's.
+
+    Both may carry attribution's OUTSIDE entry (``split`` with a total adds it: the whole pass's
+    energy beyond the parts). It is no block: counted as one, the blocks would sum to the whole
+    pass, and the glue would come out as minus the components outside blocks (the 2026-11-24 H100
+    run: GPT-2's LM head, -3.6 J, and an attribution capture with blocks of 1.46)."""
+    blocks = {k: v for k, v in blocks.items() if k != OUTSIDE}
     values = [v for k, v in parts.items() if k != OUTSIDE] + list(blocks.values())
     if whole is None or any(v is None for v in values):
         return {BLOCK_OPS: None, MODEL_GLUE: None}
