@@ -231,3 +231,41 @@ def test_a_failed_run_is_counted_and_named_in_the_sweeps_report(out: Path, tmp_p
     assert (table.loc[table["batch_size"] == 4, "n"] == 1).all()
     page = (folder / "report.html").read_text()
     assert "bert-tiny-random-fp32-b0-t1" in page and "FAILED" in page
+
+
+def test_workload_and_cuda_graphs_keep_configurations_apart(tmp_path: Path) -> None:
+    # A forward pass, a compiled one with and without CUDA graphs, and generation of 128 tokens at the
+    # same model and shape measure different things: none may be averaged into another. A run logged
+    # before the workload group and the cuda_graphs flag existed counts as the forward pass it was.
+    from eaq.report.aggregate import aggregate
+    from eaq.report.frame import load
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("eaq")
+    base = {"model.name": "gpt2-tiny-random", "precision.name": "bf16", "batch_size": "4", "seq_len": "32"}
+    configs = {
+        "old forward": ({"compile": "False"}, "latency_mean_ms", [10.0]),
+        "forward": ({"compile": "False", "cuda_graphs": "False", "workload.name": "forward", "workload.new_tokens": "128"},
+                    "latency_mean_ms", [12.0, 14.0]),
+        "compiled": ({"compile": "True", "cuda_graphs": "False", "workload.name": "forward"}, "latency_mean_ms", [5.0, 6.0]),
+        "graphs": ({"compile": "True", "cuda_graphs": "True", "workload.name": "forward"}, "latency_mean_ms", [2.0, 3.0]),
+        "generate": ({"compile": "False", "cuda_graphs": "False", "workload.name": "generate", "workload.new_tokens": "128"},
+                     "time_per_output_token_mean_ms", [40.0, 44.0]),
+    }
+    for params, metric, values in configs.values():
+        for trial, value in enumerate(values, 1):
+            run = client.create_run(experiment, tags={"eaq.kind": "benchmark", "eaq.valid": "true"})
+            for key, param in {**base, **params, "trial": str(trial)}.items():
+                client.log_param(run.info.run_id, key, param)
+            client.log_metric(run.info.run_id, metric, value)
+            client.set_terminated(run.info.run_id)
+    table = aggregate(load(uri, experiment="eaq"))
+    means = {config_label(row): (row["metric"], row["n"], row["mean"]) for _, row in table.iterrows() if row["n"] > 0}
+    prefix = "gpt2-tiny-random-bf16-b4-s32"
+    assert means == {
+        prefix: ("latency_mean_ms", 3, pytest.approx(12.0)),  # the old run and the two new forward runs
+        f"{prefix}-compiled": ("latency_mean_ms", 2, pytest.approx(5.5)),
+        f"{prefix}-compiled-graphs": ("latency_mean_ms", 2, pytest.approx(2.5)),
+        f"{prefix}-gen128": ("time_per_output_token_mean_ms", 2, pytest.approx(42.0)),
+    }

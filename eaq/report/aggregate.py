@@ -137,9 +137,12 @@ def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.D
 
 
 def config_label(row: pd.Series | dict) -> str:
-    """A configuration as one readable word, like the run names: ``bert-tiny-random-int8-b4-s32[-compiled]``."""
+    """A configuration as one readable word, like the run names: ``bert-tiny-random-int8-b4-s32[-compiled][-graphs][-gen128]``."""
     label = f"{row['model']}-{row['precision']}-b{int(row['batch_size'])}-s{int(row['seq_len'])}"
-    return label + ("-compiled" if bool(row["compile"]) else "")
+    label += "-compiled" if bool(row["compile"]) else ""
+    label += "-graphs" if bool(row.get("cuda_graphs", False)) else ""
+    workload = str(row.get("workload", "forward"))
+    return label + (f"-gen{workload.removeprefix('generate')}" if workload.startswith("generate") else "")
 
 
 def format_ci(mean: float, low: float, high: float) -> str:
@@ -159,8 +162,8 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
 
     The last column answers the question a precision sweep is run for, in its own numbers:
     each configuration's mean energy per sample (per output token for generation; latency
-    where no energy was measured) over the lowest of its model and shape, whatever the
-    precision or compile mode. A format that loses on this device (eager int8 on a GPU)
+    where no energy was measured) over the lowest of its model, shape and workload, whatever
+    the precision, compile mode or CUDA graphs. A format that loses on this device (eager int8 on a GPU)
     reads as such without opening the report.
     """
     quality = quality_metric(table)
@@ -171,7 +174,7 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     measured = [m for m in ("energy_per_sample_mj", "decode_energy_per_token_mj", "latency_mean_ms", "time_per_output_token_mean_ms")
                 if table.loc[table["metric"] == m, "mean"].notna().any()]
     cost = measured[0] if measured else "latency_mean_ms"
-    shape = [k for k in CONFIG_KEYS if k not in ("precision", "compile")]
+    shape = [k for k in CONFIG_KEYS if k not in ("precision", "compile", "cuda_graphs")]
     costs = table[table["metric"] == cost]
     best = costs.groupby(shape)["mean"].min()
     rows = []

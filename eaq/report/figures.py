@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from eaq.report.aggregate import quality_metric, ratio_interval, wide
+from eaq.report.frame import CONFIG_KEYS
 
 DPI = 300
 LABELS = {
@@ -100,18 +101,19 @@ def speed_up(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Baseline latency / latency per configuration, with the delta-method interval of aggregate.ratio_interval."""
     runs = frame[(frame["kind"] == "benchmark") & (frame["status"] == "FINISHED") & (frame["valid"].fillna("") != "false")]
     rows = []
-    for (model, batch, seq, compiled), group in runs.groupby(["model", "batch_size", "seq_len", "compile"]):
+    same = [k for k in CONFIG_KEYS if k != "precision"]
+    for key, group in runs.groupby(same):
         base = group.loc[group["precision"] == baseline, "latency_mean_ms"]
         for precision, sub in group.groupby("precision"):
             ratio, low, high = ratio_interval(base, sub["latency_mean_ms"]) if not base.empty else (math.nan,) * 3
-            rows.append({"model": model, "batch_size": batch, "seq_len": seq, "compile": compiled, "precision": precision,
+            rows.append({**dict(zip(same, key)), "precision": precision,
                          "speed_up": ratio, "speed_up_ci_low": low, "speed_up_ci_high": high})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=[*CONFIG_KEYS, "speed_up", "speed_up_ci_low", "speed_up_ci_high"])
 
 
 def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str, out: Path) -> Figure:
     """Six panels for one model: latency, speed-up, energy per sample, throughput, quality, model size."""
-    rows = configs[configs["model"] == model].merge(ups, how="left", on=["model", "precision", "batch_size", "seq_len", "compile"])
+    rows = configs[configs["model"] == model].merge(ups, how="left", on=list(CONFIG_KEYS))
     precisions = sorted(rows["precision"].unique(), key=lambda p: (p != baseline, p))
     quality = next((m for m in LABELS if m.startswith("quality_") and m in rows and rows[m].notna().any()), "quality")
     fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
@@ -206,12 +208,13 @@ def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
         if metric not in rows or rows[metric].isna().all():
             _not_measured(ax, LABELS[metric])
             continue
-        lines = list(rows.groupby(["precision", "compile"]))
-        for i, ((precision, compiled), sub) in enumerate(lines):
+        lines = list(rows.groupby(["precision", "compile", "cuda_graphs", "workload"]))
+        for i, ((precision, compiled, graphs, workload), sub) in enumerate(lines):
             sub = sub.sort_values("batch_size")
             dodge = 2 ** (0.04 * (i - (len(lines) - 1) / 2))  # side by side, so error bars at one batch size do not hide each other
             ax.errorbar(sub["batch_size"] * dodge, sub[metric], yerr=_yerr(sub, metric), marker="o", capsize=3,
-                        label=precision + (" compiled" if compiled else ""))
+                        label=precision + (" compiled" if compiled else "") + (" graphs" if graphs else "")
+                        + ("" if workload == "forward" else f" {workload}"))
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(rows["batch_size"].unique()))
         ax.xaxis.set_major_formatter(ScalarFormatter())

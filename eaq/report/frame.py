@@ -18,9 +18,12 @@ from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
 
 # The configuration of a run: what a row of an aggregate is keyed by (trial is what varies within one).
-CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile")
+# CUDA graphs and the workload (a forward pass, or generating N tokens) change what a run measures
+# as much as compiling does: runs that differ in them are never averaged together.
+CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile", "cuda_graphs", "workload")
 PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "batch_size", "seq_len": "seq_len",
-          "compile": "compile", "trial": "trial"}
+          "compile": "compile", "cuda_graphs": "cuda_graphs", "trial": "trial", "workload.name": "workload",
+          "workload.new_tokens": "new_tokens"}
 TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_reasons", "eaq.energy": "energy",
         "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id"}
 KINDS = ("benchmark", "layers")
@@ -73,7 +76,14 @@ def runs_frame(runs: list) -> pd.DataFrame:
     frame = frame.reindex(columns=[*frame.columns, *(m for m in REPORTED if m not in frame.columns)])
     for number in ("batch_size", "seq_len", "trial"):  # params are strings in MLflow: sort 1, 8, 32 as numbers
         frame[number] = pd.to_numeric(frame[number], errors="coerce")
-    frame["compile"] = frame["compile"].fillna("False").map({"True": True, "true": True}).fillna(False).astype(bool)
+    for flag in ("compile", "cuda_graphs"):  # runs logged before a flag existed ran without it
+        frame[flag] = frame[flag].fillna("False").map({"True": True, "true": True}).fillna(False).astype(bool)
+    # "forward", or "generate<new tokens>"; runs logged before the workload group were forward passes.
+    tokens = pd.to_numeric(frame["new_tokens"], errors="coerce")
+    generating = frame["workload"] == "generate"
+    frame["workload"] = frame["workload"].fillna("forward").astype(str)
+    frame.loc[generating, "workload"] = "generate" + tokens[generating].fillna(0).astype(int).astype(str)
+    frame = frame.drop(columns="new_tokens")
     return frame.sort_values([*CONFIG_KEYS, "trial"], na_position="last").reset_index(drop=True)
 
 
