@@ -2,7 +2,7 @@
 
 Everything else in the report (aggregates, figures, HTML) starts from this frame, so
 what a run "is" for the report is decided once here: its configuration (model,
-precision, shape, compile mode, trial), its status and validity, and its metrics.
+precision, shape, compile mode, CUDA graphs, workload, trial), its status and validity, and its metrics.
 Unlike ``runs_table`` (finished runs only, for tables), the frame keeps FAILED and KILLED
 runs too, because the report must say how many of each configuration did not finish.
 """
