@@ -88,9 +88,14 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     assert any(r.info.status == "KILLED" for r in before)  # the run Ctrl-C interrupted
     # The interrupted run's process marks itself KILLED, then exits; on a loaded machine unloading
     # torch takes seconds. Nothing may outlive that: an orphan would run on for good.
+    def running(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
     deadline = time.time() + 20
-    while (alive := [pid for pid in family if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]) \
-            and time.time() < deadline:
+    while (alive := [pid for pid in family if running(pid)]) and time.time() < deadline:
         time.sleep(0.5)
     assert not alive, f"processes of the killed sweep still running 20 s after it ended: {alive}"
 
