@@ -7,6 +7,7 @@ import math
 import os
 from pathlib import Path
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -269,3 +270,49 @@ def test_workload_and_cuda_graphs_keep_configurations_apart(tmp_path: Path) -> N
         f"{prefix}-compiled-graphs": ("latency_mean_ms", 2, pytest.approx(2.5)),
         f"{prefix}-gen128": ("time_per_output_token_mean_ms", 2, pytest.approx(42.0)),
     }
+
+
+CAPTURE_METRICS = {("time", "components only"): "layers_time_capture_ratio",
+                   ("time", "with blocks"): "layers_time_capture_ratio_with_blocks"}
+
+
+def test_layer_report_shows_the_work_outside_components_and_both_capture_ratios(out: Path, tmp_path: Path) -> None:
+    """A real tiny task=layers run: the capture table carries its logged ratios, the energy figure its outside
+    entries by basis; the same store stripped of outside.csv and the with-blocks metrics (a run logged
+    before they existed) still builds, with the new parts left out and said so."""
+    import matplotlib
+    from eaq.report.build import build
+
+    done = run_eaq(out, "task=layers", *FAST)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = all_runs(out)
+    uri = f"sqlite:///{out}/mlflow.db"
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # SVG text as text, so the labels can be read back
+        built = build(uri, tmp_path / "rep")
+    capture = pd.read_csv(tmp_path / "rep" / "layers_capture.csv")
+    time = capture[capture["method"] == "time"].iloc[0]
+    assert time["trials (valid/finished)"] == "1/1"
+    for (_, scope), metric in CAPTURE_METRICS.items():  # one trial: the logged value itself, no interval claimed
+        assert time[scope] == f"{run.data.metrics[metric]:.4g} (1 trial)"
+    assert (capture.loc[capture["method"] != "time", "components only"] == "not measured").all()  # no sensor here
+    page = built.html.read_text()
+    assert "capture ratio per method" in page and "target 0.95-1.05" in page and time["with blocks"] in page
+    svg = next((tmp_path / "rep" / "figures").glob("layers_energy_*.svg")).read_text()
+    assert "block_ops (measured)" in svg and "model_glue (remainder)" in svg and "not logged" not in svg
+
+    artifacts = Path(run.info.artifact_uri.removeprefix("file://"))
+    (artifacts / "layers" / "outside.csv").unlink()
+    con = sqlite3.connect(out / "mlflow.db")
+    for table in ("metrics", "latest_metrics"):
+        con.execute(f"DELETE FROM {table} WHERE key LIKE '%with_blocks' OR key LIKE 'layers_block_ops%' "
+                    "OR key LIKE 'layers_model_glue%'")
+    con.commit()
+    con.close()
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        older = build(uri, tmp_path / "older")
+    capture = pd.read_csv(tmp_path / "older" / "layers_capture.csv")
+    assert (capture["with blocks"] == "not logged (run predates layers/outside.csv)").all()
+    assert (capture.loc[capture["method"] == "time", "components only"] == time["components only"]).all()
+    svg = next((tmp_path / "older" / "figures").glob("layers_energy_*.svg")).read_text()
+    assert "not logged" in svg and "block_ops" not in svg
+    assert {f.title for f in older.figures if f.png is None} == {f.title for f in built.figures if f.png is None}

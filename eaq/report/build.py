@@ -73,11 +73,16 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     baseline = baseline if baseline in precisions else ("fp32" if "fp32" in precisions else precisions[0])
     ratio = aggregate.ratios(frame, baseline, ("latency_mean_ms", "energy_per_sample_mj"))
     ratio.to_csv(out / "ratios.csv", index=False)
+    capture = layers.capture_table(frame)
+    if isinstance(capture, pd.DataFrame):
+        capture.to_csv(out / "layers_capture.csv", index=False)
     drawn = figures.study(frame, table, baseline, out / "figures", client,
                           lambda: layers.layer_figures(client, frame, out / "figures"), trace_run)
     scope = f"sweep {sweep}" if sweep else f"experiment {experiment or 'eaq'}"
     sections = {"Summary (mean ± 95% CI half-width)": aggregate.compact(table),
-                "All aggregates": table, f"Ratios to {baseline} (delta-method 95% CI)": ratio}
+                "All aggregates": table, f"Ratios to {baseline} (delta-method 95% CI)": ratio,
+                "Layer analysis: capture ratio per method, components only and with blocks (mean ± 95% CI half-width)":
+                    capture}
     page = html.render(f"eaq report: {scope}", f"{scope} at {redact(uri)}", frame, sections, drawn,
                        [*_commands(client, frame), "# this report:", report_command(uri, sweep, experiment, out)])
     path = out / "report.html"

@@ -60,9 +60,12 @@ def problems(frame: pd.DataFrame) -> pd.DataFrame:
                          "valid": bad["valid"].fillna(""), "why": why.fillna("no reason recorded")})
 
 
-def render(title: str, scope: str, frame: pd.DataFrame, sections: dict[str, pd.DataFrame], figures: list[Figure],
+def render(title: str, scope: str, frame: pd.DataFrame, sections: dict[str, pd.DataFrame | str], figures: list[Figure],
            commands: list[str]) -> str:
-    """The report as one HTML string: summary, tables, figures, invalid runs, environment, commands."""
+    """The report as one HTML string: summary, tables, figures, invalid runs, environment, commands.
+
+    A section given as a string is left out with that note (as a figure is), e.g. the capture ratios
+    of a store without layers runs."""
     energy_notes = sorted(frame["energy_reason"].dropna().unique()) if "energy_reason" in frame else []
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{escape(title)}</title>",
@@ -74,7 +77,8 @@ def render(title: str, scope: str, frame: pd.DataFrame, sections: dict[str, pd.D
     if energy_notes:
         parts.append('<p class="note">Energy not measured on some runs: ' + escape("; ".join(energy_notes)) + "</p>")
     for heading, table in sections.items():
-        parts += [f"<h2>{escape(heading)}</h2>", _table(table)]
+        parts += [f"<h2>{escape(heading)}</h2>",
+                  f'<p class="note">Left out: {escape(table)}</p>' if isinstance(table, str) else _table(table)]
     parts.append("<h2>Figures</h2>")
     parts += [_figure(f) for f in figures]
     parts += ["<h2>Runs that did not count</h2>", _table(problems(frame)),

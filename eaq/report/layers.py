@@ -2,12 +2,15 @@
 
 The report does not import the layer-analysis code: it reads what such a run leaves in
 MLflow (``layers/components.csv``, ``layers/component_types.csv``, ``layers/correlation.csv``,
-the contract between issues 11 and 12). Empty cells mean "not measured" and stay out of
-the figures; with no layers run in the store the figures are left out with a note.
+the contract between issues 11 and 12, and ``layers/outside.csv`` where the run logged it) and
+its capture-ratio metrics. Empty cells mean "not measured" and stay out of the figures; with no
+layers run in the store the figures are left out with a note. Runs logged before outside.csv
+existed still report: their outside entries and "with blocks" ratios are left out with a note.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 import tempfile
 
@@ -16,16 +19,31 @@ from mlflow.tracking import MlflowClient
 import numpy as np
 import pandas as pd
 
+from eaq.report.aggregate import format_ci, t_interval
 from eaq.report.figures import Figure, save
+from eaq.report.frame import CONFIG_KEYS
 
 ARTIFACTS = ("components.csv", "component_types.csv", "correlation.csv")
+OUTSIDE = "outside.csv"  # logged since the blocks were replayed whole; older runs lack it
 IMPACTS = ("sensitivity_impact", "ablation_impact")
+# The column of component_types.csv and outside.csv that each eaq.layers.share_basis is a share of.
+BASIS_COLUMN = {"replay": "energy_replay_mj_per_pass", "attribution": "energy_attribution_mj_per_pass",
+                "time": "time_ms_per_pass"}
+# Capture ratio per method: (components only, with the blocks' own ops) metric names.
+CAPTURE = {"replay": ("layers_capture_ratio_replay", "layers_capture_ratio_replay_with_blocks"),
+           "attribution": ("layers_capture_ratio_attribution", "layers_capture_ratio_attribution_with_blocks"),
+           "time": ("layers_time_capture_ratio", "layers_time_capture_ratio_with_blocks")}
+TARGET = (0.95, 1.05)  # issue 11's bar for a capture ratio
+BEFORE_OUTSIDE = "not logged (run predates layers/outside.csv)"
 
 
-def read_artifacts(client: MlflowClient, run_id: str) -> dict[str, pd.DataFrame]:
-    """The run's three layer tables, by file name."""
+def read_artifacts(client: MlflowClient, run_id: str) -> dict[str, pd.DataFrame | None]:
+    """The run's three layer tables by file name, and outside.csv (None where the run predates it)."""
+    logged = {Path(f.path).name for f in client.list_artifacts(run_id, "layers")}
     with tempfile.TemporaryDirectory() as tmp:
-        return {name: pd.read_csv(client.download_artifacts(run_id, f"layers/{name}", tmp)) for name in ARTIFACTS}
+        tables = {name: pd.read_csv(client.download_artifacts(run_id, f"layers/{name}", tmp)) for name in ARTIFACTS}
+        outside = pd.read_csv(client.download_artifacts(run_id, f"layers/{OUTSIDE}", tmp)) if OUTSIDE in logged else None
+    return tables | {OUTSIDE: outside}
 
 
 def _label(run: pd.Series) -> str:
@@ -33,13 +51,45 @@ def _label(run: pd.Series) -> str:
     return f"{run['model']} {run['precision']} b{run['batch_size']:.0f}"
 
 
-def energy_by_type(types: pd.DataFrame, label: str, slug: str, basis: str, out: Path) -> Figure:
-    """Where a forward pass spends its energy (or device time, where no sensor measured energy), per type."""
+def outside_shares(types: pd.DataFrame, outside: pd.DataFrame, share_basis: str) -> pd.DataFrame:
+    """Each outside entry as a percentage of the components' summed figure on the shares' own basis,
+    with the first word of its logged basis (``measured`` or ``remainder``); NaN where not measured."""
+    column = BASIS_COLUMN.get(share_basis)
+    total = types[column].sum(min_count=len(types)) if column in types and column in outside else math.nan
+    share = outside[column] / total * 100 if column in outside and total else pd.Series(math.nan, index=outside.index)
+    return pd.DataFrame({"entry": outside["entry"], "kind": outside["basis"].str.split(":").str[0], "share": share})
+
+
+def energy_by_type(types: pd.DataFrame, outside: pd.DataFrame | None, label: str, slug: str, share_basis: str,
+                   out: Path) -> Figure:
+    """Where a forward pass spends its energy (or device time, where no sensor measured energy), per type,
+    then the work outside components on the same scale: hatched and named by basis, so the remainder
+    (model_glue, computed) is never read as a measurement."""
+    basis = "device time" if share_basis == "time" else "energy"
     title = f"{label}: {basis} share by component type"
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.bar(types["type"], types["energy_share"] * 100)
-    ax.set_xlabel("component type")
-    ax.set_ylabel(f"share of components' {basis} (%)")
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
+    ax.bar(types["type"], types["energy_share"] * 100, color="C0", label="component type (measured)")
+    if outside is None:
+        ax.text(0.99, 0.97, "work outside components: not logged\n(run predates layers/outside.csv)",
+                transform=ax.transAxes, ha="right", va="top", fontsize=8, color="0.4")
+    else:
+        entries = outside_shares(types, outside, share_basis)
+        x = len(types) + np.arange(len(entries)) + 0.5  # a gap between the components and what lies outside them
+        ax.axvline(len(types) - 0.25, color="0.5", ls=":", lw=1)
+        for position, entry in zip(x, entries.itertuples()):
+            remainder = entry.kind == "remainder"
+            if math.isnan(entry.share):
+                ax.text(position, 0, "not\nmeasured", ha="center", va="bottom", fontsize=7, color="0.4")
+            else:
+                ax.bar(position, entry.share, color="white" if remainder else "C1", edgecolor="0.3",
+                       hatch="xx" if remainder else "//", label=f"outside: {entry.entry} ({entry.kind})")
+                ax.annotate(entry.kind, (position, entry.share), textcoords="offset points",
+                            xytext=(0, 3 if entry.share >= 0 else -10), ha="center", fontsize=7)
+        ax.set_xticks([*range(len(types)), *x], [*types["type"], *(f"{e}\n({k})" for e, k in zip(entries["entry"], entries["kind"]))])
+        ax.axhline(0, color="0.3", lw=0.6)
+    ax.set_xlabel("component type" if outside is None else "component type | outside components (share of the components' sum)")
+    ax.set_ylabel(f"% of the components' summed {basis}" + (f" ({share_basis})" if basis == "energy" else ""))
+    ax.legend(fontsize=7)
     ax.set_title(title)
     return save(fig, out, f"layers_energy_{slug}", title)
 
@@ -112,9 +162,39 @@ def layer_figures(client: MlflowClient, frame: pd.DataFrame, out: Path) -> list[
         except Exception as error:  # a run without its CSVs (failed upload, moved store): say which, keep the rest
             figures.append(Figure(f"{label}: layer analysis", note=f"run {run['run_name']}: layers CSVs unreadable ({error})."))
             continue
-        basis = "device time" if client.get_run(run["run_id"]).data.tags.get("eaq.layers.share_basis") == "time" else "energy"
-        figures += [energy_by_type(tables["component_types.csv"], label, slug, basis, out),
+        share_basis = client.get_run(run["run_id"]).data.tags.get("eaq.layers.share_basis", "")
+        basis = "device time" if share_basis == "time" else "energy"
+        figures += [energy_by_type(tables["component_types.csv"], tables[OUTSIDE], label, slug, share_basis, out),
                     impact_by_type(tables["component_types.csv"], label, slug, out),
                     energy_vs_impact(tables["components.csv"], tables["correlation.csv"], label, slug, basis, out),
                     correlation_heatmap(tables["correlation.csv"], label, slug, basis, out)]
     return figures
+
+
+def capture_table(frame: pd.DataFrame) -> pd.DataFrame | str:
+    """Per configuration of finished, valid layers runs and per method: the capture ratio of the components
+    only and with the blocks' own ops, mean ± 95% CI half-width over trials, beside issue 11's bar.
+
+    A string (the note the report prints instead) where there is no layers run. A configuration whose
+    runs predate outside.csv (no with-blocks ratio of any method, even time, which every run profiles)
+    says so rather than "not measured"."""
+    runs = frame[(frame["kind"] == "layers") & (frame["status"] == "FINISHED")]
+    if runs.empty:
+        return "no layer-analysis runs (eaq.kind=layers) in these runs: no capture ratio."
+    low, high = TARGET
+    rows = []
+    for key, group in runs.groupby(list(CONFIG_KEYS), sort=True):
+        counted = group[group["valid"].fillna("") != "false"]  # flagged runs are counted in "trials", not averaged
+        predates = not any(m in group and group[m].notna().any() for _, m in CAPTURE.values())
+        for method, metrics in CAPTURE.items():
+            row: dict[str, object] = {"model": key[0], "precision": key[1], "batch_size": key[2],
+                                      "trials (valid/finished)": f"{len(counted)}/{len(group)}", "method": method}
+            inside = []
+            for scope, metric in zip(("components only", "with blocks"), metrics):
+                n, mean, _, ci_low, ci_high = t_interval(counted[metric] if metric in counted else pd.Series(dtype=float))
+                row[scope] = BEFORE_OUTSIDE if scope == "with blocks" and predates else format_ci(mean, ci_low, ci_high)
+                if n:
+                    inside.append(f"{scope}: {'yes' if low <= mean <= high else 'no'}")
+            row[f"target {low:g}-{high:g}"] = "; ".join(inside) or "not measured"
+            rows.append(row)
+    return pd.DataFrame(rows)
