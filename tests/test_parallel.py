@@ -35,10 +35,9 @@ TRIALS = ("1", "2", "3")
 METRICS = {"latency_mean_ms", "throughput_samples_per_s", "model_size_mb", "quality_cosine_to_fp32_mean", "run_wall_s", "phase_logging_s"}
 
 
-def parallel_sweep(slots: Path, *overrides: str) -> list[str]:
-    """Three trials, two jobs at a time on two faked GPU slots."""
-    trials = ",".join(TRIALS)
-    return ["-m", "hydra/launcher=gpus", "gpu_slots.count=2", f"gpu_slots.dir={slots}", "device=cpu", *FAST, "sampler=none", f"trial={trials}", *overrides]
+def parallel_sweep(slots: Path, *overrides: str, trials: tuple[str, ...] = TRIALS) -> list[str]:
+    """Three trials (or ``trials``), two jobs at a time on two faked GPU slots."""
+    return ["-m", "hydra/launcher=gpus", "gpu_slots.count=2", f"gpu_slots.dir={slots}", "device=cpu", *FAST, "sampler=none", f"trial={','.join(trials)}", *overrides]
 
 
 def check_sweep(client: MlflowClient, stdout: str, trials: tuple[str, ...] = TRIALS) -> list[Run]:
@@ -142,6 +141,10 @@ def test_a_sweep_through_submitits_local_executor_logs_every_run_once(out: Path)
     assert "Submitit 'local' sweep" in result.stdout + result.stderr
     check_sweep(store(out), result.stdout, trials)
     assert list(out.glob("multirun/*/.submitit/*/*_result.pkl"))  # each job went through submitit
+    # Each job left its record in the sweep folder, as under joblib: one plain line per finished job.
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[sweep ")]
+    assert [line.split("]")[0] for line in lines] == ["[sweep 1/2", "[sweep 2/2"], lines
+    assert lines[-1].endswith("; 2 finished, 0 failed, 0 skipped"), lines
 
 
 def _postgres_bin() -> Path | None:
@@ -231,3 +234,22 @@ def test_one_gpu_against_two_agrees_only_within_the_trials_own_spread() -> None:
     assert table.loc["m-bf16-b8-s128", "agree"] == "yes"  # 0.5 apart, std 1
     assert table.loc["m-fp32-b8-s128", "agree"] == "no"  # 2 apart, std 0.1
     assert table.loc["m-fp32-b8-s128", "difference_pct"] == pytest.approx(19.8, abs=0.1)
+
+
+def test_a_parallel_sweep_prints_progress_lines_from_its_jobs_records(out: Path, tmp_path: Path) -> None:
+    """Under joblib no job's hook runs in the sweep process: the plain lines come from the records the jobs leave."""
+    # Each trial finishes with cuda_graphs=false and fails with cuda_graphs=true (it needs compile=true).
+    result = run_eaq(out, *parallel_sweep(tmp_path / "slots", "cuda_graphs=false,true", trials=("1", "2")))
+    assert result.returncode == 1, result.stderr[-3000:]  # a sweep with failed runs exits 1
+    assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[sweep ")]
+    assert [line.split("]")[0] for line in lines] == [f"[sweep {i}/4" for i in range(1, 5)], lines
+    statuses = [line.split("]")[1].split(" in ")[0].rsplit(" ", 1)[1] for line in lines]
+    assert sorted(statuses) == ["failed", "failed", "finished", "finished"], lines
+    assert lines[-1].endswith("; 2 finished, 2 failed, 0 skipped"), lines
+    # Each line's counts are those of the runs ended so far, and the time left is on all but the last.
+    for i, line in enumerate(lines):
+        counts = ", ".join(f"{statuses[: i + 1].count(s)} {s}" for s in ("finished", "failed", "skipped"))
+        assert f"; {counts}" in line, line
+        assert ("left" in line) == (i < 3), line
+    assert not any("\r" in line or "\x1b[" in line for line in result.stderr.splitlines())  # no bar, no escape codes
