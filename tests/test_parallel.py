@@ -9,9 +9,11 @@ count (``gpu_slots.count=2`` on this CPU machine; the runs measure on the CPU).
 from __future__ import annotations
 
 import glob
+import io
 import json
 import multiprocessing
 import os
+import pickle
 import pwd
 import shutil
 import subprocess
@@ -22,13 +24,19 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hydra.conf import HydraConf
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.types import RunMode
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig, OmegaConf
 
 from conftest import FAST, free_port, mlflow_server_on, run_eaq, store
 from eaq.errors import ConfigError
 from eaq.report.multi_gpu import side_by_side
 from eaq.slots import LOG_FILE, gpu_slot, slot_count, visible_gpus
+from eaq.tracking.progress import SweepProgress
 
 TRIALS = ("1", "2", "3")
 # Logged by every benchmark run that ended FINISHED (the last two after everything else).
@@ -253,3 +261,36 @@ def test_a_parallel_sweep_prints_progress_lines_from_its_jobs_records(out: Path,
         assert f"; {counts}" in line, line
         assert ("left" in line) == (i < 3), line
     assert not any("\r" in line or "\x1b[" in line for line in result.stderr.splitlines())  # no bar, no escape codes
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _joblib_config(sweep_dir: Path, num: int = 0) -> DictConfig:
+    """What Hydra hands the callbacks in a joblib sweep of two jobs: the sweep's config, or job ``num``'s."""
+    config = OmegaConf.create({"run_name": f"run{num}", "hydra": OmegaConf.structured(HydraConf)})
+    config.hydra.merge_with({
+        "launcher": {"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"},
+        "sweeper": {"params": None}, "sweep": {"dir": str(sweep_dir)}, "overrides": {"task": ["trial=1,2"]},
+        "mode": RunMode.MULTIRUN, "job": {"num": num},
+    })
+    return config
+
+
+def test_in_a_terminal_the_bar_counts_what_jobs_in_other_processes_record(tmp_path: Path) -> None:
+    """The bar, not plain lines, in a terminal: no phase line is drawn under joblib, and the bar does without it."""
+    terminal = _Terminal()
+    progress = SweepProgress(terminal)
+    progress.on_multirun_start(_joblib_config(tmp_path))
+    for num, job_return in enumerate((JobReturn(status=JobStatus.COMPLETED, _return_value="finished"), JobReturn(status=JobStatus.FAILED))):
+        worker = pickle.loads(pickle.dumps(progress))  # the copy joblib hands a worker
+        config = _joblib_config(tmp_path, num)
+        HydraConfig.instance().set_config(config)  # as Hydra sets it for each job
+        worker.on_job_start(config)
+        worker.on_job_end(config, job_return)
+    progress.on_multirun_end(_joblib_config(tmp_path))
+    drawn = terminal.getvalue()
+    assert "[sweep " not in drawn, drawn
+    assert drawn.split("\r")[-1].startswith("sweep: 100%") and "2/2" in drawn and "1 finished, 1 failed, 0 skipped]" in drawn, drawn

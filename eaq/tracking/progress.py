@@ -157,10 +157,11 @@ class SweepProgress(Callback):
         self.counts[status] += 1
         if status != "skipped":
             self.ran_s.append(took)
-        if self.bar is not None and self.line is not None:
+        if self.bar is not None:
             self.bar.set_postfix_str(self._counts(), refresh=False)
             self.bar.update()
-            self.line.set_description_str("")
+            if self.line is not None:  # drawn only where phases arrive (the basic launcher)
+                self.line.set_description_str("")
         else:
             self._print(self._done(), f"{run_name} {status} in {_duration(took)}; {self._counts()}")
 
