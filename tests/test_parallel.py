@@ -9,9 +9,11 @@ count (``gpu_slots.count=2`` on this CPU machine; the runs measure on the CPU).
 from __future__ import annotations
 
 import glob
+import io
 import json
 import multiprocessing
 import os
+import pickle
 import pwd
 import shutil
 import subprocess
@@ -22,23 +24,28 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hydra.conf import HydraConf
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.types import RunMode
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig, OmegaConf
 
 from conftest import FAST, free_port, mlflow_server_on, run_eaq, store
 from eaq.errors import ConfigError
 from eaq.report.multi_gpu import side_by_side
 from eaq.slots import LOG_FILE, gpu_slot, slot_count, visible_gpus
+from eaq.tracking.progress import SweepProgress
 
 TRIALS = ("1", "2", "3")
 # Logged by every benchmark run that ended FINISHED (the last two after everything else).
 METRICS = {"latency_mean_ms", "throughput_samples_per_s", "model_size_mb", "quality_cosine_to_fp32_mean", "run_wall_s", "phase_logging_s"}
 
 
-def parallel_sweep(slots: Path, *overrides: str) -> list[str]:
-    """Three trials, two jobs at a time on two faked GPU slots."""
-    trials = ",".join(TRIALS)
-    return ["-m", "hydra/launcher=gpus", "gpu_slots.count=2", f"gpu_slots.dir={slots}", "device=cpu", *FAST, "sampler=none", f"trial={trials}", *overrides]
+def parallel_sweep(slots: Path, *overrides: str, trials: tuple[str, ...] = TRIALS) -> list[str]:
+    """Three trials (or ``trials``), two jobs at a time on two faked GPU slots."""
+    return ["-m", "hydra/launcher=gpus", "gpu_slots.count=2", f"gpu_slots.dir={slots}", "device=cpu", *FAST, "sampler=none", f"trial={','.join(trials)}", *overrides]
 
 
 def check_sweep(client: MlflowClient, stdout: str, trials: tuple[str, ...] = TRIALS) -> list[Run]:
@@ -142,6 +149,10 @@ def test_a_sweep_through_submitits_local_executor_logs_every_run_once(out: Path)
     assert "Submitit 'local' sweep" in result.stdout + result.stderr
     check_sweep(store(out), result.stdout, trials)
     assert list(out.glob("multirun/*/.submitit/*/*_result.pkl"))  # each job went through submitit
+    # Each job left its record in the sweep folder, as under joblib: one plain line per finished job.
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[sweep ")]
+    assert [line.split("]")[0] for line in lines] == ["[sweep 1/2", "[sweep 2/2"], lines
+    assert lines[-1].endswith("; 2 finished, 0 failed, 0 skipped"), lines
 
 
 def _postgres_bin() -> Path | None:
@@ -232,3 +243,55 @@ def test_one_gpu_against_two_agrees_only_within_the_trials_own_spread() -> None:
     assert table.loc["m-bf16-b8-s128", "agree"] == "yes"  # 0.5 apart, std 1
     assert table.loc["m-fp32-b8-s128", "agree"] == "no"  # 2 apart, std 0.1
     assert table.loc["m-fp32-b8-s128", "difference_pct"] == pytest.approx(19.8, abs=0.1)
+
+
+def test_a_parallel_sweep_prints_progress_lines_from_its_jobs_records(out: Path, tmp_path: Path) -> None:
+    """Under joblib no job's hook runs in the sweep process: the plain lines come from the records the jobs leave."""
+    # Each trial finishes with cuda_graphs=false and fails with cuda_graphs=true (it needs compile=true).
+    result = run_eaq(out, *parallel_sweep(tmp_path / "slots", "cuda_graphs=false,true", trials=("1", "2")))
+    assert result.returncode == 1, result.stderr[-3000:]  # a sweep with failed runs exits 1
+    assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[sweep ")]
+    assert [line.split("]")[0] for line in lines] == [f"[sweep {i}/4" for i in range(1, 5)], lines
+    statuses = [line.split("]")[1].split(" in ")[0].rsplit(" ", 1)[1] for line in lines]
+    assert sorted(statuses) == ["failed", "failed", "finished", "finished"], lines
+    assert lines[-1].endswith("; 2 finished, 2 failed, 0 skipped"), lines
+    # Each line's counts are those of the runs ended so far, and the time left is on all but the last.
+    for i, line in enumerate(lines):
+        counts = ", ".join(f"{statuses[: i + 1].count(s)} {s}" for s in ("finished", "failed", "skipped"))
+        assert f"; {counts}" in line, line
+        assert ("left" in line) == (i < 3), line
+    assert not any("\r" in line or "\x1b[" in line for line in result.stderr.splitlines())  # no bar, no escape codes
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _joblib_config(sweep_dir: Path, num: int = 0) -> DictConfig:
+    """What Hydra hands the callbacks in a joblib sweep of two jobs: the sweep's config, or job ``num``'s."""
+    config = OmegaConf.create({"run_name": f"run{num}", "hydra": OmegaConf.structured(HydraConf)})
+    config.hydra.merge_with({
+        "launcher": {"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"},
+        "sweeper": {"params": None}, "sweep": {"dir": str(sweep_dir)}, "overrides": {"task": ["trial=1,2"]},
+        "mode": RunMode.MULTIRUN, "job": {"num": num},
+    })
+    return config
+
+
+def test_in_a_terminal_the_bar_counts_what_jobs_in_other_processes_record(tmp_path: Path) -> None:
+    """The bar, not plain lines, in a terminal: no phase line is drawn under joblib, and the bar does without it."""
+    terminal = _Terminal()
+    progress = SweepProgress(terminal)
+    progress.on_multirun_start(_joblib_config(tmp_path))
+    for num, job_return in enumerate((JobReturn(status=JobStatus.COMPLETED, _return_value="finished"), JobReturn(status=JobStatus.FAILED))):
+        worker = pickle.loads(pickle.dumps(progress))  # the copy joblib hands a worker
+        config = _joblib_config(tmp_path, num)
+        HydraConfig.instance().set_config(config)  # as Hydra sets it for each job
+        worker.on_job_start(config)
+        worker.on_job_end(config, job_return)
+    progress.on_multirun_end(_joblib_config(tmp_path))
+    drawn = terminal.getvalue()
+    assert "[sweep " not in drawn, drawn
+    assert drawn.split("\r")[-1].startswith("sweep: 100%") and "2/2" in drawn and "1 finished, 1 failed, 0 skipped]" in drawn, drawn

@@ -11,26 +11,49 @@ times the runs still to come. Phases reach this process through ``show_phase``: 
 passes it to the task, which runs here or in a forked process (eaq.tasks.isolation).
 In a terminal, log lines (this process's, and a forked run's through ``output_sink``)
 are written above the two progress lines rather than through them.
+
+Under a launcher that runs jobs in other processes (joblib's workers, submitit's jobs on
+this host or a cluster's nodes) no hook of a job runs here. Each job's copy of this
+callback then leaves a record of how it ended in the sweep folder (``.progress/<job
+number>.json``, written at once by rename), and a thread of the sweep process reads new
+ones every ``POLL_S`` seconds: the counts and the time left as above, but no phase line
+(several jobs run at once, and their phases do not cross processes). The sweep folder is
+what every launcher shares with its jobs already (submitit keeps its own files there), so
+this needs no store query and touches no job's measurement. With jobs running side by
+side the time left is the sweep's wall time so far per run that ran, times those to come.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 import sys
+import threading
 import time
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 from tqdm.contrib import DummyTqdmFile
 
+from eaq.files import atomic_write_text
+
 _active: SweepProgress | None = None
-# The launcher that runs jobs in this process, one after another: the only one this display can follow.
+# The launcher that runs jobs in this process, one after another: the only one whose phases this display sees.
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+# Under the sweep folder: one record per job that ended, from jobs that run in other processes.
+RECORDS_DIR = ".progress"
+# How often the sweep process looks for new records: a job lasts tens of seconds or more,
+# and a listing of one small folder every few seconds costs nothing the jobs would notice.
+POLL_S = 2.0
 
 
 def show_phase(phase: str) -> None:
@@ -76,11 +99,17 @@ class SweepProgress(Callback):
         self.bar: tqdm | None = None
         self.line: tqdm | None = None
         self._stdout: TextIO | None = None
+        # Set when jobs run in other processes: where their records arrive, and what reads them.
+        self.records: Path | None = None
+        self.seen: set[str] = set()
+        self.sweep_started = 0.0
+        self._poller: threading.Thread | None = None
+        self._stop = threading.Event()
 
     def __getstate__(self) -> dict[str, Any]:
         """A parallel launcher pickles the callbacks to its workers, where this display is not
-        drawn (``_active`` is this process's): the copy leaves its stream and bars behind."""
-        return {**self.__dict__, "stream": None, "bar": None, "line": None, "_stdout": None}
+        drawn (``_active`` is this process's): the copy leaves its stream, bars and poller behind."""
+        return {**self.__dict__, "stream": None, "bar": None, "line": None, "_stdout": None, "_poller": None, "_stop": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state, stream=state["stream"] or sys.stderr)
@@ -88,42 +117,75 @@ class SweepProgress(Callback):
     # Hydra's hooks
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _active
-        if config.hydra.launcher.get("_target_") != BASIC_LAUNCHER:
-            return  # jobs run in other processes (joblib, submitit): their hooks and phases never reach this one
-        _active = self
         self.total = count_jobs(config)
+        self.sweep_started = time.perf_counter()
+        here = config.hydra.launcher.get("_target_") == BASIC_LAUNCHER
+        if here:
+            _active = self
+        else:  # jobs run in other processes (joblib, submitit): their records in the sweep folder say how they ended
+            HydraConfig.instance().set_config(config)  # the sweep folder interpolates ${hydra:...}
+            self.records = Path(HydraConfig.get().sweep.dir) / RECORDS_DIR
+            shutil.rmtree(self.records, ignore_errors=True)  # left by an earlier sweep in this folder
+            self._poller = threading.Thread(target=self._poll_until_stopped, name="eaq-sweep-progress", daemon=True)
+            self._poller.start()
         if self.stream.isatty():
             self.bar = tqdm(total=self.total, desc="sweep", unit="run", file=self.stream, position=0, dynamic_ncols=True)
-            self.line = tqdm(bar_format="{desc}", file=self.stream, position=1, dynamic_ncols=True)
+            if here:
+                self.line = tqdm(bar_format="{desc}", file=self.stream, position=1, dynamic_ncols=True)
             # Hydra's log handlers write to sys.stdout as it is when it configures them (for
             # every job): through this proxy their lines land above the bars, on the bars' stream.
             self._stdout = sys.stdout
             sys.stdout = DummyTqdmFile(self.stream)  # type: ignore[assignment]
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if _active is not self:
-            return
         self.run_name = str(config.get("run_name", ""))
         self.run_started = time.perf_counter()
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
-        if _active is not self:
-            return
         ok = job_return.status == JobStatus.COMPLETED and job_return.return_value in self.counts
         status = job_return.return_value if ok else "failed"
-        self.counts[status] += 1
         took = time.perf_counter() - self.run_started
+        if _active is self:
+            self._ended(self.run_name, status, took)
+        elif config.hydra.mode == RunMode.MULTIRUN:  # a job in another process: tell the sweep's through its folder
+            hydra = HydraConfig.get()
+            record = {"run_name": self.run_name, "status": status, "took_s": took}
+            atomic_write_text(Path(hydra.sweep.dir) / RECORDS_DIR / f"{hydra.job.num}.json", json.dumps(record))
+
+    def _ended(self, run_name: str, status: str, took: float) -> None:
+        """A job of the sweep ended: count it, and show it on the bar or in one plain line."""
+        self.counts[status] += 1
         if status != "skipped":
             self.ran_s.append(took)
-        if self.bar is not None and self.line is not None:
+        if self.bar is not None:
             self.bar.set_postfix_str(self._counts(), refresh=False)
             self.bar.update()
-            self.line.set_description_str("")
+            if self.line is not None:  # drawn only where phases arrive (the basic launcher)
+                self.line.set_description_str("")
         else:
-            self._print(self._done(), f"{self.run_name} {status} in {_duration(took)}; {self._counts()}")
+            self._print(self._done(), f"{run_name} {status} in {_duration(took)}; {self._counts()}")
+
+    def _poll_until_stopped(self) -> None:
+        while not self._stop.wait(POLL_S):
+            self._poll()
+
+    def _poll(self) -> None:
+        """Count the records of jobs that ended since the last look, in the order of their job numbers."""
+        assert self.records is not None
+        new = [p for p in self.records.glob("*.json") if p.name not in self.seen]
+        for path in sorted(new, key=lambda p: int(p.stem)):
+            record = json.loads(path.read_text())
+            self.seen.add(path.name)
+            self._ended(record["run_name"], record["status"], record["took_s"])
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _active
+        if self._poller is not None:
+            # Every job has returned to the launcher: count the records that came since the last look
+            # (on a network file system a record can still be on its way; the sweep's summary has it).
+            self._stop.set()
+            self._poller.join()
+            self._poll()
         for bar in (self.line, self.bar):
             if bar is not None:
                 bar.close()
@@ -150,7 +212,9 @@ class SweepProgress(Callback):
     def _counts(self) -> str:
         text = ", ".join(f"{n} {k}" for k, n in self.counts.items())
         if self.total is not None and self.ran_s and self._done() < self.total:
-            left = (self.total - self._done()) * sum(self.ran_s) / len(self.ran_s)
+            # One at a time, a run takes its own duration; side by side, the sweep's wall time per run.
+            spent = time.perf_counter() - self.sweep_started if self.records is not None else sum(self.ran_s)
+            left = (self.total - self._done()) * spent / len(self.ran_s)
             text += f"; about {_duration(left)} left"
         return text
 
