@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
+from eaq.slots import ORDER
 from eaq.tasks.isolation import start_server
 
 if __name__ == "__main__" and "isolate=false" not in sys.argv[1:]:
@@ -18,7 +19,7 @@ if __name__ == "__main__" and "isolate=false" not in sys.argv[1:]:
     # so CUDA numbers GPUs as NVML and nvidia-smi do from here on: hydra/launcher=gpus needs
     # it (eaq.slots.pin_device_order refuses another order), and device=cuda:N then means
     # the GPU nvidia-smi calls N.
-    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    os.environ.setdefault(ORDER, "PCI_BUS_ID")  # a user's own order stands; slots refuse it later, in one sentence
     start_server()
 
 import hydra  # noqa: E402

@@ -105,7 +105,7 @@ def test_a_block_replayed_whole_runs_its_own_ops_too(kind: str) -> None:
 def test_cuda_graphs_fall_back_to_eager_off_cuda_and_say_why() -> None:
     calls = []
     step = as_graph(lambda: calls.append(1), CPU, enabled=True)
-    assert not step.graphed and step.reason == "CUDA graphs need a CUDA device and this run is on cpu"
+    assert step.reason == "CUDA graphs need a CUDA device and this run is on cpu"
     step.run()
     assert calls == [1]  # the eager callable itself, not a stand-in
     assert as_graph(lambda: None, CPU, enabled=False).reason == "not asked for"

@@ -292,6 +292,9 @@ def test_layer_report_shows_the_work_outside_components_and_both_capture_ratios(
     capture = pd.read_csv(tmp_path / "rep" / "layers_capture.csv")
     time = capture[capture["method"] == "time"].iloc[0]
     assert time["trials (valid/finished)"] == "1/1"
+    # Each row names its whole configuration, as the report's other tables do.
+    params = run.data.params
+    assert time["configuration"] == f"{params['model.name']}-{params['precision.name']}-b{params['batch_size']}-s{params['seq_len']}"
     for (_, scope), metric in CAPTURE_METRICS.items():  # one trial: the logged value itself, no interval claimed
         assert time[scope] == f"{run.data.metrics[metric]:.4g} (1 trial)"
     assert (capture.loc[capture["method"] != "time", "components only"] == "not measured").all()  # no sensor here

@@ -28,16 +28,15 @@ class Step:
     """What a window calls: a graph's replay, or the eager callable with the reason it is not graphed."""
 
     run: Callable[[], object]
-    graphed: bool
     reason: str | None = None  # None when graphed
 
 
 def as_graph(fn: Callable[[], object], device: torch.device, enabled: bool) -> Step:
     """``fn`` captured as a CUDA graph on ``device`` when ``enabled``, else ``fn`` itself and why."""
     if not enabled:
-        return Step(fn, False, "not asked for")
+        return Step(fn, "not asked for")
     if device.type != "cuda":
-        return Step(fn, False, f"CUDA graphs need a CUDA device and this run is on {device.type}")
+        return Step(fn, f"CUDA graphs need a CUDA device and this run is on {device.type}")
     side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
     graph = torch.cuda.CUDAGraph()
@@ -57,9 +56,9 @@ def as_graph(fn: Callable[[], object], device: torch.device, enabled: bool) -> S
         except Exception as error:  # an operation not permitted while capturing (a host sync), raised by torch or a library
             torch.cuda.synchronize(device)
             text = str(error).strip()
-            return Step(fn, False, f"capture failed ({text.splitlines()[0] if text else type(error).__name__})")
+            return Step(fn, f"capture failed ({text.splitlines()[0] if text else type(error).__name__})")
     torch.cuda.current_stream(device).wait_stream(side)
-    return Step(graph.replay, True)
+    return Step(graph.replay)
 
 
 __all__ = ["Step", "as_graph"]

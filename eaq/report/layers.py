@@ -19,7 +19,7 @@ from mlflow.tracking import MlflowClient
 import numpy as np
 import pandas as pd
 
-from eaq.report.aggregate import format_ci, t_interval
+from eaq.report.aggregate import config_label, format_ci, t_interval
 from eaq.report.figures import Figure, save
 from eaq.report.frame import CONFIG_KEYS
 
@@ -187,7 +187,7 @@ def capture_table(frame: pd.DataFrame) -> pd.DataFrame | str:
         counted = group[group["valid"].fillna("") != "false"]  # flagged runs are counted in "trials", not averaged
         predates = not any(m in group and group[m].notna().any() for _, m in CAPTURE.values())
         for method, metrics in CAPTURE.items():
-            row: dict[str, object] = {"model": key[0], "precision": key[1], "batch_size": key[2],
+            row: dict[str, object] = {"configuration": config_label(dict(zip(CONFIG_KEYS, key))),
                                       "trials (valid/finished)": f"{len(counted)}/{len(group)}", "method": method}
             inside = []
             for scope, metric in zip(("components only", "with blocks"), metrics):

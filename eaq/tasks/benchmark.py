@@ -75,7 +75,7 @@ def _window_metrics(result: WindowResult, latencies: list[float], batch_size: in
 def _generation_reference(cfg: EaqConfig, generator: Generator, batches: list[dict[str, torch.Tensor]], key: str) -> torch.Tensor:
     """The fp32 model's generated tokens for the quality batches, cached like the forward reference."""
     gen_key = reference_key(forward=key, new_tokens=cfg.workload.new_tokens)
-    return cached_reference(cfg.paths.cache_dir, gen_key, lambda: torch.cat([generator.generate(b["input_ids"]) for b in batches]))
+    return cached_reference(cfg.paths.cache_dir, gen_key, lambda: generator.generate_all(batches))
 
 
 @torch.inference_mode()
@@ -144,7 +144,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
                     ppl = perplexity(model, stream, cfg.seq_len, stride)
                     figures |= {"quality_perplexity": ppl.perplexity, "quality_perplexity_tokens": ppl.tokens}
                 if generated_reference is not None:
-                    tokens = torch.cat([generator(model).generate(b["input_ids"]) for b in quality_batches])
+                    tokens = generator(model).generate_all(quality_batches)
                     figures |= generation_agreement(tokens, generated_reference)
                 return figures
 

@@ -116,6 +116,13 @@ class LauncherCheck(Callback):
             raise cause or exc from None
 
 
+def sweep_folder(config: DictConfig) -> Path:
+    """The sweep's folder, from a multirun's start hook: Hydra sets its runtime config only per
+    job, and the folder's path interpolates ``${hydra:...}``, so set it from the sweep's config first."""
+    HydraConfig.instance().set_config(config)
+    return Path(HydraConfig.get().sweep.dir)
+
+
 class MlflowSweepCallback(Callback):
     def __init__(self) -> None:
         self.parent: TrackedRun | None = None
@@ -132,9 +139,7 @@ class MlflowSweepCallback(Callback):
 
     @fail_loudly("creating the sweep's MLflow parent run")
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        # Hydra sets its runtime config only per job; the paths here interpolate ${hydra:...}.
-        HydraConfig.instance().set_config(config)
-        sweep_dir = Path(HydraConfig.get().sweep.dir)
+        sweep_dir = sweep_folder(config)
         self._sweep_lock = _hold_sweep_folder(sweep_dir)
         (sweep_dir / SKIPPED_FILE).unlink(missing_ok=True)  # left by an earlier sweep in this folder
         tracking = config.tracking

@@ -45,6 +45,7 @@ from tqdm.auto import tqdm
 from tqdm.contrib import DummyTqdmFile
 
 from eaq.files import atomic_write_text
+from eaq.tracking.callbacks import sweep_folder
 
 _active: SweepProgress | None = None
 # The launcher that runs jobs in this process, one after another: the only one whose phases this display sees.
@@ -108,8 +109,10 @@ class SweepProgress(Callback):
 
     def __getstate__(self) -> dict[str, Any]:
         """A parallel launcher pickles the callbacks to its workers, where this display is not
-        drawn (``_active`` is this process's): the copy leaves its stream, bars and poller behind."""
-        return {**self.__dict__, "stream": None, "bar": None, "line": None, "_stdout": None, "_poller": None, "_stop": None}
+        drawn (``_active`` is this process's): the copy leaves its stream, bars and poller behind,
+        and takes fresh tallies, not the live ones the poller thread may be changing mid-pickle."""
+        return {**self.__dict__, "stream": None, "bar": None, "line": None, "_stdout": None, "_poller": None, "_stop": None,
+                "seen": set(), "ran_s": [], "counts": dict.fromkeys(self.counts, 0)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state, stream=state["stream"] or sys.stderr)
@@ -123,11 +126,8 @@ class SweepProgress(Callback):
         if here:
             _active = self
         else:  # jobs run in other processes (joblib, submitit): their records in the sweep folder say how they ended
-            HydraConfig.instance().set_config(config)  # the sweep folder interpolates ${hydra:...}
-            self.records = Path(HydraConfig.get().sweep.dir) / RECORDS_DIR
+            self.records = sweep_folder(config) / RECORDS_DIR
             shutil.rmtree(self.records, ignore_errors=True)  # left by an earlier sweep in this folder
-            self._poller = threading.Thread(target=self._poll_until_stopped, name="eaq-sweep-progress", daemon=True)
-            self._poller.start()
         if self.stream.isatty():
             self.bar = tqdm(total=self.total, desc="sweep", unit="run", file=self.stream, position=0, dynamic_ncols=True)
             if here:
@@ -136,6 +136,9 @@ class SweepProgress(Callback):
             # every job): through this proxy their lines land above the bars, on the bars' stream.
             self._stdout = sys.stdout
             sys.stdout = DummyTqdmFile(self.stream)  # type: ignore[assignment]
+        if self.records is not None:  # last: a record it reads finds the bar (or plain lines) ready
+            self._poller = threading.Thread(target=self._poll_until_stopped, name="eaq-sweep-progress", daemon=True)
+            self._poller.start()
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         self.run_name = str(config.get("run_name", ""))
@@ -173,10 +176,13 @@ class SweepProgress(Callback):
         """Count the records of jobs that ended since the last look, in the order of their job numbers."""
         assert self.records is not None
         new = [p for p in self.records.glob("*.json") if p.name not in self.seen]
-        for path in sorted(new, key=lambda p: int(p.stem)):
-            record = json.loads(path.read_text())
+        for path in sorted(new, key=lambda p: (len(p.stem), p.stem)):  # job numbers in numeric order
             self.seen.add(path.name)
-            self._ended(record["run_name"], record["status"], record["took_s"])
+            try:
+                record = json.loads(path.read_text())
+                self._ended(record["run_name"], record["status"], record["took_s"])
+            except (OSError, ValueError, KeyError) as error:  # one bad record must not stop the display for the rest
+                self._print(self._done(), f"progress record {path.name} unreadable ({error}); the sweep's summary counts from MLflow")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _active

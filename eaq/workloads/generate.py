@@ -98,6 +98,10 @@ class Generator:
             decoder.step()
         return decoder.tokens.clone()
 
+    def generate_all(self, batches: list[dict[str, torch.Tensor]]) -> torch.Tensor:
+        """``generate`` over quality batches, rows concatenated: the reference's and the precision's alike."""
+        return torch.cat([self.generate(b["input_ids"]) for b in batches])
+
 
 class Decoder:
     """Decode steps of one prompt batch, cycling from the same prefilled state; ``step()`` is one token per row."""
