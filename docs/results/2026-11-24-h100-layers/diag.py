@@ -98,7 +98,7 @@ def main() -> None:
     eager_wall = wall_ms(forward, device)
     step = as_graph(forward, device, True)
     print(f"{PRESET} {PRECISION}, batch {BATCH}, seq {SEQ}, torch {torch.__version__}, {torch.cuda.get_device_name(device)}")
-    print(f"graphed: {step.graphed} {step.reason or ''}; attn_implementation {model.config._attn_implementation}")
+    print(f"graphed: {step.reason is None} {step.reason or ''}; attn_implementation {model.config._attn_implementation}")
     graph_k = kernels(step.run, device)
     graph_wall = wall_ms(step.run, device)
     window = run_timed(lambda _: step.run(), [None], device, PASSES, 0.0)
