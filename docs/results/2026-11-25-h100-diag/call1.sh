@@ -9,8 +9,8 @@ python3 -X importtime -c "import eaq.tasks.preload" 2> $OUT/importtime.txt
 ( time python3 -c "import eaq.tasks.preload" ) 2>> $OUT/importtime.txt
 export PYTHONUNBUFFERED=1
 run() { local name=$1 limit=$2; shift 2; echo "== $name" ; timeout $limit "$@" 2>&1 | grep -v "Warning\|warn(\|deprecated\|output = func" > $OUT/$name.txt; tail -25 $OUT/$name.txt; }
-TORCH_LOGS=perf_hints run gen-llama-bf16-b1 150 python3 $here/gen_diag.py llama_1b_random bf16 1
-TORCH_LOGS=perf_hints run gen-llama-int4-b1 170 python3 $here/gen_diag.py llama_1b_random int4_weight_only 1
-run layers-distilbert-bf16 90 python3 docs/results/2026-11-24-h100-layers/diag.py distilbert_base_random bf16
-run layers-distilbert-fp8 90 python3 docs/results/2026-11-24-h100-layers/diag.py distilbert_base_random fp8
-run layers-gpt2-bf16 90 python3 docs/results/2026-11-24-h100-layers/diag.py gpt2_small_random bf16
+TORCH_LOGS=perf_hints run gen-llama-bf16-b1 130 python3 $here/gen_diag.py llama_1b_random bf16 1
+TORCH_LOGS=perf_hints run gen-llama-int4-b1 150 python3 $here/gen_diag.py llama_1b_random int4_weight_only 1
+run layers-distilbert-bf16 80 python3 docs/results/2026-11-24-h100-layers/diag.py distilbert_base_random bf16
+run layers-distilbert-fp8 80 python3 docs/results/2026-11-24-h100-layers/diag.py distilbert_base_random fp8
+run layers-gpt2-bf16 80 python3 docs/results/2026-11-24-h100-layers/diag.py gpt2_small_random bf16
