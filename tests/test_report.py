@@ -238,7 +238,7 @@ def test_workload_and_cuda_graphs_keep_configurations_apart(tmp_path: Path) -> N
     # A forward pass, a compiled one with and without CUDA graphs, and generation of 128 tokens at the
     # same model and shape measure different things: none may be averaged into another. A run logged
     # before the workload group and the cuda_graphs flag existed counts as the forward pass it was.
-    from eaq.report.aggregate import aggregate
+    from eaq.report.aggregate import aggregate, compact
     from eaq.report.frame import load
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
@@ -253,6 +253,8 @@ def test_workload_and_cuda_graphs_keep_configurations_apart(tmp_path: Path) -> N
         "graphs": ({"compile": "True", "cuda_graphs": "True", "workload.name": "forward"}, "latency_mean_ms", [2.0, 3.0]),
         "generate": ({"compile": "False", "cuda_graphs": "False", "workload.name": "generate", "workload.new_tokens": "128"},
                      "time_per_output_token_mean_ms", [40.0, 44.0]),
+        "generate compiled": ({"compile": "True", "cuda_graphs": "False", "workload.name": "generate", "workload.new_tokens": "128"},
+                              "time_per_output_token_mean_ms", [20.0, 22.0]),
     }
     for params, metric, values in configs.values():
         for trial, value in enumerate(values, 1):
@@ -269,6 +271,17 @@ def test_workload_and_cuda_graphs_keep_configurations_apart(tmp_path: Path) -> N
         f"{prefix}-compiled": ("latency_mean_ms", 2, pytest.approx(5.5)),
         f"{prefix}-compiled-graphs": ("latency_mean_ms", 2, pytest.approx(2.5)),
         f"{prefix}-gen128": ("time_per_output_token_mean_ms", 2, pytest.approx(42.0)),
+        f"{prefix}-compiled-gen128": ("time_per_output_token_mean_ms", 2, pytest.approx(21.0)),
+    }
+    # The closing table ranks each workload on its own cost, in its own column: forward passes by
+    # latency per batch, generation by time per output token, each blank in the other's rows.
+    ranks = compact(table).set_index("configuration")[["latency_mean_vs_best", "time_per_output_token_mean_vs_best"]]
+    assert ranks.to_dict("index") == {
+        prefix: {"latency_mean_vs_best": f"{12.0 / 2.5:.2f}x", "time_per_output_token_mean_vs_best": ""},
+        f"{prefix}-compiled": {"latency_mean_vs_best": f"{5.5 / 2.5:.2f}x", "time_per_output_token_mean_vs_best": ""},
+        f"{prefix}-compiled-graphs": {"latency_mean_vs_best": "best", "time_per_output_token_mean_vs_best": ""},
+        f"{prefix}-gen128": {"latency_mean_vs_best": "", "time_per_output_token_mean_vs_best": f"{42.0 / 21.0:.2f}x"},
+        f"{prefix}-compiled-gen128": {"latency_mean_vs_best": "", "time_per_output_token_mean_vs_best": "best"},
     }
 
 

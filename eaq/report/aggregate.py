@@ -154,6 +154,16 @@ def format_ci(mean: float, low: float, high: float) -> str:
     return f"{mean:.4g} ± {(high - low) / 2:.4g}"
 
 
+# What a configuration is ranked by, in order of preference: energy where a sensor measured it, else time.
+COSTS = ("energy_per_sample_mj", "decode_energy_per_token_mj", "latency_mean_ms", "time_per_output_token_mean_ms")
+
+
+def _cost(group: pd.DataFrame) -> str:
+    """The cost the configurations of one model, shape and workload are ranked by: the first of COSTS any of them measured."""
+    measured = [m for m in COSTS if group.loc[group["metric"] == m, "mean"].notna().any()]
+    return measured[0] if measured else "latency_mean_ms"
+
+
 def compact(table: pd.DataFrame) -> pd.DataFrame:
     """Configuration x mean ± CI of latency, energy per sample and quality: what a sweep prints at its end.
 
@@ -164,19 +174,22 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     each configuration's mean energy per sample (per output token for generation; latency
     where no energy was measured) over the lowest of its model, shape and workload, whatever
     the precision, compile mode or CUDA graphs. A format that loses on this device (eager int8 on a GPU)
-    reads as such without opening the report.
+    reads as such without opening the report. Each model, shape and workload is ranked on the first
+    of COSTS that any of its configurations measured, so forward and generate runs in one sweep are
+    each ranked on their own figure.
     """
     quality = quality_metric(table)
     present = set(table["metric"])
     generated = [m for m in ("time_per_output_token_mean_ms", "decode_energy_per_token_mj") if m in present]
     forward = ["latency_mean_ms", "energy_per_sample_mj"] if "latency_mean_ms" in present or not generated else []
     shown = [m for m in (*forward, *generated, quality) if m]
-    measured = [m for m in ("energy_per_sample_mj", "decode_energy_per_token_mj", "latency_mean_ms", "time_per_output_token_mean_ms")
-                if table.loc[table["metric"] == m, "mean"].notna().any()]
-    cost = measured[0] if measured else "latency_mean_ms"
     shape = [k for k in CONFIG_KEYS if k not in ("precision", "compile", "cuda_graphs")]
-    costs = table[table["metric"] == cost]
-    best = costs.groupby(shape)["mean"].min()
+    # A sweep mixing forward and generate runs ranks each workload on its own cost, in its own column
+    # (blank in the other workload's rows).
+    ranked = {}
+    for key, group in table.groupby(shape, sort=False):
+        cost = _cost(group)
+        ranked[key] = cost, group.loc[group["metric"] == cost, "mean"].min()
     rows = []
     for key, group in table.groupby(list(CONFIG_KEYS), sort=True):
         config = dict(zip(CONFIG_KEYS, key))
@@ -185,9 +198,9 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
         for metric in shown:
             stat = by_metric.loc[metric] if metric in by_metric.index else None
             row[metric] = format_ci(*(stat[["mean", "ci_low", "ci_high"]] if stat is not None else (math.nan,) * 3))
+        cost, lowest = ranked[tuple(config[k] for k in shape)]
         mine = by_metric["mean"].get(cost, math.nan)
-        lowest = best.get(tuple(config[k] for k in shape), math.nan)
         row[f"{cost.removesuffix('_mj').removesuffix('_ms')}_vs_best"] = (
             "not measured" if math.isnan(mine) or math.isnan(lowest) else "best" if mine == lowest else f"{mine / lowest:.2f}x")
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).fillna("")
