@@ -24,7 +24,8 @@ by construction, so no ratio includes it.
 
 With ``Settings.cuda_graphs`` on a GPU, the whole-model pass and every replay sequence run as
 CUDA graphs captured outside the windows (eaq.measure.graphs), so the GPU, not the host's
-launch rate, sets their time; attribution's profiled pass stays eager (the same kernels).
+launch rate, sets their time; attribution's profiled pass stays eager (the same kernels: while
+capturing, transformers' mask helpers decide as in an eager pass, eaq.models.masks).
 """
 
 from __future__ import annotations
@@ -39,8 +40,7 @@ from torch import nn
 
 from eaq.layers.attribution import OUTSIDE, PassTimes, profile_times, split
 from eaq.layers.components import Component, find_blocks
-from eaq.layers.replay import capture, metered, replay_by_type
-from eaq.measure.graphs import as_graph
+from eaq.layers.replay import capture, graphed, metered, replay_by_type
 from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, window_energy
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.samplers import Sampler, measures_energy
@@ -194,7 +194,7 @@ def measure_components(
     blocks = find_blocks(components)
     calls = capture(model, [*components, *blocks], forward)
     times = profile_times(model, components, forward, device, settings.profile_passes, blocks)
-    whole_step = as_graph(forward, device, settings.cuda_graphs)
+    whole_step = graphed(forward, device, settings.cuda_graphs)
     measuring = measures_energy(sampler)
     sampler.start()
     try:
