@@ -49,7 +49,9 @@ class Call:
 
 def _detach(value: object) -> object:
     """Inputs are cloned: a later module may change a tensor in place after the root read it.
-    A KV cache becomes None: replaying must not grow it, and one full-sequence pass never reads it."""
+    A KV cache becomes None: replaying must not grow it, and one full-sequence pass never reads it
+    (task=layers runs its passes without one, so that the pass measured whole does the same work:
+    eaq.layers.energy.without_cache)."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
     return None if isinstance(value, Cache) else value
