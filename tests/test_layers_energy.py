@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,10 @@ from transformers import AutoConfig, AutoModelForSequenceClassification
 
 from eaq.config import ModelConfig
 from eaq.layers.components import TYPES, Component, find_blocks, find_components
-from eaq.layers.attribution import OUTSIDE
+from eaq.layers.attribution import OUTSIDE, profile_times
 from eaq.layers import replay as replay_module
 from eaq.layers.energy import (
-    BLOCK_OPS, MODEL_GLUE, ComponentEnergy, Settings, measure_components, without_cache, without_full_mask,
+    BLOCK_OPS, GRAPH_SLOWER_LIMIT, MODEL_GLUE, ComponentEnergy, Settings, measure_components, without_cache, without_full_mask,
 )
 from eaq.measure.graphs import Step, as_graph
 from eaq.layers.replay import capture, replay
@@ -228,6 +229,31 @@ def test_without_the_kv_cache_attention_runs_in_the_pass_what_its_replay_runs() 
         torch.testing.assert_close(model(**without_cache(model, batch)).logits, model(**batch).logits, rtol=0, atol=0)
     distilbert = tiny("distilbert")  # its forward takes no use_cache: left alone
     assert without_cache(distilbert, batch) is batch
+
+
+def test_a_graphed_whole_pass_far_slower_than_its_eager_kernels_makes_the_run_invalid(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # What hid the mask built only while capturing for a day: DistilBERT's graph 5.18 ms vs 1.87 ms of kernels.
+    model = tiny("bert_tiny_random")
+    batch = _batch(model)
+    forward = lambda: model(**batch)  # noqa: E731
+
+    def graphed_slowly(fn, device, enabled):  # type: ignore[no-untyped-def]
+        if fn is not forward:
+            return Step(fn, "test double")
+        return Step(lambda: (time.sleep(0.05), fn()))  # "graphed" (no reason), and 50 ms slower per pass
+
+    monkeypatch.setattr(replay_module, "as_graph", graphed_slowly)
+    # The profiler's first use in a process costs a CPU ~0.25 s, counted on a CPU as the pass's time (a
+    # GPU's kernel times do not include it): spent here, so that the profiled pass is the model's few ms.
+    profile_times(model, [], forward, CPU, passes=1)
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
+    with torch.inference_mode():
+        found = measure_components(model, find_components(model), forward, CPU, sampler, SETTINGS, 2)
+    assert found.tags["eaq.valid"] == "false"
+    assert f"above {GRAPH_SLOWER_LIMIT}x" in found.tags["eaq.valid.reasons"]
+    assert "CUDA graph took" in caplog.text
 
 
 def test_unrecognised_modules_are_reported_as_other_not_dropped() -> None:

@@ -25,12 +25,14 @@ by construction, so no ratio includes it.
 With ``Settings.cuda_graphs`` on a GPU, the whole-model pass and every replay sequence run as
 CUDA graphs captured outside the windows (eaq.measure.graphs), so the GPU, not the host's
 launch rate, sets their time; attribution's profiled pass stays eager (the same kernels: while
-capturing, transformers' mask helpers decide as in an eager pass, eaq.models.masks).
+capturing, transformers' mask helpers decide as in an eager pass, eaq.models.masks). A graphed
+whole pass far slower than the eager kernels makes the run invalid (``_graph_mismatch``).
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,8 +51,12 @@ from eaq.measure.validity import check
 from eaq.measure.warmup import warm_up
 from eaq.measure.window import WindowResult
 
+log = logging.getLogger(__name__)
+
 # Sampler margin before the first and after the last window (as the benchmark's).
 TRACE_MARGIN_S = 0.3
+# A graphed whole pass slower than this times its eager kernels' time runs other work (see _graph_mismatch).
+GRAPH_SLOWER_LIMIT = 1.3
 
 
 @dataclass(frozen=True)
@@ -187,6 +193,27 @@ def without_cache(model: nn.Module, batch: dict[str, torch.Tensor]) -> dict[str,
     return batch | {"use_cache": False}
 
 
+def _graph_mismatch(graphed: bool, graph_s: float, kernels_s: float) -> list[str]:
+    """Why the whole-model window may not measure the eager computation: its graph far slower than
+    the eager pass's kernels.
+
+    A graph replays the kernels back to back, so its time per pass is the kernels' and small
+    launch gaps; attribution's profile and the replays' inputs come from eager passes. A graph
+    much slower than those kernels recorded other work: on the 2026-11-24 H100 run, DistilBERT's
+    graph took 5.18 ms against 1.87 ms of eager kernels (transformers 5.17 built an attention mask
+    only while capturing: eaq.models.masks), which went unnoticed for a day behind a replay capture
+    of 0.39. Passes of a few microsecond-long kernels (tiny models, batch 1) can come near the
+    limit on launch gaps alone; the reason gives both times so that a reader can judge."""
+    if not graphed or kernels_s <= 0 or graph_s <= GRAPH_SLOWER_LIMIT * kernels_s:
+        return []
+    reason = (f"whole model: its CUDA graph took {graph_s * 1e3:.3f} ms per pass against {kernels_s * 1e3:.3f} ms of the "
+              f"eager pass's kernels ({graph_s / kernels_s:.2f}x, above {GRAPH_SLOWER_LIMIT}x): the graph runs other work "
+              "than the eager passes that replay and attribution measure (compare their kernels: "
+              "docs/results/2026-11-24-h100-layers/diag.py), so the capture ratios compare different computations")
+    log.warning(reason)
+    return [reason]
+
+
 def _graphs_tag(enabled: bool, eager: dict[str, str], total: int) -> str:
     """What ran as CUDA graphs, and what ran eagerly with the reason, for the tag eaq.layers.cuda_graphs."""
     if not enabled:
@@ -240,6 +267,7 @@ def measure_components(
     found.attribution_j = _split_or_none(whole_j, times.components, times.whole_s)
     found.attribution_net_j = _split_or_none(whole_net_j, times.components, times.whole_s)
     reasons = [f"whole model: {r}" for r in check(whole, whole_energy, idle_w, settings.min_window_s).reasons]
+    reasons += _graph_mismatch(whole_step.reason is None, found.whole_s_per_pass, times.whole_s)
     block_j: dict[str, float | None] = {}
     block_net_j: dict[str, float | None] = {}
     eager = {"whole model": whole_step.reason} if whole_step.reason else {}
