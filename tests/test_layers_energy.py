@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -14,16 +15,22 @@ from transformers import AutoConfig, AutoModelForSequenceClassification
 
 from eaq.config import ModelConfig
 from eaq.layers.components import TYPES, Component, find_blocks, find_components
-from eaq.layers.attribution import OUTSIDE
-from eaq.layers.energy import BLOCK_OPS, MODEL_GLUE, ComponentEnergy, Settings, measure_components, without_full_mask
-from eaq.measure.graphs import as_graph
+from eaq.layers.attribution import OUTSIDE, profile_times
+from eaq.layers import replay as replay_module
+from eaq.layers.energy import (
+    BLOCK_OPS, GRAPH_SLOWER_LIMIT, MODEL_GLUE, ComponentEnergy, Settings, measure_components, without_cache, without_full_mask,
+)
+from eaq.measure.graphs import Step, as_graph
 from eaq.layers.replay import capture, replay
+from eaq.models.masks import eager_mask_decisions
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.samplers import NoSampler
 from eaq.layers.tables import COMPONENT_COLUMNS, OUTSIDE_COLUMNS, Impacts, component_rows, energy_shares, type_rows
 from eaq.metrics import METRIC_NAMES
 from conftest import FAST, all_runs, run_eaq, store
+from torch.utils._python_dispatch import TorchDispatchMode
+from transformers import masking_utils
 from fake_nvml import FakeNvml
 from eaq.models import load_model
 
@@ -122,6 +129,131 @@ def test_a_mask_that_masks_nothing_is_dropped_and_the_outputs_stay_the_same() ->
     padded = full | {"attention_mask": full["attention_mask"].clone()}
     padded["attention_mask"][0, -1] = 0
     assert without_full_mask(padded) is padded  # padding: the mask stays
+
+
+class OpList(TorchDispatchMode):
+    """The operations dispatched while active, in order: what two passes run, compared op by op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def _ops(run: object) -> list[str]:
+    with torch.inference_mode(), OpList() as seen:
+        run()  # type: ignore[operator]
+    return seen.ops
+
+
+@pytest.fixture
+def capturing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As while a CUDA graph is being captured, for transformers (its is_cuda_stream_capturing asks torch)."""
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+
+
+def test_while_capturing_a_pass_given_no_mask_is_not_taken_as_traced(capturing: None) -> None:
+    # transformers up to 5.17 asked is_tracing(None) before skipping the mask, true while capturing;
+    # is_tracing itself still says so in 5.24 (which asks only for a real mask).
+    assert masking_utils.is_tracing(None)
+    with eager_mask_decisions():
+        assert not masking_utils.is_tracing(None)
+        assert masking_utils.is_tracing(torch.ones(2, 8, dtype=torch.bool))  # a given mask is never read on the host
+    assert masking_utils.is_tracing(None)  # given back on exit
+
+
+@pytest.mark.parametrize("kind", ["bert_tiny_random", "gpt2_tiny_random", "distilbert"])
+def test_a_pass_captured_by_eaq_runs_the_eager_operations(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The oracle: the operations a forward pass dispatches. A pass given no mask (as task=layers
+    # times them) must run the same ones while captured as eagerly; on transformers 5.17 it built
+    # a full mask while capturing (the 2026-11-25 H100 diagnostics).
+    model = tiny(kind)
+    ids = _batch(model)["input_ids"]
+    eager = _ops(lambda: model(input_ids=ids))
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    with eager_mask_decisions():
+        assert _ops(lambda: model(input_ids=ids)) == eager
+
+
+def test_every_graph_task_layers_captures_takes_the_eager_mask_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The whole pass, each type's replay and each component alone: what transformers sees while each is captured.
+    seen: list[bool] = []
+
+    def fake_capture(fn, device, enabled):  # type: ignore[no-untyped-def]
+        with monkeypatch.context() as capture_now:
+            capture_now.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+            seen.append(masking_utils.is_tracing(None))
+        return Step(fn, "test double")
+
+    monkeypatch.setattr(replay_module, "as_graph", fake_capture)
+    model = tiny("gpt2_tiny_random")
+    batch = _batch(model)
+    components = find_components(model)
+    with torch.inference_mode():
+        measure_components(model, components, lambda: model(**batch), CPU, NoSampler(reason="none"), SETTINGS, 2)
+    blocks = find_blocks(components)
+    types = {c.type for c in components} | {"block"}
+    assert len(seen) == 1 + len(components) + len(blocks) + len(types) and not any(seen)
+
+
+def _attention_ops(model: nn.Module, batch: dict[str, object]) -> tuple[list[str], list[str]]:
+    """The operations of the first attention in the pass, and of its replay on the captured inputs."""
+    components = find_components(model)
+    attention = next(c for c in components if c.type == "attention")
+    root = model.get_submodule(attention.roots[0])
+    in_situ: list[OpList] = []
+    before = root.register_forward_pre_hook(lambda *_: in_situ.append(OpList().__enter__()))
+    after = root.register_forward_hook(lambda *_: in_situ[-1].__exit__(None, None, None))
+    with torch.inference_mode():
+        model(**batch)
+    before.remove()
+    after.remove()
+    calls = capture(model, components, lambda: model(**batch))
+    return in_situ[0].ops, _ops(lambda: replay(model, calls[attention.name][:1]))
+
+
+def test_without_the_kv_cache_attention_runs_in_the_pass_what_its_replay_runs() -> None:
+    # GPT-2 fills a KV cache by default, which replay leaves out: in the pass, attention also copied
+    # its keys and values (on the 2026-11-24 H100 run ~0.85 ms per pass, fp8's replay capture 0.92).
+    model = tiny("gpt2_tiny_random")
+    batch = _batch(model)
+    in_situ, replayed = _attention_ops(model, batch)
+    assert in_situ != replayed  # the oracle sees the cache's copies
+    assert without_cache(model, batch) == batch | {"use_cache": False}
+    in_situ, replayed = _attention_ops(model, without_cache(model, batch))
+    assert in_situ == replayed
+    with torch.inference_mode():  # the same outputs: the cache was never read
+        torch.testing.assert_close(model(**without_cache(model, batch)).logits, model(**batch).logits, rtol=0, atol=0)
+    distilbert = tiny("distilbert")  # its forward takes no use_cache: left alone
+    assert without_cache(distilbert, batch) is batch
+
+
+def test_a_graphed_whole_pass_far_slower_than_its_eager_kernels_makes_the_run_invalid(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # What hid the mask built only while capturing for a day: DistilBERT's graph 5.18 ms vs 1.87 ms of kernels.
+    model = tiny("bert_tiny_random")
+    batch = _batch(model)
+    forward = lambda: model(**batch)  # noqa: E731
+
+    def graphed_slowly(fn, device, enabled):  # type: ignore[no-untyped-def]
+        if fn is not forward:
+            return Step(fn, "test double")
+        return Step(lambda: (time.sleep(0.05), fn()))  # "graphed" (no reason), and 50 ms slower per pass
+
+    monkeypatch.setattr(replay_module, "as_graph", graphed_slowly)
+    # The profiler's first use in a process costs a CPU ~0.25 s, counted on a CPU as the pass's time (a
+    # GPU's kernel times do not include it): spent here, so that the profiled pass is the model's few ms.
+    profile_times(model, [], forward, CPU, passes=1)
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
+    with torch.inference_mode():
+        found = measure_components(model, find_components(model), forward, CPU, sampler, SETTINGS, 2)
+    assert found.tags["eaq.valid"] == "false"
+    assert f"above {GRAPH_SLOWER_LIMIT}x" in found.tags["eaq.valid.reasons"]
+    assert "CUDA graph took" in caplog.text
 
 
 def test_unrecognised_modules_are_reported_as_other_not_dropped() -> None:

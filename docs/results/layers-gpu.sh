@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# Issue 11's H100 evidence, in two device calls of at most 9.5 minutes each (LIMIT_S=570 stops a
-# part at its deadline, so the call keeps time to copy back what ran; 0: no deadline):
-#   PARTS=energy LIMIT_S=570 OUT=... bash docs/results/layers-gpu.sh                          # about 8.5 min
-#   PARTS=plan   LIMIT_S=570 OUT=... bash docs/results/layers-gpu.sh distilbert_base_random   # about 5 min
-#   PARTS=plan   LIMIT_S=570 OUT=... bash docs/results/layers-gpu.sh gpt2_small_random        # about 6 min
-# (the plan part for both models in one call, about 11 min, would meet the deadline in GPT-2's uniform runs)
+# Issue 11's H100 evidence, in two device calls of at most 9.5 minutes each (LIMIT_S stops a part at
+# its deadline, counted from the script's start, the install included, so the call keeps time to copy
+# back what ran; 0: no deadline):
+#   PARTS=energy LIMIT_S=555 OUT=... bash docs/results/layers-gpu.sh    # about 8.5 min
+#   PARTS=plan   LIMIT_S=555 OUT=... bash docs/results/layers-gpu.sh    # both models, about 8-9 min
 # Arguments: [MODELS] [PRECISIONS], defaults distilbert_base_random,gpt2_small_random and bf16,fp8.
 #
 # energy: task=layers, 3 trials of every model x precision at batch 64, seq 128, synthetic token ids
@@ -12,27 +11,34 @@
 #   window per component type and one for the blocks replayed whole; the idle baseline, 2 s, is
 #   measured once and reused while it holds: trials.idle_reuse), layers.cuda_graphs on (the
 #   default: every window replays CUDA graphs; the tag eaq.layers.cuda_graphs says what fell back).
-#   Estimate from the 2026-11-23 run (10 of 12 runs in 450 s, 34-48 s each, eager): minus the idle
-#   window (2 s) and two thirds of the per-component timing (0.3 -> 0.1 s each), plus the block
-#   window (3 s): about 33-35 s per DistilBERT run and 41-43 s per GPT-2 run (the upper figure where
-#   the baseline is measured again: it is when the GPU's temperature moved more than 3 C), 12 runs =
-#   ~470 s + ~30 s of start-up. Summary: $OUT/layers-summary.txt (per type: share, both methods, trial-to-trial
-#   spread; per trial: capture ratios, components only and with the blocks' own ops, and the outside
-#   entries).
-# plan: per model, a task=layers run in bf16 choosing which components to lower to fp8 within a
-#   drift budget (KL <= PLAN_KL on synthetic ids: random weights have no task quality); then the
-#   plan (precision=mixed) and uniform bf16, fp8 and int8, 3 trials each, compiled with Inductor's
-#   defaults for every precision (COMPILE_TUNING=false, as the precision table's compiled runs:
-#   15-26 s a run there; tuned, GPT-2-medium fp8 took 3 minutes to compile). Estimate per model: the
-#   plan run ~60-90 s (sensitivity of every component and type, then the energy windows) + 12 compiled
-#   runs x 15-25 s + ~30 s of start-ups = 5-6 min. Models run one after the other, each whole: the
-#   plan's runs first, then the uniform ones trial-major, so a deadline cuts the last trials, never all
-#   of a configuration's. Table: $OUT/plan-vs-uniform.txt.
+#   Measured on 2026-11-24 (the same part, one call): 12 runs in 493 s from Hydra's start, 34-40 s
+#   per DistilBERT run and 41-44 s per GPT-2 run; ~40 s of install before. The windows are fixed in
+#   seconds, so faster passes (the mask and KV-cache fixes of 2026-11-25) do not shorten it.
+#   Summary: $OUT/layers-summary.txt (per type: share, both methods, trial-to-trial spread; per trial:
+#   capture ratios, components only and with the blocks' own ops, the graphed whole pass against
+#   the eager kernels, whether the run is valid and why not).
+# plan: three launches for all models (each launch costs a start-up, ~20-30 s):
+#   1. per model, a task=layers run in bf16 choosing which components to lower to fp8 within a drift
+#      budget (KL <= PLAN_KL on synthetic ids: random weights have no task quality). PLAN_SAMPLER=none
+#      by default: the plan ranks components by their share of the pass's time, not of measured energy
+#      (replay), which saves the energy windows (~30 s per model); PLAN_SAMPLER=nvml ranks by energy.
+#      The plan's own energy is measured in step 2 either way.
+#   2. the plans (precision=mixed), PLAN_TRIALS (1,2,3) trials each;
+#   3. uniform bf16, fp8 and int8, UNIFORM_TRIALS (1,2) trials each: 2, not 3, so both models fit one
+#      call; the cost: each uniform point is a mean of 2 (its range, no useful confidence interval),
+#      so a plan within about a trial's spread of the front cannot be called on or off it.
+#   Steps 2 and 3 run trial-major, so a deadline cuts the last trials, never all of a configuration's;
+#   they are compiled with Inductor's defaults for every precision (COMPILE_TUNING=false, as the
+#   precision table's compiled runs: 15-26 s a run there; tuned, GPT-2-medium fp8 took 3 minutes to
+#   compile). Estimate for both models: 40 s install + ~90 s plans + 6 mixed and 12 uniform compiled
+#   runs x 15-20 s + 3 start-ups = 8-9 min. Table: $OUT/plan-vs-uniform.txt.
 # Environment: TRIALS_LIST=1,2,3 BATCH=64 SEQ=128 PLAN_KL=0.01 COMPILE=true COMPILE_TUNING=false
-# PROTOCOL=gpu_table SAMPLER=nvml WORK=/tmp/eaq-layers. $OUT gets at most 8 files (stores, and a
-# tarball of each store's artifacts: a device call brings back files two folders deep at most).
+# PROTOCOL=gpu_table SAMPLER=nvml PLAN_SAMPLER=none PLAN_TRIALS=$TRIALS_LIST UNIFORM_TRIALS=1,2
+# WORK=/tmp/eaq-layers. $OUT gets at most 6 files per part (stores, and a tarball of each store's
+# artifacts: a device call brings back files two folders deep at most; the plans are in the
+# plan-choice tarball).
 # A CPU dry run of each part:
-#   OUT=/tmp/out SAMPLER=none PROTOCOL=quick BATCH=2 SEQ=16 COMPILE=false TRIALS_LIST=1 PARTS=energy \
+#   OUT=/tmp/out SAMPLER=none PROTOCOL=quick BATCH=2 SEQ=16 COMPILE=false TRIALS_LIST=1 UNIFORM_TRIALS=1 PARTS=energy \
 #     bash docs/results/layers-gpu.sh bert_tiny_random,gpt2_tiny_random fp32
 #   (the same with PARTS=plan)
 set -uo pipefail
@@ -42,7 +48,7 @@ SAMPLER=${SAMPLER:-nvml} PROTOCOL=${PROTOCOL:-gpu_table} BATCH=${BATCH:-64} SEQ=
 PARTS=${PARTS:-energy} WORK=${WORK:-/tmp/eaq-layers} LIMIT_S=${LIMIT_S:-0}
 DEADLINE=$((SECONDS + LIMIT_S))
 python3 -c "import eaq, torchao, scipy" 2>/dev/null || bash docs/results/gpu-install.sh
-COMMON="batch_size=$BATCH seq_len=$SEQ dataset=synthetic sampler=$SAMPLER trials=$PROTOCOL paths.cache_dir=$WORK/cache"
+COMMON="batch_size=$BATCH seq_len=$SEQ dataset=synthetic trials=$PROTOCOL paths.cache_dir=$WORK/cache"
 mkdir -p $WORK
 left() {  # seconds to the deadline for `timeout` (0: none); fails when the deadline has passed
   ((LIMIT_S == 0)) && { echo 0; return 0; }
@@ -61,7 +67,7 @@ keep() {  # a store and its artifacts, into $OUT
 if [[ $PARTS == *energy* ]]; then
   # Impact off: it is the CPU evidence's part, and random weights have none.
   run_eaq log-layers.txt -m task=layers model=$MODELS precision=$PRECISIONS trial=$TRIALS_LIST layers.impact=false $COMMON \
-    paths.output_dir=$WORK/layers
+    sampler=$SAMPLER paths.output_dir=$WORK/layers
   keep layers
   # The summary from the store alone (MLflow artifacts), as the report would read it.
   python3 - "$WORK/layers" <<'EOF' | tee $OUT/layers-summary.txt
@@ -108,32 +114,56 @@ for (model, precision), trials in sorted(by_config.items()):
             found = [m.get(ratio + suffix, float("nan")) for m, _, _ in trials]
             print(f"bar, {ratio + suffix} in 0.95-1.05:", "met" if all(0.95 <= r <= 1.05 for r in found) else "missed",
                   " ".join(f"{r:.3f}" for r in found))
-    print("per trial: whole_ms kernel_ms energy_per_sample_mj | capture replay, attribution, time | with blocks: replay, attribution, time")
-    for m, _, _ in trials:
+    # The graphed whole pass against the eager pass's kernels (diag.py's question, from the run's own
+    # metrics): near 1 when the graph runs the eager computation; above 1.3 the run is invalid.
+    print("per trial: whole_ms kernel_ms whole/kernels energy_per_sample_mj | capture replay, attribution, time | "
+          "with blocks: replay, attribution, time | valid")
+    for m, tags, _ in trials:
         get = lambda k: m.get(k, float("nan"))  # noqa: E731
-        print(f"{get('layers_whole_model_time_ms'):.3f} {get('layers_kernel_time_ms'):.3f} {get('energy_per_sample_mj'):.2f} | "
+        print(f"{get('layers_whole_model_time_ms'):.3f} {get('layers_kernel_time_ms'):.3f} "
+              f"{get('layers_whole_model_time_ms') / get('layers_kernel_time_ms'):.2f} {get('energy_per_sample_mj'):.2f} | "
               f"{get('layers_capture_ratio_replay'):.3f} {get('layers_capture_ratio_attribution'):.3f} "
               f"{get('layers_time_capture_ratio'):.3f} | {get('layers_capture_ratio_replay_with_blocks'):.3f} "
-              f"{get('layers_capture_ratio_attribution_with_blocks'):.3f} {get('layers_time_capture_ratio_with_blocks'):.3f}")
+              f"{get('layers_capture_ratio_attribution_with_blocks'):.3f} {get('layers_time_capture_ratio_with_blocks'):.3f} | "
+              f"{tags.get('eaq.valid', 'n/a')} {tags.get('eaq.valid.reasons', '')}")
 EOF
 fi
 
 if [[ $PARTS == *plan* ]]; then
   if [[ $PRECISIONS == *fp8* ]]; then TARGET=fp8 BASE=bf16 UNIFORM=bf16,fp8,int8; else TARGET=int8 BASE=${PRECISIONS%%,*} UNIFORM=${PRECISIONS%%,*},int8; fi
-  BENCH="compile=${COMPILE:-true} compile_tuning=${COMPILE_TUNING:-false} $COMMON paths.output_dir=$WORK/plan-bench"
-  for model in ${MODELS//,/ }; do  # one model whole (plan, its runs, the uniform runs) before the next
-    touch $WORK/.plan-$model  # the plan this run writes is the one newer than this mark
-    run_eaq log-plan.txt task=layers model=$model precision=$BASE layers.target=$TARGET layers.ablation=false \
-      layers.budget=impact layers.budget_limit=${PLAN_KL:-0.01} $COMMON paths.output_dir=$WORK/plan-choice
-    PLAN=$(find $WORK/plan-choice/mlartifacts -name plan.yaml -newer $WORK/.plan-$model 2>/dev/null | head -1)
-    if [[ -n $PLAN ]]; then
-      cp $PLAN $OUT/plan-$model.yaml
-      run_eaq log-plan.txt -m trial=$TRIALS_LIST model=$model precision=mixed precision.plan=$OUT/plan-$model.yaml $BENCH
-    else
-      echo "no plan for $model" | tee -a $OUT/log-plan.txt
-    fi
-    run_eaq log-plan.txt -m trial=$TRIALS_LIST model=$model precision=$UNIFORM $BENCH
-  done
+  BENCH="compile=${COMPILE:-true} compile_tuning=${COMPILE_TUNING:-false} $COMMON sampler=$SAMPLER paths.output_dir=$WORK/plan-bench"
+  PLANS=$WORK/plans
+  # 1. Every model's plan, in one launch.
+  run_eaq log-plan.txt -m task=layers model=$MODELS precision=$BASE layers.target=$TARGET layers.ablation=false \
+    layers.budget=impact layers.budget_limit=${PLAN_KL:-0.01} $COMMON sampler=${PLAN_SAMPLER:-none} \
+    paths.output_dir=$WORK/plan-choice
+  # Each model's newest plan, as $PLANS/plan-<model.name>.yaml; prints the presets that have one.
+  PLANNED=$(python3 - "$WORK/plan-choice" "$PLANS" 2>>$OUT/log-plan.txt <<'EOF'
+import shutil, sys, tempfile
+from pathlib import Path
+from mlflow.tracking import MlflowClient
+store, plans = sys.argv[1], Path(sys.argv[2])
+plans.mkdir(parents=True, exist_ok=True)
+client = MlflowClient(tracking_uri=f"sqlite:///{store}/mlflow.db")
+experiments = [e.experiment_id for e in client.search_experiments()]
+runs = client.search_runs(experiments, "tags.`eaq.kind` = 'layers' and attributes.status = 'FINISHED'",
+                          order_by=["attributes.start_time DESC"]) if experiments else []
+planned = {}
+for run in runs:  # newest first: an earlier call's plan in the same WORK is not taken
+    preset, name = run.data.tags.get("eaq.group.model"), run.data.params.get("model.name")
+    if preset in planned or "eaq.layers.plan" not in run.data.tags:
+        continue
+    shutil.copy(client.download_artifacts(run.info.run_id, "layers/plan.yaml", tempfile.mkdtemp()), plans / f"plan-{name}.yaml")
+    planned[preset] = name
+    print(f"plan for {preset}: {run.data.tags['eaq.layers.plan']}", file=sys.stderr)
+print(",".join(planned))
+EOF
+)
+  [[ -n $PLANNED ]] || echo "no plan for any of $MODELS" | tee -a $OUT/log-plan.txt
+  # 2. The plans, and 3. the uniform precisions: each launch trial-major (a deadline cuts the last trials).
+  [[ -n $PLANNED ]] && run_eaq log-plan.txt -m trial=${PLAN_TRIALS:-$TRIALS_LIST} model=$PLANNED precision=mixed \
+    "precision.plan=$PLANS/plan-\${model.name}.yaml" $BENCH
+  run_eaq log-plan.txt -m trial=${UNIFORM_TRIALS:-1,2} model=$MODELS precision=$UNIFORM $BENCH
   python3 -m eaq.report.table --uri sqlite:///$WORK/plan-bench/mlflow.db --preset energy | tee $OUT/plan-vs-uniform.txt
   keep plan-choice
   keep plan-bench

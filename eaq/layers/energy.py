@@ -24,11 +24,15 @@ by construction, so no ratio includes it.
 
 With ``Settings.cuda_graphs`` on a GPU, the whole-model pass and every replay sequence run as
 CUDA graphs captured outside the windows (eaq.measure.graphs), so the GPU, not the host's
-launch rate, sets their time; attribution's profiled pass stays eager (the same kernels).
+launch rate, sets their time; attribution's profiled pass stays eager (the same kernels: while
+capturing, transformers' mask helpers decide as in an eager pass, eaq.models.masks). A graphed
+whole pass far slower than the eager kernels makes the run invalid (``_graph_mismatch``).
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,8 +43,7 @@ from torch import nn
 
 from eaq.layers.attribution import OUTSIDE, PassTimes, profile_times, split
 from eaq.layers.components import Component, find_blocks
-from eaq.layers.replay import capture, metered, replay_by_type
-from eaq.measure.graphs import as_graph
+from eaq.layers.replay import capture, graphed, metered, replay_by_type
 from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, window_energy
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.samplers import Sampler, measures_energy
@@ -48,8 +51,12 @@ from eaq.measure.validity import check
 from eaq.measure.warmup import warm_up
 from eaq.measure.window import WindowResult
 
+log = logging.getLogger(__name__)
+
 # Sampler margin before the first and after the last window (as the benchmark's).
 TRACE_MARGIN_S = 0.3
+# A graphed whole pass slower than this times its eager kernels' time runs other work (see _graph_mismatch).
+GRAPH_SLOWER_LIMIT = 1.3
 
 
 @dataclass(frozen=True)
@@ -167,6 +174,46 @@ def without_full_mask(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
     return {k: v for k, v in batch.items() if k != "attention_mask"}
 
 
+def without_cache(model: nn.Module, batch: dict[str, torch.Tensor]) -> dict[str, object]:
+    """``batch`` with ``use_cache=False`` where the model's forward takes it and its config turns it on.
+
+    A causal LM keeps a KV cache by default: each attention copies its keys and values into it,
+    and one full-sequence pass never reads them. Replay gives every component no cache (it must
+    not grow one: eaq.layers.replay), so with the cache on, attention in the whole pass and in
+    attribution's profile runs copies that its replay does not: on the 2026-11-24 H100 run,
+    GPT-2-small's attention took 1.98 ms per pass in situ against 1.09 ms replayed (bf16) and
+    3.73 vs 2.91 ms (fp8), about 0.85 ms of the 14.4 and 20.8 ms of kernels (on a CPU, the cache's
+    two copies are the only operations attention runs in situ and not replayed), and fp8's replay
+    capture came out at 0.92. Without the cache, every pass runs the components' work only.
+    Encoders that take the flag (BERT) build no cache either way; models whose forward does not
+    take it are left as they are."""
+    takes = "use_cache" in inspect.signature(model.forward).parameters
+    if not (takes and getattr(getattr(model, "config", None), "use_cache", False)):
+        return batch
+    return batch | {"use_cache": False}
+
+
+def _graph_mismatch(graphed: bool, graph_s: float, kernels_s: float) -> list[str]:
+    """Why the whole-model window may not measure the eager computation: its graph far slower than
+    the eager pass's kernels.
+
+    A graph replays the kernels back to back, so its time per pass is the kernels' and small
+    launch gaps; attribution's profile and the replays' inputs come from eager passes. A graph
+    much slower than those kernels recorded other work: on the 2026-11-24 H100 run, DistilBERT's
+    graph took 5.18 ms against 1.87 ms of eager kernels (transformers 5.17 built an attention mask
+    only while capturing: eaq.models.masks), which went unnoticed for a day behind a replay capture
+    of 0.39. Passes of a few microsecond-long kernels (tiny models, batch 1) can come near the
+    limit on launch gaps alone; the reason gives both times so that a reader can judge."""
+    if not graphed or kernels_s <= 0 or graph_s <= GRAPH_SLOWER_LIMIT * kernels_s:
+        return []
+    reason = (f"whole model: its CUDA graph took {graph_s * 1e3:.3f} ms per pass against {kernels_s * 1e3:.3f} ms of the "
+              f"eager pass's kernels ({graph_s / kernels_s:.2f}x, above {GRAPH_SLOWER_LIMIT}x): the graph runs other work "
+              "than the eager passes that replay and attribution measure (compare their kernels: "
+              "docs/results/2026-11-24-h100-layers/diag.py), so the capture ratios compare different computations")
+    log.warning(reason)
+    return [reason]
+
+
 def _graphs_tag(enabled: bool, eager: dict[str, str], total: int) -> str:
     """What ran as CUDA graphs, and what ran eagerly with the reason, for the tag eaq.layers.cuda_graphs."""
     if not enabled:
@@ -194,7 +241,7 @@ def measure_components(
     blocks = find_blocks(components)
     calls = capture(model, [*components, *blocks], forward)
     times = profile_times(model, components, forward, device, settings.profile_passes, blocks)
-    whole_step = as_graph(forward, device, settings.cuda_graphs)
+    whole_step = graphed(forward, device, settings.cuda_graphs)
     measuring = measures_energy(sampler)
     sampler.start()
     try:
@@ -220,6 +267,7 @@ def measure_components(
     found.attribution_j = _split_or_none(whole_j, times.components, times.whole_s)
     found.attribution_net_j = _split_or_none(whole_net_j, times.components, times.whole_s)
     reasons = [f"whole model: {r}" for r in check(whole, whole_energy, idle_w, settings.min_window_s).reasons]
+    reasons += _graph_mismatch(whole_step.reason is None, found.whole_s_per_pass, times.whole_s)
     block_j: dict[str, float | None] = {}
     block_net_j: dict[str, float | None] = {}
     eager = {"whole model": whole_step.reason} if whole_step.reason else {}
@@ -293,4 +341,4 @@ def milli(value: float | None) -> float | None:
     return value * 1e3 if value is not None else None
 
 
-__all__ = ["milli", "without_full_mask", "BLOCK_OPS", "MODEL_GLUE", "OUTSIDE_BASIS", "ComponentEnergy", "OutsideWork", "Settings", "measure_components"]
+__all__ = ["milli", "without_cache", "without_full_mask", "BLOCK_OPS", "MODEL_GLUE", "OUTSIDE_BASIS", "ComponentEnergy", "OutsideWork", "Settings", "measure_components"]

@@ -30,11 +30,12 @@ from torch.utils._pytree import tree_map
 from transformers.cache_utils import Cache
 
 from eaq.layers.components import Component, around_roots
-from eaq.measure.graphs import as_graph
+from eaq.measure.graphs import Step, as_graph
 from eaq.measure.samplers import Sampler
 from eaq.measure.stats import LatencyStats
 from eaq.measure.timing import run_timed
 from eaq.measure.window import MeasurementWindow, WindowResult
+from eaq.models.masks import eager_mask_decisions
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ class Call:
 
 def _detach(value: object) -> object:
     """Inputs are cloned: a later module may change a tensor in place after the root read it.
-    A KV cache becomes None: replaying must not grow it, and one full-sequence pass never reads it."""
+    A KV cache becomes None: replaying must not grow it, and one full-sequence pass never reads it
+    (task=layers runs its passes without one, so that the pass measured whole does the same work:
+    eaq.layers.energy.without_cache)."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
     return None if isinstance(value, Cache) else value
@@ -71,12 +74,22 @@ def replay(model: nn.Module, calls: Sequence[Call]) -> list[object]:
     return [model.get_submodule(call.root)(*call.args, **call.kwargs) for call in calls]
 
 
+def graphed(fn: Callable[[], object], device: torch.device, enabled: bool) -> Step:
+    """``fn`` as a CUDA graph (eaq.measure.graphs) that runs what ``fn`` runs eagerly.
+
+    Every energy here is compared with eager passes (the captured inputs, attribution's
+    profile), so the graph must record the eager computation: transformers up to 5.17 builds
+    an attention mask while a stream is capturing, and none eagerly (eaq.models.masks)."""
+    with eager_mask_decisions():
+        return as_graph(fn, device, enabled)
+
+
 def time_alone(
     model: nn.Module, calls: Sequence[Call], device: torch.device, iters: int, min_s: float, graphs: bool = False
 ) -> tuple[float, str | None]:
     """Median seconds of one replay pass of ``calls``, outside any window (no energy read), and
     why it ran eagerly (None: graphed)."""
-    step = as_graph(lambda: replay(model, calls), device, graphs)
+    step = graphed(lambda: replay(model, calls), device, graphs)
     latencies = run_timed(lambda _: step.run(), [None], device, iters, min_s, label="replay timing")
     return LatencyStats.from_seconds(latencies).p50_ms / 1e3, step.reason
 
@@ -132,11 +145,11 @@ def replay_by_type(
             alone[c.name], reason = time_alone(model, calls[c.name], device, iters, min_s / 30, graphs)
             eager |= {f"{c.name} alone": reason} if reason else {}
         together = [call for c in members for call in calls[c.name]]
-        step = as_graph(lambda: replay(model, together), device, graphs)
+        step = graphed(lambda: replay(model, together), device, graphs)
         eager |= {f"replay {kind}": step.reason} if step.reason else {}
         window = metered(step.run, device, sampler, iters, min_s)
         results.append(TypeReplay(kind, window, alone, eager))
     return results
 
 
-__all__ = ["Call", "TypeReplay", "capture", "metered", "replay", "replay_by_type", "time_alone"]
+__all__ = ["Call", "TypeReplay", "capture", "graphed", "metered", "replay", "replay_by_type", "time_alone"]

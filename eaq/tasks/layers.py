@@ -24,7 +24,7 @@ from eaq.device import describe_device, resolve_device
 from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
-from eaq.layers.energy import Settings, measure_components, without_full_mask
+from eaq.layers.energy import Settings, measure_components, without_cache, without_full_mask
 from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, run_outputs, sensitivity
 from eaq.layers.plan import BUDGETS, Budget, choose_plan, default_budget
 from eaq.layers.tables import (
@@ -107,7 +107,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
     model = loaded.model.to(device)
     (batches, stream), _ = make_inputs(cfg, loaded, examples, device)
-    timed = without_full_mask(batches.full()[0])
+    timed = without_cache(model, without_full_mask(batches.full()[0]))
     forward = lambda: model(**timed)  # noqa: E731  (model is rebound below: the precision's)
     components = find_components(model)
     params = {c.name: component_params(model, c) for c in components}
