@@ -77,13 +77,17 @@ METRICS: tuple[Metric, ...] = (
     Metric("energy_roofline_limit_per_sample_mj", "mJ", "The least energy a sample could take at the peak FLOP/J: forward FLOPs per sample / peak_flop_per_j."),
     Metric("time_to_first_token_mean_ms", "ms", "workload=generate: mean time of one prefill of a batch of prompts (seq_len tokens, into a fresh KV cache) up to its first new token, in the prefill window."),
     Metric("time_to_first_token_p50_ms", "ms", "workload=generate: median time to first token."),
+    Metric("time_to_first_token_p90_ms", "ms", "workload=generate: 90th percentile time to first token."),
     Metric("time_to_first_token_p99_ms", "ms", "workload=generate: 99th percentile time to first token."),
+    Metric("time_to_first_token_std_ms", "ms", "workload=generate: sample standard deviation of the time to first token."),
     Metric("prefill_tokens_per_s", "tokens/s", "workload=generate: prompt tokens prefilled per second of prefill window (prefills x batch x seq_len / duration)."),
     Metric("prefill_window_duration_s", "s", "workload=generate: wall time of the prefill window, between device syncs."),
     Metric("prefill_window_iterations", "count", "workload=generate: prefills of a batch in the prefill window."),
     Metric("time_per_output_token_mean_ms", "ms", "workload=generate: mean time of one decode step (one new token for every sequence of the batch), in the decode window; the first token is prefill's."),
     Metric("time_per_output_token_p50_ms", "ms", "workload=generate: median decode step time."),
+    Metric("time_per_output_token_p90_ms", "ms", "workload=generate: 90th percentile decode step time."),
     Metric("time_per_output_token_p99_ms", "ms", "workload=generate: 99th percentile decode step time."),
+    Metric("time_per_output_token_std_ms", "ms", "workload=generate: sample standard deviation of the decode step time."),
     Metric("decode_tokens_per_s", "tokens/s", "workload=generate: tokens generated per second of decode window (decode steps x batch / duration)."),
     Metric("decode_window_duration_s", "s", "workload=generate: wall time of the decode window, between device syncs (window_duration_s is not logged for generation)."),
     Metric("decode_window_iterations", "count", "workload=generate: decode steps in the decode window, a whole number of sequences of workload.new_tokens - 1 steps."),
@@ -97,6 +101,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("decode_energy_net_per_token_mj", "mJ", "workload=generate: the same net of idle_power_w over the decode window."),
     Metric("decode_tokens_per_j", "tokens/J", "workload=generate: tokens generated per joule of decode window energy."),
     Metric("decode_power_mean_w", "W", "workload=generate: decode_energy_total_j / decode_window_duration_s."),
+    Metric("prefill_prefills_per_j", "prefills/J", "workload=generate: prefills of a batch per joule of prefill window energy."),
+    Metric("prefill_energy_net_j", "J", "workload=generate: prefill_energy_total_j minus idle_power_w x prefill_window_duration_s."),
+    Metric("decode_energy_net_j", "J", "workload=generate: decode_energy_total_j minus idle_power_w x decode_window_duration_s."),
+    # The forward window's power spread and trace cross-checks, per generation window (eaq.measure.energy).
+    *(
+        Metric(f"{window}_{name}", unit, f"workload=generate: {name} over the {window} window (see {name}).")
+        for window in ("prefill", "decode")
+        for name, unit in (("power_std_w", "W"), ("power_min_w", "W"), ("power_max_w", "W"), ("energy_instant_integral_j", "J"),
+                           ("energy_average_integral_j", "J"), ("energy_rapl_integral_j", "J"), ("energy_smi_integral_j", "J"))
+    ),
     Metric("decode_bytes_per_step_mb", "MB", "workload=generate: bytes a decode step must read: the stored weights (model_size_mb) plus the KV cache it attends over, on average over a sequence (a static cache is read whole)."),
     Metric("peak_bandwidth_gb_per_s", "GB/s", "The device memory's measured bandwidth: a 1 GiB buffer copied (read and written) in a timed loop (256 MiB on a CPU); measured once per device and cached, re-measured by task=calibrate."),
     Metric("decode_achieved_bandwidth_gb_per_s", "GB/s", "workload=generate: decode_bytes_per_step_mb / time_per_output_token_mean_ms."),

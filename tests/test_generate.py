@@ -140,6 +140,10 @@ def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consist
 
     metrics, energy, validity = generate_metrics(w, batch, sampler.name, trace, watts, min_window_s)
     assert set(metrics) <= METRIC_NAMES
+    # Each window keeps the whole energy block of a forward window: power spread and the trace's cross-check.
+    for window in ("prefill", "decode"):
+        assert {f"{window}_power_std_w", f"{window}_power_max_w", f"{window}_energy_instant_integral_j", f"{window}_energy_net_j"} <= set(metrics)
+    assert metrics["time_per_output_token_p90_ms"] <= metrics["time_per_output_token_p99_ms"]
     tokens = d.iterations * batch
     assert metrics["decode_tokens_per_s"] == pytest.approx(tokens / d.duration_s)
     assert metrics["prefill_tokens_per_s"] == pytest.approx(p.iterations * batch * PROMPT / p.duration_s)
