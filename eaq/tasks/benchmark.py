@@ -147,7 +147,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
     # Compiled after quality is measured on the eager model; compilation happens in warm-up.
     # Generation compiles the decode step only, over a static KV cache (fixed shapes); prefill runs eager.
-    runner = compile_model(model, cfg.cuda_graphs, cfg.compile_tuning) if cfg.compile else model
+    # Its CUDA graph is the whole decode step's, recorded by measure_generate: not Inductor's, inside it.
+    runner = compile_model(model, cfg.cuda_graphs and not generating, cfg.compile_tuning) if cfg.compile else model
     step = lambda batch: runner(**batch)  # noqa: E731
     measured = generator(model, runner, static=cfg.compile) if generating else None
     memory = PeakMemory(device)
@@ -168,7 +169,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
         if measured is not None:
             prompts = [b["input_ids"] for b in timed]
-            windows = measure_generate(measured, prompts, device, sampler, cfg.trials.iters, min_window_s, warm, phases)
+            windows = measure_generate(measured, prompts, device, sampler, cfg.trials.iters, min_window_s, warm, phases, cfg.cuda_graphs)
             step = windows.decoder.step  # the sampler-overhead check times decode steps
         else:
             with phases("warmup"):
@@ -222,6 +223,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.memory.rss_peak": memory.rss_scope,
         **idle_tags,
     }
+    if measured is not None:
+        tags["eaq.decode.cuda_graph"] = "one CUDA graph per decode step" if windows.decode_graph is None else f"none: {windows.decode_graph}"
     if token_cache is not None:
         metrics["data_tokenize_s"] = token_cache.seconds
         tags["eaq.data.token_cache"] = "hit" if token_cache.hit else "miss"

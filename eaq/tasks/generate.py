@@ -11,6 +11,12 @@ decode get separate measurement windows, each as long as the protocol's minimum:
   steps from that same prefilled state, so no prefill work is inside; per-step latency
   from CUDA events on a GPU (no host sync per token) and a wall clock on the CPU, as for
   forward passes. The energy counter is read at the two ends of each window only.
+
+With ``graphs`` (cuda_graphs=true) the whole decode step (the model over its static cache,
+the greedy pick, the token's record, the position) is recorded once as one CUDA graph in
+warm-up, and every step of the window is one replay: no Python, no dynamo guard, no launch
+per kernel between the GPU's steps. A step that cannot be recorded runs as it is, and
+``decode_graph`` says why (the tag eaq.decode.cuda_graph).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from eaq.measure.energy import WindowEnergy, energy_metrics, window_energy
+from eaq.measure.graphs import as_graph
 from eaq.measure.phases import Phases
 from eaq.measure.samplers import Sampler
 from eaq.measure.stats import latency_metrics
@@ -43,6 +50,7 @@ class GenerateWindows:
     decode_latencies: list[float]
     warmups: tuple[WarmupResult, WarmupResult]
     decoder: Decoder
+    decode_graph: str | None  # None when every decode step replayed one CUDA graph, else why not
 
 
 def measure_generate(
@@ -54,8 +62,12 @@ def measure_generate(
     min_window_s: float,
     warm_up: WarmUp,
     phases: Phases,
+    graphs: bool = False,
 ) -> GenerateWindows:
-    """Warm up and measure prefill, then warm up (compiling a compiled decode step) and measure decode."""
+    """Warm up and measure prefill, then warm up (compiling a compiled decode step) and measure decode.
+
+    ``graphs``: record the decode step as one CUDA graph (the generator's cache must be static).
+    """
     prefill = lambda ids: generator.prefill(ids)  # noqa: E731
     with phases("warmup"):
         warm_prefill = warm_up(prefill, prompts)
@@ -64,6 +76,10 @@ def measure_generate(
         prefill_window.iterations = len(prefill_latencies)
     with phases("warmup"):
         decoder = Decoder(generator, prompts[0])  # the prefill decode starts from, outside both windows
+        # With graphs: a few eager steps (the first compiles a compiled model), then one recorded.
+        graph = as_graph(decoder.advance, device, graphs, reset=decoder.restart)
+        if graphs:
+            decoder.replay_with(graph.run)
         warm_decode = warm_up(decoder.step, [None])
         decoder.restart()
     with phases("window"), MeasurementWindow(device, sampler) as decode_window:
@@ -71,7 +87,8 @@ def measure_generate(
         decode_window.iterations = len(decode_latencies)
     assert prefill_window.result is not None and decode_window.result is not None
     return GenerateWindows(
-        prefill_window.result, prefill_latencies, decode_window.result, decode_latencies, (warm_prefill, warm_decode), decoder
+        prefill_window.result, prefill_latencies, decode_window.result, decode_latencies, (warm_prefill, warm_decode), decoder,
+        graph.reason,
     )
 
 
