@@ -40,6 +40,14 @@ def prompts(model: torch.nn.Module, batch: int = 3, seed: int = 0) -> torch.Tens
     return torch.randint(0, model.config.vocab_size, (batch, PROMPT), generator=torch.Generator().manual_seed(seed))
 
 
+@pytest.mark.parametrize(("name", "parameters"), [("llama_1b_random", 1_100_048_384), ("llama_7b_random", 6_738_415_616)])
+def test_the_llama_presets_have_the_parameters_of_the_models_they_copy(name: str, parameters: int) -> None:
+    # TinyLlama-1.1B's and Llama-2-7B's counts, on the meta device: shapes without memory.
+    fields = OmegaConf.to_container(OmegaConf.load(CONF / "model" / f"{name}.yaml"))
+    model = load_model(ModelConfig(**fields), with_tokenizer=False, device=torch.device("meta")).model
+    assert sum(p.numel() for p in model.parameters()) == parameters
+
+
 TINY_LLAMA = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
 
 
