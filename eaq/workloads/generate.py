@@ -14,9 +14,10 @@ it can be captured once as a CUDA graph and replayed: a compiled step called fro
 costs the host more than the GPU's work (an H100, the 1.1B Llama shape with int4 weights:
 3.7 ms a step for 1.25 ms of kernels, most of it dynamo's guards and Inductor's wrapper),
 and a replay costs one launch. ``Decoder`` cycles through the ``new_tokens - 1`` decode
-steps of one prompt batch, restarting from the same prefilled cache state each time (a DynamicCache is cropped back
-to the prompt; a StaticCache is simply written from the prompt's end again, its later
-positions masked by ``cache_position``), so no prefill work enters a decode window.
+steps of one prompt batch, restarting from the same prefilled cache state each time (a
+DynamicCache is cropped back to the prompt; a StaticCache is simply written from the
+prompt's end again, its later positions masked by ``cache_position``), so no prefill work
+enters a decode window. Restarts run from Python, between replays.
 
 ``static=True`` gives a StaticCache of fixed shape: what a compiled decode step (and CUDA
 graphs) needs, since every step then has the same tensor shapes.
