@@ -244,8 +244,9 @@ class EaqConfig:
     # Compile with torchao's recommended Inductor settings (coordinate-descent tuning), the
     # same for every precision; false: Inductor's defaults for every precision (faster to compile).
     compile_tuning: bool = True
-    # Replay the compiled model as CUDA graphs (Inductor's triton.cudagraphs, as mode "reduce-overhead"):
-    # fewer kernel launches, which matters at small batches. Needs compile=true and a GPU.
+    # Replay the compiled model as CUDA graphs (Inductor's triton.cudagraphs, as mode "reduce-overhead";
+    # workload=generate records the whole decode step as one graph instead): fewer kernel launches and
+    # no Python per step, which matters at small batches. Needs compile=true and a GPU.
     cuda_graphs: bool = False
     # ``benchmark`` (default), ``calibrate`` (measure and cache the device's peak FLOP/J) or
     # ``layers`` (where the energy goes per component and what each is worth; see ``layers``).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from conftest import CONF, all_runs, run_eaq
 from eaq.config import ModelConfig
 from eaq.evaluate import generation_agreement
+from eaq.measure.graphs import as_graph
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.warmup import warm_up
 from eaq.metrics import METRIC_NAMES
@@ -36,6 +38,14 @@ def preset(name: str, **architecture: object) -> torch.nn.Module:
 
 def prompts(model: torch.nn.Module, batch: int = 3, seed: int = 0) -> torch.Tensor:
     return torch.randint(0, model.config.vocab_size, (batch, PROMPT), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize(("name", "parameters"), [("llama_1b_random", 1_100_048_384), ("llama_7b_random", 6_738_415_616)])
+def test_the_llama_presets_have_the_parameters_of_the_models_they_copy(name: str, parameters: int) -> None:
+    # TinyLlama-1.1B's and Llama-2-7B's counts, on the meta device: shapes without memory.
+    fields = OmegaConf.to_container(OmegaConf.load(CONF / "model" / f"{name}.yaml"))
+    model = load_model(ModelConfig(**fields), with_tokenizer=False, device=torch.device("meta")).model
+    assert sum(p.numel() for p in model.parameters()) == parameters
 
 
 TINY_LLAMA = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
@@ -140,6 +150,10 @@ def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consist
 
     metrics, energy, validity = generate_metrics(w, batch, sampler.name, trace, watts, min_window_s)
     assert set(metrics) <= METRIC_NAMES
+    # Each window keeps the whole energy block of a forward window: power spread and the trace's cross-check.
+    for window in ("prefill", "decode"):
+        assert {f"{window}_power_std_w", f"{window}_power_max_w", f"{window}_energy_instant_integral_j", f"{window}_energy_net_j"} <= set(metrics)
+    assert metrics["time_per_output_token_p90_ms"] <= metrics["time_per_output_token_p99_ms"]
     tokens = d.iterations * batch
     assert metrics["decode_tokens_per_s"] == pytest.approx(tokens / d.duration_s)
     assert metrics["prefill_tokens_per_s"] == pytest.approx(p.iterations * batch * PROMPT / p.duration_s)
@@ -233,3 +247,111 @@ def test_prefill_and_decode_steps_read_nothing_back_to_the_host(name: str, stati
         for _ in range(2 * decoder.steps + 1):  # across a restart too
             decoder.step()
     assert seen.reads == []
+
+
+class OpLog(TorchDispatchMode):
+    """Every op a call dispatches, with what a CUDA graph would freeze of it: shapes and Python arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[tuple[str, tuple[object, ...]]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        frozen = torch.utils._pytree.tree_map(lambda a: ("tensor", tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a,
+                                              (args, kwargs or {}))
+        self.ops.append((str(func), frozen))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("name", ["gpt2_tiny_random", "llama_1b_random"])
+@torch.inference_mode()
+def test_a_decode_step_dispatches_the_same_ops_with_the_same_python_arguments_at_every_position(name: str) -> None:
+    # A CUDA graph records one step's kernels with their arguments and replays them unchanged:
+    # the step is correct on every replay only if nothing in it depends on which step it is,
+    # except through tensors it updates in place (the position, the token, the cache).
+    model = preset(name, **(TINY_LLAMA if name.startswith("llama") else {}))
+    decoder = Decoder(Generator(model, model, model.config, PROMPT, NEW, CPU, static=True), prompts(model))
+    logs = []
+    for _ in range(decoder.steps):
+        with OpLog() as log:
+            decoder.advance()
+        logs.append(log.ops)
+    assert logs[0] and all(ops == logs[0] for ops in logs[1:])
+
+
+@pytest.mark.parametrize("name", ["gpt2_tiny_random", "llama_1b_random"])
+@torch.inference_mode()
+def test_the_recordable_step_cycled_over_restarts_generates_the_tokens_of_transformers_generate(name: str) -> None:
+    model = preset(name, **(TINY_LLAMA if name.startswith("llama") else {}))
+    ids = prompts(model)
+    expected = model.generate(
+        ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW, min_new_tokens=NEW, pad_token_id=0
+    )[:, PROMPT:]
+    decoder = Decoder(Generator(model, model, model.config, PROMPT, NEW, CPU, static=True), ids)
+    decoder.advance()  # a recording's stray call: replay_with starts from the prefilled state again
+    decoder.replay_with(decoder.advance)  # what measure_generate does where no graph can be recorded
+    for sequence in range(3):
+        for _ in range(decoder.steps):
+            decoder.step()
+        assert torch.equal(decoder.tokens, expected), f"sequence {sequence + 1}"
+
+
+def test_a_recorded_step_needs_a_static_cache() -> None:
+    model = preset("gpt2_tiny_random")
+    decoder = Decoder(Generator(model, model, model.config, PROMPT, NEW, CPU), prompts(model))
+    with pytest.raises(ValueError, match="needs a StaticCache"):
+        decoder.replay_with(decoder.advance)
+
+
+@torch.inference_mode()
+def test_measure_generate_says_why_decode_ran_without_a_graph() -> None:
+    model = preset("gpt2_tiny_random")
+    generator = Generator(model, model, model.config, PROMPT, NEW, CPU, static=True)
+    batches = [prompts(model, 2)]
+    warm = lambda run, inputs: warm_up(run, inputs, CPU, 2, settle=False)  # noqa: E731
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 100.0)], update_s=0.005))
+    sampler.start()
+    try:
+        w = measure_generate(generator, batches, CPU, sampler, iters=3, min_window_s=0.0, warm_up=warm, phases=Phases(), graphs=True)
+        plain = measure_generate(generator, batches, CPU, sampler, iters=3, min_window_s=0.0, warm_up=warm, phases=Phases())
+    finally:
+        sampler.stop()
+    assert w.decode_graph == "CUDA graphs need a CUDA device and this run is on cpu"
+    assert plain.decode_graph == "not asked for"
+    assert torch.equal(w.decoder.tokens, Generator(model, model, model.config, PROMPT, NEW, CPU).generate(batches[0]))
+
+
+class Calls:
+    """Counts calls of a model: a replayed graph runs none of its Python."""
+
+    def __init__(self, model: Callable[..., object]) -> None:
+        self.model, self.count = model, 0
+
+    def __call__(self, **kwargs: object) -> object:
+        self.count += 1
+        return self.model(**kwargs)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="records a CUDA graph")
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager-model", "compiled-model"])
+@pytest.mark.parametrize("name", ["gpt2_tiny_random", "llama_1b_random"])
+@torch.inference_mode()
+def test_on_cuda_the_recorded_decode_step_replays_the_tokens_of_the_step_run_from_python(name: str, compiled: bool) -> None:
+    cuda = torch.device("cuda")
+    model = preset(name, **(TINY_LLAMA if name.startswith("llama") else {})).to(cuda)
+    ids = prompts(model).to(cuda)
+    runner = Calls(compile_model(model, cuda_graphs=False, tuning=False) if compiled else model)
+    generator = Generator(model, runner, model.config, PROMPT, NEW, cuda, static=True)
+    from_python = Decoder(generator, ids)
+    for _ in range(2 * from_python.steps):
+        from_python.step()
+    recorded = Decoder(generator, ids)
+    graph = as_graph(recorded.advance, cuda, True, reset=recorded.restart)
+    assert graph.reason is None
+    recorded.replay_with(graph.run)
+    calls = runner.count
+    for _ in range(3 * recorded.steps):  # three sequences, two restarts between replays
+        recorded.step()
+    assert runner.count == calls  # no Python of the model (no dynamo guard) ran per replayed step
+    torch.cuda.synchronize()
+    assert torch.equal(recorded.tokens, from_python.tokens)

@@ -62,25 +62,30 @@ def window_energy(
     )
 
 
-def energy_metrics(energy: WindowEnergy, idle_w: float | None, duration_s: float, samples: int) -> dict[str, float]:
-    """The energy block of a run's metrics (empty when unavailable); names in eaq/metrics.py.
+def energy_metrics(
+    energy: WindowEnergy, idle_w: float | None, duration_s: float, samples: int, prefix: str = "", sample: str = "sample"
+) -> dict[str, float]:
+    """The energy block of a window's metrics (empty when unavailable); names in eaq/metrics.py.
 
     ``idle_w``: the device's idle power from the run's idle baseline (eaq.measure.idle), if any.
+    ``prefix`` and ``sample`` name the window and its unit of work, for runs with more than
+    one window (generation: ``decode_energy_per_token_mj``); ``idle_power_w`` is the run's,
+    unprefixed. Every figure keeps its name's shape, so no window loses the cross-checks.
     """
     if energy.energy_j is None:
         return {}
     total = energy.energy_j
     metrics = {
-        "energy_total_j": total,
-        "energy_per_sample_mj": total / samples * 1e3,
-        "samples_per_j": samples / total if total > 0 else float("nan"),
-        "power_mean_w": total / duration_s,
+        f"{prefix}energy_total_j": total,
+        f"{prefix}energy_per_{sample}_mj": total / samples * 1e3,
+        f"{prefix}{sample}s_per_j": samples / total if total > 0 else float("nan"),
+        f"{prefix}power_mean_w": total / duration_s,
     }
     if "std" in energy.power_w:
-        metrics |= {"power_std_w": energy.power_w["std"], "power_min_w": energy.power_w["min"], "power_max_w": energy.power_w["max"]}
+        metrics |= {f"{prefix}power_{stat}_w": energy.power_w[stat] for stat in ("std", "min", "max")}
     for channel, joules in energy.integrals_j.items():
-        metrics[f"energy_{channel.removeprefix('power_').removesuffix('_w')}_integral_j"] = joules
+        metrics[f"{prefix}energy_{channel.removeprefix('power_').removesuffix('_w')}_integral_j"] = joules
     if idle_w is not None:
         net = total - idle_w * duration_s
-        metrics |= {"idle_power_w": idle_w, "energy_net_j": net, "energy_net_per_sample_mj": net / samples * 1e3}
+        metrics |= {"idle_power_w": idle_w, f"{prefix}energy_net_j": net, f"{prefix}energy_net_per_{sample}_mj": net / samples * 1e3}
     return metrics

@@ -31,18 +31,28 @@ class Step:
     reason: str | None = None  # None when graphed
 
 
-def as_graph(fn: Callable[[], object], device: torch.device, enabled: bool) -> Step:
-    """``fn`` captured as a CUDA graph on ``device`` when ``enabled``, else ``fn`` itself and why."""
+def as_graph(
+    fn: Callable[[], object], device: torch.device, enabled: bool, reset: Callable[[], object] | None = None
+) -> Step:
+    """``fn`` captured as a CUDA graph on ``device`` when ``enabled``, else ``fn`` itself and why.
+
+    ``reset``, when given, runs eagerly before each of those calls: for an ``fn`` that moves
+    its state on (a decode step advances its position), so that every call, the recorded
+    one too, starts from the same state. The caller resets again before replaying.
+    """
     if not enabled:
         return Step(fn, "not asked for")
     if device.type != "cuda":
         return Step(fn, f"CUDA graphs need a CUDA device and this run is on {device.type}")
+    reset = reset or (lambda: None)
     side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.stream(side):
         for _ in range(WARMUP_CALLS):  # eagerly: an error here is the callable's own, and propagates
+            reset()
             fn()
+        reset()
         side.synchronize()
         try:
             # capture_begin/end, not torch.cuda.graph(): that one also runs gc.collect() per capture,

@@ -35,7 +35,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
                  "metrics.decode_energy_per_token_mj", "metrics.decode_energy_net_per_token_mj", "metrics.decode_power_mean_w",
                  "metrics.decode_bandwidth_fraction", "metrics.decode_bandwidth_limit_ms", "metrics.peak_bandwidth_gb_per_s",
                  "metrics.quantized_linear_layers", "metrics.model_size_mb", "metrics.memory_peak_gpu_mb",
-                 "metrics.quality_generated_match_rate", "tags.eaq.valid", "tags.eaq.valid.reasons"),
+                 "metrics.quality_generated_match_rate", "tags.eaq.decode.cuda_graph", "tags.eaq.valid", "tags.eaq.valid.reasons"),
     "overhead": (*CONFIG, "params.sampler.name", "metrics.latency_mean_ms", "metrics.latency_p50_ms",
                  "metrics.latency_std_ms", "metrics.window_iterations", "metrics.poll_coverage"),
 }

@@ -28,11 +28,11 @@ from eaq.measure.overhead import sampler_overhead
 from eaq.measure.phases import Phases
 from eaq.measure.roofline import forward_flops
 from eaq.measure.samplers import measures_energy, select_sampler
-from eaq.measure.stats import LatencyStats
+from eaq.measure.stats import latency_metrics
 from eaq.measure.timing import run_timed
 from eaq.measure.validity import check
 from eaq.measure.warmup import WarmupResult, warm_up
-from eaq.measure.window import MeasurementWindow, WindowResult
+from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
 from eaq.models import load_model
 from eaq.errors import ConfigError
@@ -56,20 +56,6 @@ TRACE_MARGIN_S = 0.3
 
 def _primary(trace) -> str:
     return next((ch for ch in PRIMARY_CHANNELS if ch in trace.channels), "")
-
-
-def _window_metrics(result: WindowResult, latencies: list[float], batch_size: int) -> dict[str, float]:
-    stats = LatencyStats.from_seconds(latencies)
-    return {
-        "latency_mean_ms": stats.mean_ms,
-        "latency_p50_ms": stats.p50_ms,
-        "latency_p90_ms": stats.p90_ms,
-        "latency_p99_ms": stats.p99_ms,
-        "latency_std_ms": stats.std_ms,
-        "throughput_samples_per_s": result.iterations * batch_size / result.duration_s,
-        "window_duration_s": result.duration_s,
-        "window_iterations": result.iterations,
-    }
 
 
 def _generation_reference(cfg: EaqConfig, generator: Generator, batches: list[dict[str, torch.Tensor]], key: str) -> torch.Tensor:
@@ -161,7 +147,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
     # Compiled after quality is measured on the eager model; compilation happens in warm-up.
     # Generation compiles the decode step only, over a static KV cache (fixed shapes); prefill runs eager.
-    runner = compile_model(model, cfg.cuda_graphs, cfg.compile_tuning) if cfg.compile else model
+    # Its CUDA graph is the whole decode step's, recorded by measure_generate: not Inductor's, inside it.
+    runner = compile_model(model, cfg.cuda_graphs and not generating, cfg.compile_tuning) if cfg.compile else model
     step = lambda batch: runner(**batch)  # noqa: E731
     measured = generator(model, runner, static=cfg.compile) if generating else None
     memory = PeakMemory(device)
@@ -182,7 +169,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
         if measured is not None:
             prompts = [b["input_ids"] for b in timed]
-            windows = measure_generate(measured, prompts, device, sampler, cfg.trials.iters, min_window_s, warm, phases)
+            windows = measure_generate(measured, prompts, device, sampler, cfg.trials.iters, min_window_s, warm, phases, cfg.cuda_graphs)
             step = windows.decoder.step  # the sampler-overhead check times decode steps
         else:
             with phases("warmup"):
@@ -203,7 +190,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
         validity = check(result, energy, idle_w, min_window_s)
         workload_metrics = {
-            **_window_metrics(result, latencies, cfg.batch_size),
+            **latency_metrics(latencies, result.duration_s, result.iterations * cfg.batch_size),
             "warmup_iterations": warmed.iterations,
             "warmup_duration_s": warmed.duration_s,
             **energy_metrics(energy, idle_w, result.duration_s, result.iterations * cfg.batch_size),
@@ -236,6 +223,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.memory.rss_peak": memory.rss_scope,
         **idle_tags,
     }
+    if measured is not None:
+        tags["eaq.decode.cuda_graph"] = "one CUDA graph per decode step" if windows.decode_graph is None else f"none: {windows.decode_graph}"
     if token_cache is not None:
         metrics["data_tokenize_s"] = token_cache.seconds
         tags["eaq.data.token_cache"] = "hit" if token_cache.hit else "miss"

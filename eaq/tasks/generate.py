@@ -11,6 +11,12 @@ decode get separate measurement windows, each as long as the protocol's minimum:
   steps from that same prefilled state, so no prefill work is inside; per-step latency
   from CUDA events on a GPU (no host sync per token) and a wall clock on the CPU, as for
   forward passes. The energy counter is read at the two ends of each window only.
+
+With ``graphs`` (cuda_graphs=true) the whole decode step (the model over its static cache,
+the greedy pick, the token's record, the position) is recorded once as one CUDA graph in
+warm-up, and every step of the window is one replay: no Python, no dynamo guard, no launch
+per kernel between the GPU's steps. A step that cannot be recorded runs as it is, and
+``decode_graph`` says why (the tag eaq.decode.cuda_graph).
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from dataclasses import dataclass
 import torch
 
 from eaq.measure.energy import WindowEnergy, energy_metrics, window_energy
+from eaq.measure.graphs import as_graph
 from eaq.measure.phases import Phases
 from eaq.measure.samplers import Sampler
-from eaq.measure.stats import LatencyStats
+from eaq.measure.stats import latency_metrics
 from eaq.measure.timing import run_timed
 from eaq.measure.trace import PowerTrace
 from eaq.measure.validity import Validity, check
@@ -43,6 +50,7 @@ class GenerateWindows:
     decode_latencies: list[float]
     warmups: tuple[WarmupResult, WarmupResult]
     decoder: Decoder
+    decode_graph: str | None  # None when every decode step replayed one CUDA graph, else why not
 
 
 def measure_generate(
@@ -54,8 +62,12 @@ def measure_generate(
     min_window_s: float,
     warm_up: WarmUp,
     phases: Phases,
+    graphs: bool = False,
 ) -> GenerateWindows:
-    """Warm up and measure prefill, then warm up (compiling a compiled decode step) and measure decode."""
+    """Warm up and measure prefill, then warm up (compiling a compiled decode step) and measure decode.
+
+    ``graphs``: record the decode step as one CUDA graph (the generator's cache must be static).
+    """
     prefill = lambda ids: generator.prefill(ids)  # noqa: E731
     with phases("warmup"):
         warm_prefill = warm_up(prefill, prompts)
@@ -64,6 +76,10 @@ def measure_generate(
         prefill_window.iterations = len(prefill_latencies)
     with phases("warmup"):
         decoder = Decoder(generator, prompts[0])  # the prefill decode starts from, outside both windows
+        # With graphs: a few eager steps (the first compiles a compiled model), then one recorded.
+        graph = as_graph(decoder.advance, device, graphs, reset=decoder.restart)
+        if graphs:
+            decoder.replay_with(graph.run)
         warm_decode = warm_up(decoder.step, [None])
         decoder.restart()
     with phases("window"), MeasurementWindow(device, sampler) as decode_window:
@@ -71,24 +87,17 @@ def measure_generate(
         decode_window.iterations = len(decode_latencies)
     assert prefill_window.result is not None and decode_window.result is not None
     return GenerateWindows(
-        prefill_window.result, prefill_latencies, decode_window.result, decode_latencies, (warm_prefill, warm_decode), decoder
+        prefill_window.result, prefill_latencies, decode_window.result, decode_latencies, (warm_prefill, warm_decode), decoder,
+        graph.reason,
     )
 
 
-# energy_metrics' names per sample, and what a sample is in each window.
-_PER_SAMPLE = {
-    "prefill": {"energy_total_j": "prefill_energy_total_j", "energy_per_sample_mj": "prefill_energy_per_prefill_mj",
-                "energy_net_per_sample_mj": "prefill_energy_net_per_prefill_mj", "power_mean_w": "prefill_power_mean_w"},
-    "decode": {"energy_total_j": "decode_energy_total_j", "energy_per_sample_mj": "decode_energy_per_token_mj",
-               "energy_net_per_sample_mj": "decode_energy_net_per_token_mj", "samples_per_j": "decode_tokens_per_j",
-               "power_mean_w": "decode_power_mean_w", "idle_power_w": "idle_power_w"},
-}
-
-
-def _energy(window: WindowResult, name: str, samples: int, sampler: str, trace: PowerTrace, idle_w: float | None) -> tuple[WindowEnergy, dict[str, float]]:
+def _energy(
+    window: WindowResult, name: str, sample: str, samples: int, sampler: str, trace: PowerTrace, idle_w: float | None
+) -> tuple[WindowEnergy, dict[str, float]]:
+    """One window's energy and its figures, named ``<name>_...`` per ``sample`` (a prefill, a token)."""
     energy = window_energy(sampler, trace, window.t0, window.t1, window.counter_j)
-    figures = energy_metrics(energy, idle_w, window.duration_s, samples)
-    return energy, {renamed: figures[key] for key, renamed in _PER_SAMPLE[name].items() if key in figures}
+    return energy, energy_metrics(energy, idle_w, window.duration_s, samples, prefix=f"{name}_", sample=sample)
 
 
 def generate_metrics(
@@ -98,28 +107,17 @@ def generate_metrics(
 
     A decode step produces one token per sequence of the batch: tokens = steps x batch_size.
     """
-    ttft, tpot = LatencyStats.from_seconds(w.prefill_latencies), LatencyStats.from_seconds(w.decode_latencies)
     prompt_tokens = w.prefill.iterations * batch_size * w.decoder.g.seq_len
     tokens = w.decode.iterations * batch_size
     metrics = {
-        "time_to_first_token_mean_ms": ttft.mean_ms,
-        "time_to_first_token_p50_ms": ttft.p50_ms,
-        "time_to_first_token_p99_ms": ttft.p99_ms,
-        "prefill_tokens_per_s": prompt_tokens / w.prefill.duration_s,
-        "prefill_window_duration_s": w.prefill.duration_s,
-        "prefill_window_iterations": w.prefill.iterations,
-        "time_per_output_token_mean_ms": tpot.mean_ms,
-        "time_per_output_token_p50_ms": tpot.p50_ms,
-        "time_per_output_token_p99_ms": tpot.p99_ms,
-        "decode_tokens_per_s": tokens / w.decode.duration_s,
-        "decode_window_duration_s": w.decode.duration_s,
-        "decode_window_iterations": w.decode.iterations,
+        **latency_metrics(w.prefill_latencies, w.prefill.duration_s, prompt_tokens, "time_to_first_token", "prefill_tokens_per_s", "prefill_"),
+        **latency_metrics(w.decode_latencies, w.decode.duration_s, tokens, "time_per_output_token", "decode_tokens_per_s", "decode_"),
         "decode_window_sequences": w.decode.iterations / w.decoder.steps,
         "warmup_iterations": sum(warm.iterations for warm in w.warmups),
         "warmup_duration_s": sum(warm.duration_s for warm in w.warmups),
     }
-    prefill_energy, prefill_figures = _energy(w.prefill, "prefill", w.prefill.iterations, sampler, trace, idle_w)
-    decode_energy, decode_figures = _energy(w.decode, "decode", tokens, sampler, trace, idle_w)
+    prefill_energy, prefill_figures = _energy(w.prefill, "prefill", "prefill", w.prefill.iterations, sampler, trace, idle_w)
+    decode_energy, decode_figures = _energy(w.decode, "decode", "token", tokens, sampler, trace, idle_w)
     metrics |= prefill_figures | decode_figures
     prefill_check = check(w.prefill, prefill_energy, idle_w, min_window_s)
     decode_check = check(w.decode, decode_energy, idle_w, min_window_s)
