@@ -29,6 +29,7 @@ calibrations would only move, and other launchers run jobs elsewhere or on other
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import pickle
@@ -77,7 +78,9 @@ def _job_overrides(config: DictConfig) -> list[list[str]]:
     return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
+@functools.cache
 def _on_gpu(spec: str) -> bool:
+    """Asked once per device spec: NVML starts for ``auto``."""
     return spec.startswith("cuda") or (spec == "auto" and bool(device_summaries()))
 
 
