@@ -62,10 +62,12 @@ def test_phases_reach_the_parent_while_the_run_is_in_progress(out: Path) -> None
         phases = {k: v for k, v in metrics.items() if k.startswith("phase_")}
         assert {"phase_load_s", "phase_quality_s", "phase_warmup_s", "phase_window_s", "phase_logging_s"} <= set(phases)
         assert metrics["phase_window_s"] == pytest.approx(metrics["window_duration_s"], abs=0.05)
-        # The phases and the isolation start account for the run's wall time, within what
-        # happens between them (a few milliseconds of bookkeeping).
-        accounted = sum(phases.values()) + metrics["isolation_overhead_s"]
-        assert accounted <= metrics["run_wall_s"] and accounted > 0.7 * metrics["run_wall_s"], (accounted, metrics["run_wall_s"])
+        # The phases and the isolation account for the run's wall time, within what happens
+        # between them (a few milliseconds of bookkeeping; ~1.1 s a run on the H100 before
+        # the sampler's start, stop and margins were a phase and the result's trip isolation).
+        unexplained = metrics["run_wall_s"] - sum(phases.values()) - metrics["isolation_overhead_s"]
+        assert 0 <= unexplained < 0.1, (unexplained, metrics["run_wall_s"])
+        assert "phase_sampler_s" in phases
 
 
 def test_quality_is_computed_once_per_configuration_and_reused_by_other_trials(out: Path) -> None:

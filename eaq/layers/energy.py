@@ -29,7 +29,6 @@ launch rate, sets their time; attribution's profiled pass stays eager (the same 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,13 +42,10 @@ from eaq.layers.replay import capture, metered, replay_by_type
 from eaq.measure.graphs import as_graph
 from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, window_energy
 from eaq.measure.idle import ReusePolicy, idle_baseline
-from eaq.measure.samplers import Sampler, measures_energy
+from eaq.measure.samplers import Sampler, measures_energy, wait_for_sample
 from eaq.measure.validity import check
 from eaq.measure.warmup import warm_up
 from eaq.measure.window import WindowResult
-
-# Sampler margin before the first and after the last window (as the benchmark's).
-TRACE_MARGIN_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -198,7 +194,7 @@ def measure_components(
     measuring = measures_energy(sampler)
     sampler.start()
     try:
-        time.sleep(TRACE_MARGIN_S if measuring else 0.0)
+        wait_for_sample(sampler)  # the trace starts before the idle window
         idle, _, idle_tags = idle_baseline(device, sampler, settings.idle_s, settings.idle_store)
         # As the benchmark: fixed passes, then (with a sensor) until latency and power settle.
         warm = warm_up(lambda _: whole_step.run(), [None], device, settings.warmup_iters, measuring,
@@ -206,7 +202,7 @@ def measure_components(
         whole = metered(whole_step.run, device, sampler, settings.iters, settings.min_window_s)
         replays = replay_by_type(model, [*components, *blocks], calls, device, sampler, settings.replay_iters,
                                  settings.replay_min_s, settings.cuda_graphs)
-        time.sleep(TRACE_MARGIN_S if measuring else 0.0)
+        wait_for_sample(sampler)  # ... and ends after the last window
     finally:
         trace = sampler.stop()
 
