@@ -85,6 +85,9 @@ def main() -> None:
     rows = []
     for name in names:
         rows.append([name.removeprefix("metrics."), *(f"{col(runs, name).sum():.1f}" for runs, _ in sweeps.values())])
+    rows.append(["untimed in runs (run_wall_s - phases - isolation)", *(
+        f"{(col(runs, 'metrics.run_wall_s') - runs[[c for c in names if c in runs]].sum(axis=1)).sum():.1f}"
+        for runs, _ in sweeps.values())])
     rows.append(["before the first run (interpreter, Hydra, store)", *(bounds[label][0] for label in sweeps)])
     rows.append(["after the last run (report, parent run)", *(bounds[label][1] for label in sweeps)])
     rows.append(["outside runs (wall - sum of run_wall_s)", *(f"{wall - col(runs, 'metrics.run_wall_s').sum():.1f}" for runs, wall in sweeps.values())])
