@@ -12,7 +12,7 @@ import torch
 
 from eaq.errors import ConfigError, EaqError
 from eaq.measure.energy import WindowEnergy, energy_metrics, window_energy
-from eaq.measure.samplers import NoSampler, select_sampler
+from eaq.measure.samplers import TRACE_MARGIN_S, NoSampler, select_sampler, wait_for_sample
 from eaq.measure.trace import PowerTrace
 from eaq.measure.validity import check
 from eaq.measure.window import MeasurementWindow, WindowResult
@@ -226,6 +226,36 @@ def test_polling_runs_in_its_own_process_and_leaves_none_behind() -> None:
     assert len(trace.times) > 5
     assert "nvmlDeviceGetFieldValues" not in fake.calls  # the parent never polled: the child did
     assert not psutil.Process(os.getpid()).children()
+
+
+def test_the_trace_margin_waits_for_one_sample_past_the_edge_not_a_fixed_time() -> None:
+    sampler = NvmlSampler("1234-abcd", interval_s=0.015, nvml=FakeNvml(schedule=[(0.0, 300.0)]))
+    sampler.start()
+    try:
+        # Without it the child's first sample can come after the window opened (seen here).
+        assert wait_for_sample(sampler) < TRACE_MARGIN_S / 3
+        with MeasurementWindow(CPU, sampler) as window:
+            time.sleep(0.2)
+        waited = wait_for_sample(sampler)
+        assert waited < TRACE_MARGIN_S / 3, waited  # about one polling interval, not the old fixed 0.3 s
+    finally:
+        trace = sampler.stop()
+    result = window.result
+    assert result is not None and trace.times[0] < result.t0 and trace.times[-1] > result.t1
+    # Covered on both sides: the window's energy has its trace integral to cross-check the counter.
+    assert "power_instant_w" in window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j).integrals_j
+
+
+def test_the_trace_margin_gives_up_on_a_sensor_that_stopped_delivering() -> None:
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml())
+    sampler.start()
+    try:
+        sampler.companion = NoSampler()  # a companion whose trace never grows (nvidia-smi gone quiet)
+        assert 0.1 <= wait_for_sample(sampler, limit_s=0.1) < 0.2
+    finally:
+        sampler.companion = None
+        sampler.stop()
+    assert wait_for_sample(NoSampler()) == 0.0  # no sensor: nothing to wait for
 
 
 def test_overhead_check_pairs_blocks_and_sees_a_slow_sampler() -> None:

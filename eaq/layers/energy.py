@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,15 +45,13 @@ from eaq.layers.components import Component, find_blocks
 from eaq.layers.replay import capture, graphed, metered, replay_by_type
 from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, window_energy
 from eaq.measure.idle import ReusePolicy, idle_baseline
-from eaq.measure.samplers import Sampler, measures_energy
+from eaq.measure.samplers import Sampler, measures_energy, wait_for_sample
 from eaq.measure.validity import check
 from eaq.measure.warmup import warm_up
 from eaq.measure.window import WindowResult
 
 log = logging.getLogger(__name__)
 
-# Sampler margin before the first and after the last window (as the benchmark's).
-TRACE_MARGIN_S = 0.3
 # A graphed whole pass slower than this times its eager kernels' time runs other work (see _graph_mismatch).
 GRAPH_SLOWER_LIMIT = 1.3
 
@@ -245,7 +242,7 @@ def measure_components(
     measuring = measures_energy(sampler)
     sampler.start()
     try:
-        time.sleep(TRACE_MARGIN_S if measuring else 0.0)
+        wait_for_sample(sampler)  # the trace starts before the idle window
         idle, _, idle_tags = idle_baseline(device, sampler, settings.idle_s, settings.idle_store)
         # As the benchmark: fixed passes, then (with a sensor) until latency and power settle.
         warm = warm_up(lambda _: whole_step.run(), [None], device, settings.warmup_iters, measuring,
@@ -253,7 +250,7 @@ def measure_components(
         whole = metered(whole_step.run, device, sampler, settings.iters, settings.min_window_s)
         replays = replay_by_type(model, [*components, *blocks], calls, device, sampler, settings.replay_iters,
                                  settings.replay_min_s, settings.cuda_graphs)
-        time.sleep(TRACE_MARGIN_S if measuring else 0.0)
+        wait_for_sample(sampler)  # ... and ends after the last window
     finally:
         trace = sampler.stop()
 

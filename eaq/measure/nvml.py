@@ -17,64 +17,11 @@ import os
 from types import ModuleType
 from typing import Any
 
+from eaq.measure.nvml_read import NvmlReader, import_pynvml, nvml_uuid
 from eaq.measure.poll_process import PollProcess
 from eaq.measure.trace import PowerTrace
 
-
-def _import_pynvml() -> ModuleType:
-    import pynvml
-
-    return pynvml
-
-
-def nvml_uuid(torch_uuid: str) -> str:
-    """torch prints a device UUID bare; NVML wants it prefixed with ``GPU-``."""
-    text = str(torch_uuid)
-    return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
-
-
-class NvmlReader:
-    """Picklable recipe for the polling process: opens NVML there and reads the power fields."""
-
-    def __init__(self, uuid: str, nvml: ModuleType | None = None) -> None:
-        self.uuid = uuid
-        self.nvml = nvml  # a test double, or None for the real pynvml
-
-    def __call__(self) -> _FieldRead:
-        nvml = self.nvml or _import_pynvml()
-        nvml.nvmlInit()
-        return _FieldRead(nvml, nvml.nvmlDeviceGetHandleByUUID(nvml_uuid(self.uuid)))
-
-
-class _FieldRead:
-    """Reads the power fields this GPU answers; ``notes`` says which it lacks."""
-
-    def __init__(self, nvml: Any, handle: Any) -> None:
-        self.nvml, self.handle = nvml, handle
-        self.notes: list[str] = []
-        self.fields: list[int] = []
-        wanted = {nvml.NVML_FI_DEV_POWER_INSTANT: "instant", nvml.NVML_FI_DEV_POWER_AVERAGE: "average"}
-        try:
-            answers = nvml.nvmlDeviceGetFieldValues(handle, list(wanted))
-        except nvml.NVMLError as exc:
-            self.notes.append(f"power fields unreadable ({exc}); trace from nvmlDeviceGetPowerUsage (1 s average)")
-            return
-        for field_id, answer in zip(wanted, answers, strict=True):
-            if answer.nvmlReturn == nvml.NVML_SUCCESS:
-                self.fields.append(field_id)
-            else:
-                self.notes.append(f"this GPU has no {wanted[field_id]} power field (NVML return {answer.nvmlReturn})")
-
-    def __call__(self) -> dict[str, float]:
-        nvml = self.nvml
-        if not self.fields:
-            return {"power_average_w": nvml.nvmlDeviceGetPowerUsage(self.handle) / 1e3}
-        values: dict[str, float] = {}
-        for field_id, answer in zip(self.fields, nvml.nvmlDeviceGetFieldValues(self.handle, self.fields), strict=True):
-            if answer.nvmlReturn == nvml.NVML_SUCCESS:
-                name = "power_instant_w" if field_id == nvml.NVML_FI_DEV_POWER_INSTANT else "power_average_w"
-                values[name] = answer.value.uiVal / 1e3
-        return values
+__all__ = ["NvmlSampler", "device_summaries", "gpu_facts", "nvml_uuid"]
 
 
 class NvmlSampler:
@@ -113,7 +60,7 @@ class NvmlSampler:
         """The parent's own handle: for the counter reads at window ends and the snapshots."""
         if self._handle is not None:
             return
-        nvml = self._nvml = self._nvml or _import_pynvml()
+        nvml = self._nvml = self._nvml or import_pynvml()
         nvml.nvmlInit()
         if self.uuid is None:
             raise ValueError("no CUDA device UUID given; the nvml sampler measures the GPU a run uses")
@@ -180,7 +127,7 @@ class NvmlSampler:
 def gpu_facts(uuid: str, nvml: ModuleType | None = None) -> dict[str, str]:
     """Driver, power limit, persistence mode and clocks of one GPU, for env.json (what is readable)."""
     try:
-        nvml = nvml or _import_pynvml()
+        nvml = nvml or import_pynvml()
         nvml.nvmlInit()
         handle = nvml.nvmlDeviceGetHandleByUUID(nvml_uuid(uuid))
     except Exception as exc:  # no NVML here: say so rather than fail the run
@@ -205,7 +152,7 @@ def gpu_facts(uuid: str, nvml: ModuleType | None = None) -> dict[str, str]:
 def device_summaries(nvml: ModuleType | None = None) -> list[dict[str, Any]]:
     """Per GPU, in NVML's order (the PCI bus's): name, UUID, compute capability and memory, read without a CUDA context."""
     try:
-        nvml = nvml or _import_pynvml()
+        nvml = nvml or import_pynvml()
         nvml.nvmlInit()
         found = []
         for i in range(nvml.nvmlDeviceGetCount()):

@@ -26,9 +26,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from eaq.measure.trace import PowerTrace
+if TYPE_CHECKING:  # the child never builds a trace: it starts without numpy (eaq.measure.nvml_read)
+    from eaq.measure.trace import PowerTrace
 
 # Builds, inside the child, a function that reads every channel once: {"power_instant_w": 231.5, ...}.
 MakeReader = Callable[[], Callable[[], dict[str, float]]]

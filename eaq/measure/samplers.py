@@ -9,6 +9,7 @@ says ``unavailable`` and why; it never reports an energy it did not measure.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,6 +22,11 @@ from eaq.measure.rapl import RaplSampler
 from eaq.measure.trace import PowerTrace
 
 SAMPLERS = ("auto", "nvml", "nvidia_smi", "rapl", "none")
+# The longest wait for a sample past a window's edge (``wait_for_sample``): what a fixed
+# margin used to be, for a sensor that delivers late (nvidia-smi's first line).
+TRACE_MARGIN_S = 0.3
+# How often the wait looks at the trace (an NVML look drains the polling process: ~0.1 ms).
+_LOOK_S = 0.002
 
 
 class Sampler(Protocol):
@@ -66,6 +72,32 @@ class NoSampler:
 def measures_energy(sampler: Sampler) -> bool:
     """False for the stand-in that only says why nothing is measured."""
     return not isinstance(sampler, NoSampler)
+
+
+def _traces(sampler: Sampler) -> list[PowerTrace]:
+    """The sampler's trace and its companion's (nvidia-smi beside NVML), both read live."""
+    companion = getattr(sampler, "companion", None)
+    return [sampler.trace, *([companion.trace] if companion is not None else [])]
+
+
+def wait_for_sample(sampler: Sampler, limit_s: float = TRACE_MARGIN_S) -> float:
+    """Wait until every trace the sampler keeps holds a sample taken after this call; the seconds waited.
+
+    A window's trace integral interpolates at its edges, so the trace needs a sample on
+    either side of each: called before the first window (idle) and after the last. A fixed
+    0.3 s margin did that at 0.6 s a run, where the next sample comes within one polling
+    interval (15 ms for NVML). Bounded by ``limit_s`` (a sensor that stopped delivering: the
+    energy then says the trace does not cover the window, as before). Nothing to wait for
+    without a sensor. Reading the trace drains NVML's polling process: never inside a window.
+    """
+    if not measures_energy(sampler):
+        return 0.0
+    start = time.perf_counter()
+    while not all(trace.times and trace.times[-1] > start for trace in _traces(sampler)):
+        if time.perf_counter() - start >= limit_s:
+            break
+        time.sleep(_LOOK_S)
+    return time.perf_counter() - start
 
 
 def _uuid(device: torch.device) -> str | None:

@@ -27,7 +27,7 @@ from eaq.measure.memory import PeakMemory
 from eaq.measure.overhead import sampler_overhead
 from eaq.measure.phases import Phases
 from eaq.measure.roofline import forward_flops
-from eaq.measure.samplers import measures_energy, select_sampler
+from eaq.measure.samplers import measures_energy, select_sampler, wait_for_sample
 from eaq.measure.stats import latency_metrics
 from eaq.measure.timing import run_timed
 from eaq.measure.validity import check
@@ -48,10 +48,6 @@ from eaq.tasks.generate import generate_metrics, measure_generate
 from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
 from eaq.tasks.shared import auto_seconds, idle_store, make_inputs
 from eaq.workloads.generate import Decoder, Generator, check_length
-
-# The sampler runs this long before the first window and after the last, so every
-# window has trace samples on both sides (nvidia-smi delivers its first line late).
-TRACE_MARGIN_S = 0.3
 
 
 def _primary(trace) -> str:
@@ -154,9 +150,11 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     memory = PeakMemory(device)
     memory.reset()
     settle = cfg.trials.warmup_settle if cfg.trials.warmup_settle is not None else measuring
-    sampler.start()
+    with phases("sampler"):
+        sampler.start()
     try:
-        time.sleep(TRACE_MARGIN_S if measuring else 0.0)
+        with phases("sampler"):
+            wait_for_sample(sampler)  # the trace starts before the idle window
         with phases("idle"):
             idle, idle_window, idle_tags = idle_baseline(device, sampler, idle_s, idle_store(cfg, device, sampler))
 
@@ -177,9 +175,11 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             with phases("window"), MeasurementWindow(device, sampler) as window:
                 latencies = run_timed(step, timed, device, cfg.trials.iters, min_window_s)
                 window.iterations = len(latencies)
-        time.sleep(TRACE_MARGIN_S if measuring else 0.0)
+        with phases("sampler"):
+            wait_for_sample(sampler)  # ... and ends after the last window
     finally:
-        trace = sampler.stop()
+        with phases("sampler"):
+            trace = sampler.stop()
     idle_w = idle.power_w if idle is not None else None
     if measured is not None:
         workload_metrics, energy, validity = generate_metrics(windows, cfg.batch_size, sampler.name, trace, idle_w, min_window_s)

@@ -129,10 +129,15 @@ def resolve(task: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), name)
 
 
-def _call(task: str, *args: object) -> Any:
-    """Runs in the child; an exception that cannot travel back (it holds a lambda, a lock) travels as text."""
+def _call(task: str, *args: object) -> tuple[Any, float]:
+    """Runs in the child: the task's result and the seconds the task itself ran, so the
+    parent can count the rest (the arguments' and the result's trip, the process's start
+    and exit) as isolation. An exception that cannot travel back (it holds a lambda, a
+    lock) travels as text."""
     try:
-        return resolve(task)(*args)
+        started = time.perf_counter()
+        result = resolve(task)(*args)
+        return result, time.perf_counter() - started
     except Exception as exc:
         try:
             pickle.dumps(exc)
@@ -162,7 +167,8 @@ def run_isolated(
     on_phase: Callable[[str], None] | None = None,
     on_output: Callable[[str], None] | None = None,
 ) -> tuple[Any, float]:
-    """``task(*args)`` in a fresh forked process; returns its result and the seconds spent starting and ending it.
+    """``task(*args)`` in a fresh forked process; returns its result and the seconds spent outside the task:
+    starting and ending the process, and carrying the arguments and the result between the two.
 
     ``task`` is named (``"eaq.tasks.benchmark:benchmark"``) so this process never imports
     what only the run needs (torch, transformers: 16 s on the H100 machine).
@@ -196,11 +202,10 @@ def _run(
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_child_setup, initargs=setup) as pool:
             if not pool.submit(_ready).result():
                 return None
-            overhead = time.perf_counter() - start
-            result = pool.submit(_call, task, *args).result()
-            ended = time.perf_counter()
-        # The process's exit is waited for too (0.9 s for a sweep's first run here): its cost.
-        return result, overhead + time.perf_counter() - ended
+            result, task_s = pool.submit(_call, task, *args).result()
+        # Everything but the task: the fork (or the server's imports), pickling the config and
+        # the result, and the process's exit (0.9 s for a sweep's first run here).
+        return result, time.perf_counter() - start - task_s
     finally:
         events.put(None)
         relay.join(timeout=5)

@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from eaq.config import GROUPS, validate
 from eaq.errors import EaqError
 from eaq.slots import gpu_slot, pin_device_order
+from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking import TrackedRun, config_hash, flatten, open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip
@@ -135,6 +136,8 @@ def run_job(cfg: DictConfig) -> str:
         config = validate(cfg)
         task = TASKS[config.task]
         setup_s = time.perf_counter() - started
+        # Device work a sweep started ahead of its runs (eaq.tasks.ahead) ends before this run touches the device.
+        ahead_s = wait_for_device(config.paths.cache_dir)
         gpus = config.gpu_slots
         with gpu_slot(gpus.dir, gpus.count, run.run.info.run_name, run.run_id) if gpus.enabled else nullcontext() as slot:
             if slot is not None:
@@ -149,6 +152,7 @@ def run_job(cfg: DictConfig) -> str:
         show_phase("logging")
         logging_started = time.perf_counter()
         result.metrics["phase_setup_s"] = setup_s
+        result.metrics["phase_ahead_s"] = ahead_s
         run.log_metrics(result.metrics)
         run.set_tags(result.tags)
         env = capture(result.device, digest)

@@ -8,6 +8,7 @@ bounds a decode step (a large copy). ``task=calibrate`` re-measures both.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -106,7 +107,22 @@ def roofline_metrics(
         "roofline_efficiency": achieved / calibration.flop_per_j,
         "energy_roofline_limit_per_sample_mj": flops_per_batch / cfg.batch_size / calibration.flop_per_j * 1e3,
     }
-    return metrics, {"eaq.roofline.calibration": f"{calibration.matmul} {calibration.size}^3 on {calibration.device_name}"}
+    return metrics, {
+        "eaq.roofline.calibration": f"{calibration.matmul} {calibration.size}^3 on {calibration.device_name}",
+        "eaq.roofline.calibration.measured_unix_s": f"{calibration.measured_unix_s:.3f}",
+    }
+
+
+def ensure_calibration(cfg: EaqConfig) -> str:
+    """The peak a benchmark run of ``cfg`` will compare against, measured now unless cached (eaq.tasks.ahead); what happened."""
+    device = resolve_device(cfg.device)
+    matmul = get_precision(cfg.precision.name, device, cfg.precision.plan).matmul
+    started = time.time()
+    calibration = _calibration(cfg, device, matmul, reuse=True)
+    if calibration is None:
+        return f"{matmul}: no sampler measures energy on {device}"
+    how = "measured" if calibration.measured_unix_s >= started else "cached"
+    return f"{matmul} {how}: {calibration.flop_per_j / 1e12:.4f} TFLOP/J"
 
 
 def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
@@ -131,4 +147,4 @@ def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     return TaskResult(metrics=metrics, tags={"eaq.kind": "calibrate", **tags}, device=describe_device(device), files=[])
 
 
-__all__ = ["decode_roofline_metrics", "roofline_metrics", "run_calibration"]
+__all__ = ["decode_roofline_metrics", "ensure_calibration", "roofline_metrics", "run_calibration"]

@@ -8,7 +8,7 @@ from typing import Any
 
 # Settings that change where results go or how errors print, not what is measured.
 # Where a run is logged and how it is scheduled (gpu_slots: which of a host's GPUs), not what it measures.
-NOT_MEASUREMENT = ("tracking", "paths", "debug", "run_name", "resume", "gpu_slots")
+NOT_MEASUREMENT = ("tracking", "paths", "debug", "run_name", "resume", "gpu_slots", "calibrate_ahead")
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, str]:

@@ -1,0 +1,186 @@
+"""Roofline calibrations a sweep will need, measured while its fork server imports.
+
+From an empty cache the first run of each matmul format paid its calibration after its
+window: 3.0-3.1 s per format, 9.2 s of a 102.8 s six-run sweep on an H100, while that
+sweep's first run had waited 11.7 s for the fork server's imports with the device idle
+(docs/results/2026-11-24-h100-sweep-time). At the sweep's start this hook composes every
+job's config as the launcher will, keeps those whose run will calibrate a peak (the
+benchmark's forward workload with ``trials.roofline`` on, in a fork server), and starts
+one process (``python -m eaq.tasks.ahead PLAN``) that measures each format they need into
+the cache, through the same ``eaq.tasks.roofline`` code and per-format lock a run uses.
+
+The measurement is the same; only its moment moves. So that nothing overlaps it, the
+process holds the device gate (``gate_path``) from before it exists (the lock is taken
+here and handed over as an open file) until it ends, and every run passes the gate
+before it touches the device (``wait_for_device``, timed as ``phase_ahead_s``): no run's
+idle, warm-up or window shares the device with a calibration. Runs then find the peak
+cached; their tag ``eaq.roofline.calibration.measured_unix_s`` says when it was measured.
+
+The idle baseline is not taken here. Taken after the calibrations it would be measured on
+a device just off 700 W, hotter than the runs find it before their warm-ups, and the 3 C
+rule (eaq.measure.idle) would make the runs measure their own; taken before them it would
+be stale by the first run for the same reason. The first run measures it as before, now
+on a device warmed by the calibrations, nearer the temperature later runs start at.
+
+On by default (``calibrate_ahead=null``) when the jobs run on a GPU one at a time
+(``hydra/launcher=basic``, ``isolate=true``): without a fork server to wait for the
+calibrations would only move, and other launchers run jobs elsewhere or on other devices.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Any
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, open_dict
+
+from eaq.config import EaqConfig, validate
+from eaq.files import exclusive, try_exclusive
+from eaq.measure.nvml import device_summaries
+from eaq.tracking.callbacks import fail_loudly, sweep_folder
+
+log = logging.getLogger(__name__)
+PLAN_FILE = "calibrate_ahead.pkl"
+LOG_FILE = "calibrate_ahead.log"
+
+
+def gate_path(cache_dir: str | Path) -> Path:
+    """Held while device work started ahead of the runs (this module's process) is under way."""
+    return Path(cache_dir) / "roofline" / "device.lock"
+
+
+def wait_for_device(cache_dir: str | Path) -> float:
+    """Seconds spent waiting for the work started ahead to free the device (near 0 when there is none)."""
+    start = time.perf_counter()
+    with exclusive(gate_path(cache_dir)):
+        pass
+    return time.perf_counter() - start
+
+
+def _job_overrides(config: DictConfig) -> list[list[str]]:
+    """Each job's overrides, as the basic sweeper will split them (named sweeps' params first)."""
+    params = [f"{key}={value}" for key, value in (config.hydra.sweeper.get("params") or {}).items()]
+    parsed = OverridesParser.create().parse_overrides([*params, *config.hydra.overrides.task])
+    return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+@functools.cache
+def _on_gpu(spec: str) -> bool:
+    """Asked once per device spec: NVML starts for ``auto``."""
+    return spec.startswith("cuda") or (spec == "auto" and bool(device_summaries()))
+
+
+def _calibrates(cfg: EaqConfig) -> bool:
+    """Whether this job's run would calibrate a peak in a fork server, and calibrating ahead is on for it."""
+    wanted = cfg.calibrate_ahead if cfg.calibrate_ahead is not None else _on_gpu(cfg.device)
+    return wanted and cfg.isolate and cfg.task == "benchmark" and cfg.workload.name == "forward" and cfg.trials.roofline
+
+
+def _job_configs(config: DictConfig) -> Iterator[EaqConfig]:
+    """Every job's validated config; a job that does not compose or validate is left to fail in its own run."""
+    loader = GlobalHydra.instance().config_loader()
+    for overrides in _job_overrides(config):
+        try:
+            job = loader.load_sweep_config(config, overrides)
+            HydraConfig.instance().set_config(job)  # its ${hydra:...} values, as the launcher sets them per job
+            with open_dict(job):
+                del job["hydra"]
+            yield validate(job)
+        except Exception as exc:  # noqa: BLE001  (the run reports it, in one sentence)
+            log.debug("calibrate ahead: job %s left to its run: %s", overrides, exc)
+
+
+def needed(config: DictConfig) -> list[EaqConfig]:
+    """One config per distinct calibration the sweep's runs would make (device, sampler, cache, window, precision)."""
+    if config.hydra.runtime.choices.get("hydra/launcher") != "basic":
+        return []
+    found: dict[tuple[Any, ...], EaqConfig] = {}
+    try:
+        for cfg in _job_configs(config):
+            if _calibrates(cfg):
+                key = (cfg.device, cfg.sampler.name, cfg.sampler.interval_ms, cfg.paths.cache_dir,
+                       cfg.trials.roofline_window_s, cfg.precision.name, cfg.precision.plan)
+                found.setdefault(key, cfg)
+    finally:
+        HydraConfig.instance().set_config(config)
+    return list(found.values())
+
+
+def start(configs: list[EaqConfig], folder: Path) -> subprocess.Popen[bytes] | None:
+    """Start the process that calibrates ``configs``, holding each cache's device gate for it from now on.
+
+    The gates are locked here and the open files inherited, so no run can pass a gate
+    between this call and the process taking it; the kernel frees them when it ends.
+    A gate held already (another sweep on the same cache) leaves that cache's
+    calibrations to the runs: None when that is all of them.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        held: set[str] = set()
+        gates: list[IO[str]] = []
+        for cache_dir in sorted({cfg.paths.cache_dir for cfg in configs}):
+            if (gate := try_exclusive(gate_path(cache_dir))) is not None:
+                gates.append(stack.enter_context(gate))
+                held.add(cache_dir)
+        mine = [cfg for cfg in configs if cfg.paths.cache_dir in held]
+        if not mine:
+            return None
+        plan = folder / PLAN_FILE
+        plan.write_bytes(pickle.dumps(mine))
+        output = stack.enter_context((folder / LOG_FILE).open("ab"))
+        return subprocess.Popen(
+            [sys.executable, "-m", "eaq.tasks.ahead", str(plan)],
+            stdout=output, stderr=subprocess.STDOUT, pass_fds=[g.fileno() for g in gates],
+        )
+
+
+class CalibrateAhead(Callback):
+    """Hydra hook: at a multirun's start, calibrate what its runs will need while the fork server imports."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @fail_loudly("planning the roofline calibrations ahead of the runs (calibrate_ahead=false skips them)")
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        configs = needed(config)
+        if configs:
+            self.process = start(configs, sweep_folder(config))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """A sweep whose runs were all skipped (resume) never waited for it: stop it rather than leave it behind."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait()
+
+
+def main(plan: Path) -> None:
+    """Calibrate each config of ``plan`` (pickled by ``start``), one line each in the log."""
+    from eaq.tasks.roofline import ensure_calibration
+
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    log.info("calibrating ahead of the runs (pid %d)", os.getpid())
+    for cfg in pickle.loads(plan.read_bytes()):
+        started = time.perf_counter()
+        try:
+            outcome = ensure_calibration(cfg)
+        except Exception as exc:  # noqa: BLE001  (the run calibrates it itself, and says why it fails)
+            outcome = f"failed, left to the run: {exc}"
+        log.info("%s on %s: %s (%.2f s)", cfg.precision.name, cfg.device, outcome, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
