@@ -75,7 +75,8 @@ class DatasetConfig:
     # ``text``: a file with one example per line (``package:`` means the file eaq ships);
     # ``tsv`` / ``jsonl``: labelled examples (see text_column, label_column);
     # ``raw``: one long text (WikiText), tokenized as one stream, for causal-LM perplexity;
-    # ``synthetic``: random token ids, for speed and energy work only (no quality figures).
+    # ``synthetic``: random token ids, for speed and energy work (no accuracy or perplexity;
+    # fidelity to fp32 with trials.fidelity_on_synthetic).
     kind: str = "text"
     path: str | None = "package:sample_sentences.txt"
     # Where ``path`` does not exist: a Hugging Face dataset to read instead through the
@@ -144,6 +145,13 @@ class TrialsConfig:
     # Reuse the quality figures an earlier run of the same configuration computed (other
     # trials): they do not depend on the trial (cached in paths.cache_dir).
     reuse_quality: bool = True
+    # On dataset=synthetic: log fidelity to the fp32 model (cosine, agreement, KL; generated-token
+    # agreement for workload=generate) on token ids drawn with one fixed seed, so every trial and
+    # precision is compared on the same inputs. Meaningful on any input, random weights included:
+    # it is the drift the layers task's plan is chosen by. Off by default: it adds the reference
+    # and quality phases to a run, and timed sweeps on synthetic ids (issue 13) must not gain
+    # them. No effect on text data, where quality is always computed.
+    fidelity_on_synthetic: bool = False
 
 
 @dataclass

@@ -21,8 +21,7 @@ def make_inputs(
 ) -> tuple[tuple[Batches, torch.Tensor | None], TokenCache | None]:
     """(The batches, and for raw text the token stream perplexity is computed on), the token cache used."""
     if examples is None:
-        rows = cfg.dataset.max_samples or cfg.batch_size
-        return (make_synthetic(loaded.model.config.vocab_size, rows, cfg.batch_size, cfg.seq_len, device, cfg.trial), None), None
+        return (synthetic_batches(cfg, loaded.model.config.vocab_size, device, cfg.trial), None), None
     assert loaded.tokenizer is not None
     content = hashlib.sha256("\n".join(examples.texts).encode()).hexdigest()
     cache = TokenCache(
@@ -34,6 +33,17 @@ def make_inputs(
     else:
         found = make_batches(examples.texts, loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels, cache), None
     return found, cache
+
+
+# The seed of the synthetic ids fidelity is measured on (trials.fidelity_on_synthetic): one for
+# every trial, so the figures do not depend on the trial, like text's, and one fp32 reference and
+# one set of figures per configuration serve all trials (trials.reuse_quality).
+FIDELITY_SEED = 0
+
+
+def synthetic_batches(cfg: EaqConfig, vocab_size: int, device: torch.device, seed: int) -> Batches:
+    """``dataset.max_samples`` rows of random token ids (at least a batch), drawn with ``seed``."""
+    return make_synthetic(vocab_size, cfg.dataset.max_samples or cfg.batch_size, cfg.batch_size, cfg.seq_len, device, seed)
 
 
 def auto_seconds(value: float | None, measuring: bool) -> float:

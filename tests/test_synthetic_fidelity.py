@@ -1,0 +1,75 @@
+"""Fidelity to fp32 on synthetic token ids (trials.fidelity_on_synthetic): the drift axis of the
+energy front on random-weight GPU runs, opt-in so timed sweeps on synthetic ids gain no phases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST, all_runs, run_eaq
+
+NO_QUALITY = "dataset is synthetic token ids: no quality figures for meaningless text"
+
+
+def _quality(run) -> dict[str, float]:
+    return {k: v for k, v in run.data.metrics.items() if k.startswith("quality_")}
+
+
+def _benchmarks(out: Path) -> list:
+    return [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
+
+
+def test_fidelity_on_synthetic_logs_drift_per_precision_once_per_configuration(out: Path) -> None:
+    result = run_eaq(out, "-m", "model.head=embedding,sequence_classification", "precision=fp32,int8", "trial=1,2",
+                     *FAST, "dataset=synthetic", "trials.fidelity_on_synthetic=true")
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = _benchmarks(out)
+    assert len(runs) == 8
+    by = {(r.data.params["model.head"], r.data.params["precision.name"], r.data.params["trial"]): r for r in runs}
+    for run in runs:
+        assert "fidelity to fp32 only" in run.data.tags["eaq.quality.reason"]
+        assert not {"quality_accuracy", "quality_perplexity"} & set(run.data.metrics)
+    # fp32 against its own reference: no drift.
+    embed, classify = _quality(by["embedding", "fp32", "1"]), _quality(by["sequence_classification", "fp32", "1"])
+    assert embed["quality_cosine_to_fp32_mean"] == pytest.approx(1.0, abs=1e-6)
+    assert embed["quality_cosine_to_fp32_min"] == pytest.approx(1.0, abs=1e-6)
+    assert classify["quality_agreement_with_fp32"] == 1.0 and classify["quality_kl_from_fp32"] == pytest.approx(0.0, abs=1e-9)
+    # int8 drifts, and the figures say so: the class distributions move (the tiny model's pooled
+    # embeddings move less than fp32 rounding, so cosine cannot tell here; it is logged all the same).
+    classify = _quality(by["sequence_classification", "int8", "1"])
+    assert classify["quality_agreement_with_fp32"] < 1.0 or classify["quality_kl_from_fp32"] > 0
+    assert "quality_cosine_to_fp32_mean" in _quality(by["embedding", "int8", "1"])
+    # The ids are one fixed seed's, not the trial's: trial 2 reads trial 1's figures.
+    for head in ("embedding", "sequence_classification"):
+        for precision in ("fp32", "int8"):
+            first, second = by[head, precision, "1"], by[head, precision, "2"]
+            assert first.data.tags["eaq.quality.source"] == "computed in this run"
+            assert second.data.tags["eaq.quality.source"].startswith("cache")
+            assert _quality(first) == _quality(second)
+
+
+def test_fidelity_is_off_by_default_and_its_reference_never_mixes_with_text(out: Path) -> None:
+    cache = out / "cache"
+    assert run_eaq(out, *FAST, "dataset=synthetic").returncode == 0
+    (off,) = _benchmarks(out)
+    assert not _quality(off) and off.data.tags["eaq.quality.reason"] == NO_QUALITY
+    assert not list(cache.glob("fp32-reference-*")) and not list(cache.glob("quality-*"))  # no phase gained
+    # Text, then synthetic with fidelity: the same model and shape, two references.
+    assert run_eaq(out, *FAST).returncode == 0
+    text_references = set(cache.glob("fp32-reference-*"))
+    assert len(text_references) == 1
+    done = run_eaq(out, *FAST, "dataset=synthetic", "trials.fidelity_on_synthetic=true")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(set(cache.glob("fp32-reference-*")) - text_references) == 1
+
+
+def test_generation_on_synthetic_ids_logs_generated_token_agreement(out: Path) -> None:
+    done = run_eaq(out, "-m", "precision=fp32,int8", "model=gpt2_tiny_random", "workload=generate", "workload.new_tokens=6",
+                   "dataset=synthetic", "dataset.max_samples=4", "trials=quick", "batch_size=2", "seq_len=16", "isolate=false",
+                   "trials.fidelity_on_synthetic=true")
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = {r.data.params["precision.name"]: r for r in _benchmarks(out)}
+    fp32, int8 = _quality(runs["fp32"]), _quality(runs["int8"])
+    assert fp32["quality_generated_match_rate"] == 1.0 and fp32["quality_top1_agreement_with_fp32"] == 1.0
+    assert 0 <= int8["quality_generated_match_rate"] <= 1 and "quality_top1_agreement_with_fp32" in int8
