@@ -36,6 +36,13 @@ PRESETS: dict[str, tuple[str, ...]] = {
                  "metrics.decode_bandwidth_fraction", "metrics.decode_bandwidth_limit_ms", "metrics.peak_bandwidth_gb_per_s",
                  "metrics.quantized_linear_layers", "metrics.model_size_mb", "metrics.memory_peak_gpu_mb",
                  "metrics.quality_generated_match_rate", "tags.eaq.decode.cuda_graph", "tags.eaq.valid", "tags.eaq.valid.reasons"),
+    # Issue 11's front: energy per sample against drift from fp32 (trials.fidelity_on_synthetic on
+    # synthetic ids), uniform precisions and mixed plans alike; the fidelity a head has is shown.
+    "front": (*CONFIG, "metrics.latency_mean_ms", "metrics.energy_per_sample_mj", "metrics.energy_net_per_sample_mj",
+              "metrics.power_mean_w", "metrics.quantized_linear_layers", "metrics.linear_layers",
+              "metrics.quality_agreement_with_fp32", "metrics.quality_kl_from_fp32", "metrics.quality_top1_agreement_with_fp32",
+              "metrics.quality_cosine_to_fp32_mean", "metrics.counter_vs_instant_disagreement", "tags.eaq.valid",
+              "tags.eaq.valid.reasons"),
     "overhead": (*CONFIG, "params.sampler.name", "metrics.latency_mean_ms", "metrics.latency_p50_ms",
                  "metrics.latency_std_ms", "metrics.window_iterations", "metrics.poll_coverage"),
 }
