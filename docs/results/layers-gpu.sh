@@ -17,22 +17,43 @@
 #   Summary: $OUT/layers-summary.txt (per type: share, both methods, trial-to-trial spread; per trial:
 #   capture ratios, components only and with the blocks' own ops, the graphed whole pass against
 #   the eager kernels, whether the run is valid and why not).
-# plan: three launches for all models (each launch costs a start-up, ~20-30 s):
+# plan: one launch per model, then two for all models (each launch costs a start-up, ~20-30 s):
 #   1. per model, a task=layers run in bf16 choosing which components to lower to fp8 within a drift
-#      budget (KL <= PLAN_KL on synthetic ids: random weights have no task quality). PLAN_SAMPLER=none
+#      budget (KL against bf16 <= the model's PLAN_KL entry, on synthetic ids: random weights have no
+#      task quality). PLAN_SAMPLER=none
 #      by default: the plan ranks components by their share of the pass's time, not of measured energy
 #      (replay), which saves the energy windows (~30 s per model); PLAN_SAMPLER=nvml ranks by energy.
 #      The plan's own energy is measured in step 2 either way.
+#      The budgets (PLAN_KL, "preset=limit,...,fallback") are per model because the drifts differ 46x.
+#      On 2026-11-25 (docs/results/2026-11-25-h100-layers) KL 0.01 never bound: the plans lowered all
+#      that fp8 takes (= uniform fp8) at KL 1.38e-3 (GPT-2-small) and 3.0e-5 (DistilBERT-base), the
+#      single components measured 1.3e-5 (block 11 attention) to 3.4e-4 (block 0 FFN) on GPT-2 (sum
+#      1.8e-3) and 5e-7 (attention) to 6e-6 (FFN), head 1.5e-5 on DistilBERT (sum 4.4e-5). The defaults,
+#      about half the all-lowered drift (gpt2_small_random=7e-4, distilbert_base_random=1.5e-5), make
+#      the plan choose: it keeps the components with the most drift per unit of cost in bf16 (GPT-2's
+#      block 0 FFN alone is a quarter of its drift) and lowers the rest. The target stays fp8, not int8:
+#      uniform int8, compiled, cost 1.7x (DistilBERT) and 1.3x (GPT-2) bf16's energy per sample at this
+#      shape, so lowering to int8 only moves away from the front (and the plan ranks components by the
+#      base precision's cost share, as if lowering saved it). Caveat from the same run: fp8 did not beat
+#      bf16 on energy either (21.36 vs 21.30, 57.57 vs 57.23 mJ/sample, ranges overlapping), so a
+#      binding fp8 plan lies between bf16 and fp8 in drift and, within the noise, in energy.
 #   2. the plans (precision=mixed), PLAN_TRIALS (1,2,3) trials each;
 #   3. uniform bf16, fp8 and int8, UNIFORM_TRIALS (1,2) trials each: 2, not 3, so both models fit one
 #      call; the cost: each uniform point is a mean of 2 (its range, no useful confidence interval),
 #      so a plan within about a trial's spread of the front cannot be called on or off it.
+#   Steps 2 and 3 log fidelity to fp32 (trials.fidelity_on_synthetic, on ids of one fixed seed,
+#   computed once per configuration), the drift axis of the front: DistilBERT's classifier logs
+#   agreement and KL, GPT-2's LM head top-1 next-token agreement only (the reference keeps token ids,
+#   not 50257-wide logits); the plan's budget is KL against bf16, on the plan run's ids.
 #   Steps 2 and 3 run trial-major, so a deadline cuts the last trials, never all of a configuration's;
 #   they are compiled with Inductor's defaults for every precision (COMPILE_TUNING=false, as the
 #   precision table's compiled runs: 15-26 s a run there; tuned, GPT-2-medium fp8 took 3 minutes to
 #   compile). Estimate for both models: 40 s install + ~90 s plans + 6 mixed and 12 uniform compiled
-#   runs x 15-20 s + 3 start-ups = 8-9 min. Table: $OUT/plan-vs-uniform.txt.
-# Environment: TRIALS_LIST=1,2,3 BATCH=64 SEQ=128 PLAN_KL=0.01 COMPILE=true COMPILE_TUNING=false
+#   runs x 15-20 s + 4 start-ups + a few s of fidelity = 8.5-9.5 min (the deadline cuts the last
+#   uniform trials if not). Table: $OUT/plan-vs-uniform.txt (eaq.report.table --preset front: energy
+#   per sample, drift from fp32, layers lowered, validity).
+# Environment: TRIALS_LIST=1,2,3 BATCH=64 SEQ=128 PLAN_KL=distilbert_base_random=1.5e-5,gpt2_small_random=7e-4,0.01
+# COMPILE=true COMPILE_TUNING=false
 # PROTOCOL=gpu_table SAMPLER=nvml PLAN_SAMPLER=none PLAN_TRIALS=$TRIALS_LIST UNIFORM_TRIALS=1,2
 # WORK=/tmp/eaq-layers. $OUT gets at most 6 files per part (stores, and a tarball of each store's
 # artifacts: a device call brings back files two folders deep at most; the plans are in the
@@ -59,6 +80,14 @@ run_eaq() {  # LOG ARGS...: python -m eaq.run ARGS until the deadline (SIGINT: t
   local log=$1 limit; shift
   limit=$(left) || { echo "deadline reached, skipped: $*" | tee -a $OUT/$log; return 1; }
   timeout -s INT $limit python3 -m eaq.run "$@" 2>&1 | grep -v "it/s" | tee -a $OUT/$log
+}
+budget_of() {  # MODEL: its entry in PLAN_KL ("preset=limit,...,fallback"), else the fallback, else 0.01
+  local entry fallback=0.01
+  for entry in ${PLAN_KL//,/ }; do
+    [[ $entry == "$1="* ]] && { echo "${entry#*=}"; return 0; }
+    [[ $entry == *=* ]] || fallback=$entry
+  done
+  echo $fallback
 }
 keep() {  # a store and its artifacts, into $OUT
   cp $WORK/$1/mlflow.db $OUT/$1-mlflow.db && tar czf $OUT/$1-artifacts.tgz -C $WORK/$1 mlartifacts
@@ -131,12 +160,15 @@ fi
 
 if [[ $PARTS == *plan* ]]; then
   if [[ $PRECISIONS == *fp8* ]]; then TARGET=fp8 BASE=bf16 UNIFORM=bf16,fp8,int8; else TARGET=int8 BASE=${PRECISIONS%%,*} UNIFORM=${PRECISIONS%%,*},int8; fi
-  BENCH="compile=${COMPILE:-true} compile_tuning=${COMPILE_TUNING:-false} $COMMON sampler=$SAMPLER paths.output_dir=$WORK/plan-bench"
-  PLANS=$WORK/plans
-  # 1. Every model's plan, in one launch.
-  run_eaq log-plan.txt -m task=layers model=$MODELS precision=$BASE layers.target=$TARGET layers.ablation=false \
-    layers.budget=impact layers.budget_limit=${PLAN_KL:-0.01} $COMMON sampler=${PLAN_SAMPLER:-none} \
-    paths.output_dir=$WORK/plan-choice
+  BENCH="compile=${COMPILE:-true} compile_tuning=${COMPILE_TUNING:-false} trials.fidelity_on_synthetic=true $COMMON"
+  BENCH="$BENCH sampler=$SAMPLER paths.output_dir=$WORK/plan-bench"
+  PLANS=$WORK/plans PLAN_KL=${PLAN_KL:-distilbert_base_random=1.5e-5,gpt2_small_random=7e-4,0.01}
+  # 1. Each model's plan, within its own budget.
+  for model in ${MODELS//,/ }; do
+    run_eaq log-plan.txt -m task=layers model=$model precision=$BASE layers.target=$TARGET layers.ablation=false \
+      layers.budget=impact layers.budget_limit=$(budget_of $model) $COMMON sampler=${PLAN_SAMPLER:-none} \
+      paths.output_dir=$WORK/plan-choice
+  done
   # Each model's newest plan, as $PLANS/plan-<model.name>.yaml; prints the presets that have one.
   PLANNED=$(python3 - "$WORK/plan-choice" "$PLANS" 2>>$OUT/log-plan.txt <<'EOF'
 import shutil, sys, tempfile
@@ -164,7 +196,7 @@ EOF
   [[ -n $PLANNED ]] && run_eaq log-plan.txt -m trial=${PLAN_TRIALS:-$TRIALS_LIST} model=$PLANNED precision=mixed \
     "precision.plan=$PLANS/plan-\${model.name}.yaml" $BENCH
   run_eaq log-plan.txt -m trial=${UNIFORM_TRIALS:-1,2} model=$MODELS precision=$UNIFORM $BENCH
-  python3 -m eaq.report.table --uri sqlite:///$WORK/plan-bench/mlflow.db --preset energy | tee $OUT/plan-vs-uniform.txt
+  python3 -m eaq.report.table --uri sqlite:///$WORK/plan-bench/mlflow.db --preset front | tee $OUT/plan-vs-uniform.txt
   keep plan-choice
   keep plan-bench
 fi
