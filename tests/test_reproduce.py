@@ -62,7 +62,9 @@ def test_environment_is_captured_and_secrets_never_land(out: Path, monkeypatch) 
 
 
 def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path, capsys) -> None:
-    sweep = ["-m", "trial=1,2,3", *FAST]
+    # Windows of at least 4 s keep each run RUNNING long enough for the store to be read between two
+    # looks (a quick run with no sensor and no trace margins ends within one MLflow query on a slow machine).
+    sweep = ["-m", "trial=1,2,3", *FAST, "trials.min_duration_s=4"]
     cmd = [sys.executable, "-m", "eaq.run", *sweep, f"paths.output_dir={out}"]
     # Ctrl-C reaches the sweep as it reaches one started from a terminal: a test runner started in the
     # background of a shell without job control inherits SIGINT ignored, and Python would keep ignoring it.
