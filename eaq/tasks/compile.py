@@ -37,7 +37,8 @@ def compile_model(model: nn.Module, cuda_graphs: bool, tuning: bool = True) -> n
     ``cuda_graphs``: Inductor records and replays its own CUDA graphs (cudagraph trees). A
     generated token's decode step is recorded whole by eaq instead (eaq.tasks.generate):
     Inductor's graph covers the model alone, and every call still ran dynamo's guards and the
-    Python around the graph on the host, 2.5 ms a step on an H100 for 1.2 ms of kernels.
+    Python around the graph on the host: 3.7 ms a step on an H100 for 1.25 ms of kernels
+    (docs/results/2026-11-25-h100-diag).
     """
     # Runs that share a process would share dynamo's caches and its recompile limit,
     # past which it runs the model eagerly with only a warning.
