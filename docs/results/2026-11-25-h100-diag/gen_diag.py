@@ -1,5 +1,10 @@
 """Why a compiled decode step takes 1.90 ms (bf16) and 5.43 ms (int4_weight_only) on the 1.1B shape.
 
+2026-11-25 afternoon: the step is built as the benchmark now builds it (eaq/tasks/generate.py):
+compile_model with Inductor's defaults (tuning=False: the coordinate-descent tuning took over
+130 s in the morning's call and this script never printed), then the whole step recorded as one
+CUDA graph (as_graph over Decoder.advance) and replayed by Decoder.step.
+
 2026-11-24 (docs/results/2026-11-24-h100-generate): bf16 compiled with CUDA graphs ran at 0.39 of
 the measured memory bandwidth, int4_weight_only at 0.043. A step launched kernel by kernel is
 bound by the host (22 layers, ~15 kernels each, ~5 us a launch ~ 1.6 ms), so the first
@@ -34,6 +39,7 @@ from eaq.models import load_model
 from eaq.precision import get_precision
 from eaq.precision.base import set_tf32
 from eaq.precision.shapes import linear_rows
+from eaq.measure.graphs import as_graph
 from eaq.tasks.compile import compile_model
 from eaq.workloads.generate import Decoder, Generator
 
@@ -55,9 +61,16 @@ def main() -> None:
     precision = get_precision(PRECISION, device)
     rows = linear_rows(model, lambda: Decoder(probe, prompt).step()) if precision.requirements.min_rows > 1 else None
     model = precision.apply(model, device, rows)
-    runner = compile_model(model, cuda_graphs=device.type == "cuda", tuning=True)
+    # As eaq/tasks/benchmark.py: no Inductor graphs inside the whole step's (the 14:38 call passed
+    # cuda_graphs=True here, so its whole-step capture failed and Inductor's graph ran instead).
+    runner = compile_model(model, cuda_graphs=False, tuning=False)
     decoder = Decoder(Generator(model, runner, config, SEQ, NEW, device, static=True), prompt)
-    for _ in range(2 * NEW):  # compile, record the graphs, and pass a restart
+    graph = as_graph(decoder.advance, device, device.type == "cuda", reset=decoder.restart)
+    if device.type == "cuda":
+        decoder.replay_with(graph.run)
+    print("whole-step graph:", graph.reason)
+    decoder.restart()
+    for _ in range(2 * NEW):  # pass a restart
         decoder.step()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda device: None)
     sync(device)
@@ -76,15 +89,17 @@ def main() -> None:
     kernels: Counter = Counter()
     launches: Counter = Counter()
     cpu_ops: Counter = Counter()
+    launched = 0
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA:
             kernels[event.name] += event.device_time_total / 20
+            launched += 1
         elif event.name.startswith("cuda") or event.name.startswith("cu"):
             launches[event.name] += 1 / 20
         else:
             cpu_ops[event.name] += event.cpu_time_total / 20
-    print(f"per step: {sum(kernels.values()) / 1e3:.3f} ms of kernels, {len(kernels)} kernel names; runtime calls {dict(launches)}")
-    for name, us in kernels.most_common(12):
+    print(f"per step: {sum(kernels.values()) / 1e3:.3f} ms of kernels, {len(kernels)} kernel names, {launched / 20:.0f} kernels; runtime calls {dict(launches)}")
+    for name, us in kernels.most_common(20):
         print(f"  {us:8.1f} us  {name[:120]}")
     print("host ops per step (us, top 12):")
     for name, us in cpu_ops.most_common(12):

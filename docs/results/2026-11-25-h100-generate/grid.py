@@ -1,0 +1,60 @@
+"""Issue 16's grid from every store in this folder (2026-11-25): one row per cell, trials merged.
+
+    python docs/results/2026-11-25-h100-generate/grid.py > docs/results/2026-11-25-h100-generate/grid.md
+
+Each store is one machine's (its file name is the machine's id); a cell run on two machines has a
+row per run in the store listing (``--runs``) and its range here. Only FINISHED runs of the
+generate workload; int8 (refused before any decode step) is listed from its failures on 2026-11-24.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from eaq.report.frame import fetch_runs, runs_frame
+
+HERE = Path(__file__).resolve().parent
+COLUMNS = {
+    "time_per_output_token_mean_ms": "ms/token",
+    "decode_energy_per_token_mj": "mJ/token",
+    "decode_energy_net_per_token_mj": "net mJ/token",
+    "decode_power_mean_w": "W decode",
+    "decode_bandwidth_fraction": "bw fraction",
+    "time_to_first_token_mean_ms": "TTFT ms",
+}
+
+
+def frame() -> pd.DataFrame:
+    rows = []
+    for store in sorted(HERE.glob("generate-*.db")):
+        runs = runs_frame(fetch_runs(f"sqlite:///{store}"))
+        runs = runs[(runs["status"] == "FINISHED") & runs["workload"].str.startswith("generate")]
+        rows.append(runs.assign(store=store.stem.removeprefix("generate-")))
+    runs = pd.concat(rows, ignore_index=True)
+    runs["mode"] = runs["compile"].map({True: "compiled", False: "eager"})
+    return runs
+
+
+def cell(values: pd.Series) -> str:
+    low, high = values.min(), values.max()
+    return f"{low:.4g}" if low == high else f"{low:.4g}-{high:.4g}"
+
+
+def main() -> None:
+    runs = frame()
+    keys = ["model", "mode", "batch_size", "precision"]
+    if "--runs" in sys.argv:
+        print(runs[[*keys, "trial", "store", *COLUMNS, "valid"]].sort_values(keys).to_markdown(index=False))
+        return
+    table = runs.groupby(keys).agg(
+        runs=("store", "size"), valid=("valid", lambda v: f"{int(v.sum())}/{len(v)}"),
+        **{name: (column, cell) for column, name in COLUMNS.items()},
+    )
+    print(table.reset_index().rename(columns={"batch_size": "batch"}).to_markdown(index=False))
+
+
+if __name__ == "__main__":
+    main()
