@@ -16,7 +16,8 @@ from eaq.config import EaqConfig
 from eaq.files import try_exclusive
 from eaq.measure.idle import IdleBaseline, ReusePolicy, idle_baseline, stale_reason
 from eaq.measure.nvml import NvmlSampler
-from eaq.tasks.ahead import LOG_FILE, gate_path, start, wait_for_device
+from eaq.tasks import roofline
+from eaq.tasks.ahead import LOG_FILE, PLAN_FILE, gate_path, start, wait_for_device
 from eaq.tasks.shared import idle_store
 from eaq.tasks.isolation import run_isolated
 from fake_nvml import FakeNvml
@@ -174,3 +175,33 @@ def test_a_sweep_calibrates_each_format_once_ahead_and_its_runs_wait_for_it(out:
     for run in runs:
         assert "phase_ahead_s" in run.data.metrics
         assert float(run.data.tags["eaq.window.start_unix_s"]) > done  # no window while it worked
+
+
+def _calibrate_with_a_sensor(monkeypatch: pytest.MonkeyPatch, cache: Path, precision: str) -> None:
+    """What a run on a machine with an energy sensor leaves in the cache: its peak, measured through the run's own code."""
+    cfg = _config(cache.parent, roofline_window_s=1.2)  # >= 20 updates of the fake sensor's 50 ms
+    cfg.paths.cache_dir, cfg.device, cfg.precision.name = str(cache), "cpu", precision
+    sensor = lambda *_: NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.05))  # noqa: E731
+    with monkeypatch.context() as patch:
+        patch.setattr(roofline, "select_sampler", sensor)
+        assert "measured" in roofline.ensure_calibration(cfg)
+
+
+def test_a_sweep_calibrates_ahead_only_what_is_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    sweep = ["-m", "precision=fp32,int8", "trial=1", *FAST, "trials.roofline=true", "sampler=none", "calibrate_ahead=true",
+             "device=cpu", f"paths.cache_dir={cache}"]
+    _calibrate_with_a_sensor(monkeypatch, cache, "fp32")
+    result = run_eaq(tmp_path / "first", *sweep)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (log,) = (tmp_path / "first").glob(f"multirun/*/{LOG_FILE}")
+    assert [line.split(" - ", 1)[1].split(":")[0] for line in log.read_text().splitlines()[1:]] == ["int8 on cpu"]
+
+    # Every peak cached: no process at all, and no run waits for one.
+    _calibrate_with_a_sensor(monkeypatch, cache, "int8")
+    result = run_eaq(tmp_path / "repeat", *sweep)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (folder,) = (tmp_path / "repeat").glob("multirun/*")
+    assert not (folder / LOG_FILE).exists() and not (folder / PLAN_FILE).exists()
+    runs = [r for r in all_runs(tmp_path / "repeat") if r.data.tags.get("eaq.kind") == "benchmark"]
+    assert len(runs) == 2 and all(r.data.metrics["phase_ahead_s"] < 0.05 for r in runs)

@@ -8,6 +8,7 @@ job's config as the launcher will, keeps those whose run will calibrate a peak (
 benchmark's forward workload with ``trials.roofline`` on, in a fork server), and starts
 one process (``python -m eaq.tasks.ahead PLAN``) that measures each format they need into
 the cache, through the same ``eaq.tasks.roofline`` code and per-format lock a run uses.
+Formats already cached are left out, and with none left no process starts.
 
 The measurement is the same; only its moment moves. So that nothing overlaps it, the
 process holds the device gate (``gate_path``) from before it exists (the lock is taken
@@ -51,6 +52,7 @@ from omegaconf import DictConfig, open_dict
 from eaq.config import EaqConfig, validate
 from eaq.files import exclusive, try_exclusive
 from eaq.measure.nvml import device_summaries
+from eaq.tasks import peaks
 from eaq.tracking.callbacks import fail_loudly, sweep_folder
 
 log = logging.getLogger(__name__)
@@ -105,13 +107,18 @@ def _job_configs(config: DictConfig) -> Iterator[EaqConfig]:
 
 
 def needed(config: DictConfig) -> list[EaqConfig]:
-    """One config per distinct calibration the sweep's runs would make (device, sampler, cache, window, precision)."""
+    """One config per distinct calibration the sweep's runs would make (device, sampler, cache, window, precision).
+
+    A calibration already cached is left out (``eaq.tasks.peaks``, read without torch): on
+    the H100 a repeated sweep, every peak cached, still held its runs 4.7 s at the gate
+    while a process imported torch to find them there.
+    """
     if config.hydra.runtime.choices.get("hydra/launcher") != "basic":
         return []
     found: dict[tuple[Any, ...], EaqConfig] = {}
     try:
         for cfg in _job_configs(config):
-            if _calibrates(cfg):
+            if _calibrates(cfg) and not peaks.cached(cfg):
                 key = (cfg.device, cfg.sampler.name, cfg.sampler.interval_ms, cfg.paths.cache_dir,
                        cfg.trials.roofline_window_s, cfg.precision.name, cfg.precision.plan)
                 found.setdefault(key, cfg)
