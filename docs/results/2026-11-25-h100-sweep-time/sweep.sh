@@ -27,7 +27,7 @@ sweep() {  # LABEL [overrides...]: one sweep from an empty output folder; prints
   start=$(date +%s.%N)
   PYTHONUNBUFFERED=1 python3 -m eaq.run -m model=${MODEL:-distilbert_base_random} dataset=synthetic \
     precision=fp32,fp16,int8 trial=${TRIALS:-1,2} paths.output_dir="$out" paths.cache_dir="$cache" "$@" 2>&1 \
-    | grep -v "Warning\|warn(" | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done > "$OUT/$label.log"
+    | grep --line-buffered -v "Warning\|warn(" | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done > "$OUT/$label.log"
   end=$(date +%s.%N)
   echo "$start:$end"
 }
