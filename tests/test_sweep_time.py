@@ -4,6 +4,8 @@ reused while fresh, quality computed once per configuration, per-phase timings, 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -205,3 +207,22 @@ def test_a_sweep_calibrates_ahead_only_what_is_not_cached(tmp_path: Path, monkey
     assert not (folder / LOG_FILE).exists() and not (folder / PLAN_FILE).exists()
     runs = [r for r in all_runs(tmp_path / "repeat") if r.data.tags.get("eaq.kind") == "benchmark"]
     assert len(runs) == 2 and all(r.data.metrics["phase_ahead_s"] < 0.05 for r in runs)
+
+
+@pytest.mark.parametrize(("code", "status", "stderr"), [(3, 3, ""), (None, 0, ""), ("stopped: why", 1, "stopped: why\n")])
+def test_the_exit_without_teardown_still_waits_for_threads_runs_exit_handlers_and_flushes(
+    tmp_path: Path, code: object, status: int, stderr: str
+) -> None:
+    script = f"""
+import atexit, concurrent.futures, pathlib, sys, threading, time
+from eaq.run import exit_without_teardown
+atexit.register(lambda: pathlib.Path({str(tmp_path / "handler")!r}).write_text("ran"))
+threading.Thread(target=lambda: (time.sleep(0.5), print("thread done", end=""))).start()
+concurrent.futures.ThreadPoolExecutor(1).submit(int)  # an idle worker, not a daemon: threading's exit hook ends it
+print("buffered, no newline: ", end="")
+exit_without_teardown({code!r})
+"""
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (status, "buffered, no newline: thread done", stderr)
+    assert (tmp_path / "handler").read_text() == "ran"
