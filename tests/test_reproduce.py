@@ -15,7 +15,7 @@ import psutil
 from conftest import FAST, REPO, all_runs, run_eaq
 from eaq.diff import main as diff_main
 from eaq.rerun import main as rerun_main
-from eaq.tracking.environment import REDACTED, redacted_environ
+from eaq.tracking.environment import REDACTED, capture, redacted_environ
 
 
 def _job_folders(out: Path) -> list[Path]:
@@ -59,6 +59,19 @@ def test_environment_is_captured_and_secrets_never_land(out: Path, monkeypatch) 
     (run,) = all_runs(out)
     assert run.data.tags["eaq.env.torch"] == captured["packages"]["torch"]
     assert redacted_environ({"PATH": "/bin", "GITHUB_TOKEN": "x"}) == {"GITHUB_TOKEN": REDACTED, "PATH": "/bin"}
+
+
+def test_each_run_records_the_packages_installed_at_its_end(tmp_path: Path, monkeypatch) -> None:
+    # Read once for the runs of a sweep; read again as soon as a distribution lands on the import path.
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    before = capture({}, "x")["pip_freeze"]
+    assert capture({}, "x")["pip_freeze"] == before and "eaq-installed-midway==1.0" not in before
+    (site / "eaq_installed_midway-1.0.dist-info").mkdir()
+    (site / "eaq_installed_midway-1.0.dist-info" / "METADATA").write_text("Name: eaq-installed-midway\nVersion: 1.0\n")
+    os.utime(site, ns=(0, 0))  # changed whatever the file system's clock resolution: only "changed" counts
+    assert capture({}, "x")["pip_freeze"] == sorted([*before, "eaq-installed-midway==1.0"])
 
 
 def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path, capsys) -> None:
