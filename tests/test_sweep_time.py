@@ -3,6 +3,7 @@ reused while fresh, quality computed once per configuration, per-phase timings, 
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -47,6 +48,17 @@ def test_each_isolated_run_starts_clean_in_its_own_forked_process() -> None:
     assert not cuda1 and not cuda2
     # The second run is a fork of the preloaded server: no interpreter start, no imports.
     assert overhead2 < 2.0, overhead2
+
+
+def _collector() -> tuple[bool, int]:
+    return gc.isenabled(), gc.get_freeze_count()
+
+
+def test_a_forked_run_collects_garbage_with_the_servers_imports_frozen() -> None:
+    """The server imports with the collector off (eaq.tasks.preload): its runs must not inherit that."""
+    (enabled, frozen), _ = run_isolated("test_sweep_time:_collector")
+    assert enabled
+    assert frozen > 10_000  # torch's and transformers' objects, never walked by the run's collections
 
 
 def test_phases_reach_the_parent_while_the_run_is_in_progress(out: Path) -> None:
@@ -215,7 +227,7 @@ def test_the_exit_without_teardown_still_waits_for_threads_runs_exit_handlers_an
 ) -> None:
     script = f"""
 import atexit, concurrent.futures, pathlib, sys, threading, time
-from eaq.run import exit_without_teardown
+from eaq.exit import exit_without_teardown
 atexit.register(lambda: pathlib.Path({str(tmp_path / "handler")!r}).write_text("ran"))
 threading.Thread(target=lambda: (time.sleep(0.5), print("thread done", end=""))).start()
 concurrent.futures.ThreadPoolExecutor(1).submit(int)  # an idle worker, not a daemon: threading's exit hook ends it

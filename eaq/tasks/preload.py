@@ -14,17 +14,30 @@ prototype kernels, which eaq does not use, are defined or not by it). Afterwards
 torch's function and Inductor's setting are put back and the cached triton answer is
 forgotten, so runs ask CUDA itself. Where the host's GPUs differ, or an import still
 initialises CUDA, ``fork_safe`` is false in the forks and the isolation spawns instead.
+
+The garbage collector is off while the server imports: those imports are the critical path of
+a sweep's start (12-19 s on the H100 machine, docs/results/2026-11-25-h100-sweep-time), and on
+this project's CPU machine 1.4 s of their 4.9-5.1 s went to collections that find nothing to
+free in freshly imported modules. Afterwards the imported objects are frozen (``gc.freeze``)
+and collection is enabled again, the pattern Python's documentation gives for a process that
+forks without exec: every run starts with the collector on, as a spawned process would, and
+its collections no longer walk (and copy, page by page) the hundreds of thousands of objects
+it shares with the server.
 """
 
 from __future__ import annotations
 
-import os
+import gc
 
-import torch
-import torch._inductor.config as inductor_config
-from torch.utils import _triton
+gc.disable()
 
-from eaq.measure.nvml import device_summaries
+import os  # noqa: E402
+
+import torch  # noqa: E402
+import torch._inductor.config as inductor_config  # noqa: E402
+from torch.utils import _triton  # noqa: E402
+
+from eaq.measure.nvml import device_summaries  # noqa: E402
 
 
 NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
@@ -71,4 +84,8 @@ def fork_safe() -> bool:
     return not torch.cuda._is_in_bad_fork()
 
 
-_preload()
+try:
+    _preload()
+finally:
+    gc.freeze()
+    gc.enable()
