@@ -45,7 +45,6 @@ NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 
 def _import_tasks() -> None:
     import eaq.tasks.benchmark  # noqa: F401
-    import eaq.tasks.job  # noqa: F401  (a fork re-runs the sweep's main module, eaq.run, which imports it)
     import eaq.tasks.layers  # noqa: F401
     import eaq.tasks.roofline  # noqa: F401
 
