@@ -136,7 +136,10 @@ def test_a_sweep_whose_parent_run_cannot_be_created_stops_non_zero_in_one_senten
 
 def test_a_second_sweep_in_a_running_sweeps_folder_stops_and_the_first_is_untouched(out: Path, tmp_path: Path) -> None:
     folder = tmp_path / "one-sweep-folder"
-    cmd = [sys.executable, "-m", "eaq.run", "-m", "trial=1,2", *FAST, f"paths.output_dir={out}", f"hydra.sweep.dir={folder}"]
+    # Windows of at least 10 s keep the first sweep running while the second starts (its interpreter and
+    # imports take seconds on a loaded 2-core machine): quick runs let the first end before the second looked.
+    cmd = [sys.executable, "-m", "eaq.run", "-m", "trial=1,2", *FAST, "trials.min_duration_s=10", f"paths.output_dir={out}",
+           f"hydra.sweep.dir={folder}"]
     first = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 300
     while not (folder / "mlflow_parent_run_id.txt").exists():
