@@ -19,6 +19,7 @@ triton.cudagraphs) and prints:
 
 From the repository root on the GPU machine:
   TORCH_LOGS=perf_hints python3 docs/results/2026-11-25-h100-diag/gen_diag.py [PRESET] [PRECISION] [BATCH]
+  EAGER=1 python3 docs/results/2026-11-25-h100-diag/gen_diag.py llama_1b_random bf16 1
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ PRESET = sys.argv[1] if len(sys.argv) > 1 else "llama_1b_random"
 PRECISION = sys.argv[2] if len(sys.argv) > 2 else "bf16"
 BATCH = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 SEQ, NEW, STEPS = int(os.environ.get("SEQ", 256)), int(os.environ.get("NEW", 128)), 200
+# EAGER=1: the eager step (2026-11-25: 76.7 ms a token on the 1.1B shape with the GPU at idle power,
+# 3x its whole 256-token prefill), with the prefill timed beside it.
+EAGER = os.environ.get("EAGER") == "1"
 CONF = Path(__file__).resolve().parents[3] / "conf" / "model" / f"{PRESET}.yaml"
 
 
@@ -61,20 +65,28 @@ def main() -> None:
     precision = get_precision(PRECISION, device)
     rows = linear_rows(model, lambda: Decoder(probe, prompt).step()) if precision.requirements.min_rows > 1 else None
     model = precision.apply(model, device, rows)
-    # As eaq/tasks/benchmark.py: no Inductor graphs inside the whole step's (the 14:38 call passed
-    # cuda_graphs=True here, so its whole-step capture failed and Inductor's graph ran instead).
-    runner = compile_model(model, cuda_graphs=False, tuning=False)
-    decoder = Decoder(Generator(model, runner, config, SEQ, NEW, device, static=True), prompt)
-    graph = as_graph(decoder.advance, device, device.type == "cuda", reset=decoder.restart)
-    if device.type == "cuda":
-        decoder.replay_with(graph.run)
-    print("whole-step graph:", graph.reason)
+    if EAGER:  # as compile=false runs it: the model itself over a DynamicCache, step by step from Python
+        decoder = Decoder(Generator(model, model, config, SEQ, NEW, device), prompt)
+    else:
+        # As eaq/tasks/benchmark.py: no Inductor graphs inside the whole step's (the 14:38 call passed
+        # cuda_graphs=True here, so its whole-step capture failed and Inductor's graph ran instead).
+        runner = compile_model(model, cuda_graphs=False, tuning=False)
+        decoder = Decoder(Generator(model, runner, config, SEQ, NEW, device, static=True), prompt)
+        graph = as_graph(decoder.advance, device, device.type == "cuda", reset=decoder.restart)
+        if device.type == "cuda":
+            decoder.replay_with(graph.run)
+        print("whole-step graph:", graph.reason)
     decoder.restart()
     for _ in range(2 * NEW):  # pass a restart
         decoder.step()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda device: None)
     sync(device)
-    print(f"{PRESET} {PRECISION} batch {BATCH}, torch {torch.__version__}, {torch.cuda.get_device_name(device) if device.type == 'cuda' else device}")
+    start = time.perf_counter()
+    for _ in range(5):
+        decoder.g.prefill(prompt)
+    sync(device)
+    print(f"prefill {1e3 * (time.perf_counter() - start) / 5:.3f} ms (eager model, fresh DynamicCache, 5 passes)")
+    print(f"{PRESET} {PRECISION} batch {BATCH}{' eager' if EAGER else ''}, torch {torch.__version__}, {torch.cuda.get_device_name(device) if device.type == 'cuda' else device}")
     print("inductor counters:", dict(counters["inductor"]))
     print("stats counters:", {k: v for k, v in counters["stats"].items()})
     start = time.perf_counter()
