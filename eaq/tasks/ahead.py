@@ -6,7 +6,7 @@ sweep's first run had waited 11.7 s for the fork server's imports with the devic
 (docs/results/2026-11-24-h100-sweep-time). At the sweep's start this hook composes every
 job's config as the launcher will, keeps those whose run will calibrate a peak (the
 benchmark's forward workload with ``trials.roofline`` on, in a fork server), and starts
-one process (``python -m eaq.tasks.ahead PLAN``) that measures each format they need into
+one process (``python -m eaq.tasks.calibrate_ahead PLAN``) that measures each format they need into
 the cache, through the same ``eaq.tasks.roofline`` code and per-format lock a run uses.
 Formats already cached are left out, and with none left no process starts.
 
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import pickle
 import subprocess
 import sys
@@ -150,7 +149,7 @@ def start(configs: list[EaqConfig], folder: Path) -> subprocess.Popen[bytes] | N
         plan.write_bytes(pickle.dumps(mine))
         output = stack.enter_context((folder / LOG_FILE).open("ab"))
         return subprocess.Popen(
-            [sys.executable, "-m", "eaq.tasks.ahead", str(plan)],
+            [sys.executable, "-m", "eaq.tasks.calibrate_ahead", str(plan)],
             stdout=output, stderr=subprocess.STDOUT, pass_fds=[g.fileno() for g in gates],
         )
 
@@ -172,22 +171,3 @@ class CalibrateAhead(Callback):
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             self.process.wait()
-
-
-def main(plan: Path) -> None:
-    """Calibrate each config of ``plan`` (pickled by ``start``), one line each in the log."""
-    from eaq.tasks.roofline import ensure_calibration
-
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    log.info("calibrating ahead of the runs (pid %d)", os.getpid())
-    for cfg in pickle.loads(plan.read_bytes()):
-        started = time.perf_counter()
-        try:
-            outcome = ensure_calibration(cfg)
-        except Exception as exc:  # noqa: BLE001  (the run calibrates it itself, and says why it fails)
-            outcome = f"failed, left to the run: {exc}"
-        log.info("%s on %s: %s (%.2f s)", cfg.precision.name, cfg.device, outcome, time.perf_counter() - started)
-
-
-if __name__ == "__main__":
-    main(Path(sys.argv[1]))
