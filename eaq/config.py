@@ -311,6 +311,11 @@ def _validate_workload(obj: EaqConfig) -> None:
         )
 
 
+def auto_seconds(value: float | None, measuring: bool) -> float:
+    """Protocol durations left null (``trials.min_duration_s``, ``trials.idle_s``): 5 s when energy is measured, none otherwise."""
+    return value if value is not None else (5.0 if measuring else 0.0)
+
+
 def validate(cfg: DictConfig) -> EaqConfig:
     """Check values that types cannot express; return the config as dataclasses."""
     obj = OmegaConf.to_object(cfg)

@@ -20,8 +20,9 @@ from eaq.files import try_exclusive
 from eaq.measure.idle import IdleBaseline, ReusePolicy, idle_baseline, stale_reason
 from eaq.measure.nvml import NvmlSampler
 from eaq.tasks import roofline
-from eaq.tasks.ahead import LOG_FILE, PLAN_FILE, gate_path, start, wait_for_device
-from eaq.tasks.shared import idle_store
+from eaq.tasks import idle
+from eaq.tasks.ahead import LOG_FILE, PLAN_FILE, Plan, gate_path, start, wait_for_device
+from eaq.tasks.idle import ensure_idle, idle_store
 from eaq.tasks.isolation import run_isolated
 from fake_nvml import FakeNvml
 
@@ -161,7 +162,7 @@ def test_calibrations_ahead_hold_the_device_gate_until_they_end(tmp_path: Path) 
     int8.precision.name = "int8"
     for cfg in (fp32, int8):
         cfg.device, cfg.sampler.name = "cpu", "none"
-    process = start([fp32, int8], tmp_path / "sweep")
+    process = start(Plan([fp32, int8]), tmp_path / "sweep")
     assert process is not None
     # Handed over before the process even imports: no run can pass the gate in between.
     assert try_exclusive(gate_path(fp32.paths.cache_dir)) is None
@@ -173,7 +174,7 @@ def test_calibrations_ahead_hold_the_device_gate_until_they_end(tmp_path: Path) 
     assert process.wait(timeout=10) == 0 and waited > 0
     # A gate held already (another sweep on the same cache) leaves the calibrations to the runs.
     with try_exclusive(gate_path(fp32.paths.cache_dir)):
-        assert start([fp32], tmp_path / "other") is None
+        assert start(Plan([fp32]), tmp_path / "other") is None
 
 
 def test_a_sweep_calibrates_each_format_once_ahead_and_its_runs_wait_for_it(out: Path) -> None:
@@ -219,6 +220,51 @@ def test_a_sweep_calibrates_ahead_only_what_is_not_cached(tmp_path: Path, monkey
     assert not (folder / LOG_FILE).exists() and not (folder / PLAN_FILE).exists()
     runs = [r for r in all_runs(tmp_path / "repeat") if r.data.tags.get("eaq.kind") == "benchmark"]
     assert len(runs) == 2 and all(r.data.metrics["phase_ahead_s"] < 0.05 for r in runs)
+
+
+def test_the_idle_baseline_taken_ahead_is_the_one_the_first_run_reuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeNvml(schedule=[(0.0, 80.0)])
+    sampler = lambda *_: NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)  # noqa: E731
+    monkeypatch.setattr(idle, "select_sampler", sampler)
+    cfg = _config(tmp_path, idle_s=0.3)
+    cfg.device = "cpu"
+    assert ensure_idle(cfg).startswith("measured: 80.0 W at 45 C (measured in this run (no stored baseline")
+    assert ensure_idle(cfg).startswith("still stands: 80.0 W")  # nothing measured twice
+
+    # The run, seconds later on the same device: the baseline stands and is reused, not measured.
+    cpu, run_sampler = torch.device("cpu"), sampler()
+    run_sampler.start()
+    try:
+        baseline, window, tags = idle_baseline(cpu, run_sampler, 0.3, idle_store(cfg, cpu, run_sampler))
+        assert window is None and tags["eaq.idle"].startswith("reused") and baseline is not None
+        fake.temperature_c += 5  # warmer by the time the run looks: it measures its own
+        _, window, tags = idle_baseline(cpu, run_sampler, 0.3, idle_store(cfg, cpu, run_sampler))
+        assert window is not None and "temperature moved" in tags["eaq.idle"]
+    finally:
+        run_sampler.stop()
+
+
+def _ahead_log(out: Path) -> list[str]:
+    """What the sweep's process ahead of the runs did: one entry per line after the first, up to the colon."""
+    (log,) = out.glob(f"multirun/*/{LOG_FILE}")
+    return [line.split(" - ", 1)[1].split(":")[0] for line in log.read_text().splitlines()[1:]]
+
+
+def test_a_sweep_with_nothing_to_calibrate_takes_its_first_idle_baseline_ahead(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    sweep = ["-m", "precision=fp32,int8", "trial=1", *FAST, "calibrate_ahead=true", "device=cpu", f"paths.cache_dir={cache}",
+             "trials.idle_s=0.2"]  # trials=quick takes none
+    result = run_eaq(tmp_path / "idle", *sweep, "trials.roofline=false", "sampler=auto")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _ahead_log(tmp_path / "idle") == ["idle baseline on cpu"]  # once, for the first run, whatever the jobs
+    # Peaks to calibrate: the calibrations only (the device is hot after them: the first run takes the baseline).
+    result = run_eaq(tmp_path / "peaks", *sweep, "trials.roofline=true", "sampler=auto")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _ahead_log(tmp_path / "peaks") == ["fp32 on cpu", "int8 on cpu"]
+    # No sampler: no baseline for a run to look for, and nothing to do ahead.
+    result = run_eaq(tmp_path / "none", *sweep, "trials.roofline=false", "sampler=none")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not list((tmp_path / "none").glob(f"multirun/*/{LOG_FILE}"))
 
 
 @pytest.mark.parametrize(("code", "status", "stderr"), [(3, 3, ""), (None, 0, ""), ("stopped: why", 1, "stopped: why\n")])

@@ -1,4 +1,4 @@
-"""Roofline calibrations a sweep will need, measured while its fork server imports.
+"""Roofline calibrations a sweep will need, and its first idle baseline, measured while its fork server imports.
 
 From an empty cache the first run of each matmul format paid its calibration after its
 window: 3.0-3.1 s per format, 9.2 s of a 102.8 s six-run sweep on an H100, while that
@@ -17,11 +17,22 @@ before it touches the device (``wait_for_device``, timed as ``phase_ahead_s``): 
 idle, warm-up or window shares the device with a calibration. Runs then find the peak
 cached; their tag ``eaq.roofline.calibration.measured_unix_s`` says when it was measured.
 
-The idle baseline is not taken here. Taken after the calibrations it would be measured on
-a device just off 700 W, hotter than the runs find it before their warm-ups, and the 3 C
-rule (eaq.measure.idle) would make the runs measure their own; taken before them it would
-be stale by the first run for the same reason. The first run measures it as before, now
-on a device warmed by the calibrations, nearer the temperature later runs start at.
+The idle baseline is taken here only when nothing is to be calibrated (a repeated sweep,
+every peak cached). Taken after calibrations it would be measured on a device just off 700 W,
+hotter than the runs find it before their warm-ups, and the 3 C rule (eaq.measure.idle)
+would make the runs measure their own; taken before them it would be stale by the first run
+for the same reason: then the first run measures it, on a device warmed by the calibrations.
+With nothing to calibrate the device is idle and cool while the server imports: the process
+takes the baseline the first job's run would look for (``eaq.tasks.idle.ensure_idle``: the
+same device, sampler, duration and store, or nothing when a stored one still stands), and
+the run reuses it under the usual rules. On the H100 the first run of a repeated sweep had
+waited 7.2 s for the server, then measured 5.0 s of idle
+(docs/results/2026-11-25-h100-sweep-time).
+
+The process starts from Hydra's first start hook, so the callbacks' modules import nothing
+heavy (MLflow, the report's pandas and scipy are imported in their hooks): Hydra instantiates
+every callback before that hook, and those imports had delayed the process by 1.6 of its
+2.1 s on the CPU machine.
 
 On by default (``calibrate_ahead=null``) when the jobs run on a GPU one at a time
 (``hydra/launcher=basic``, ``isolate=true``): without a fork server to wait for the
@@ -38,6 +49,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -85,10 +97,14 @@ def _on_gpu(spec: str) -> bool:
     return spec.startswith("cuda") or (spec == "auto" and bool(device_summaries()))
 
 
+def _wanted(cfg: EaqConfig) -> bool:
+    """Whether working ahead is on for this job (``calibrate_ahead``; null: on a GPU)."""
+    return cfg.calibrate_ahead if cfg.calibrate_ahead is not None else _on_gpu(cfg.device)
+
+
 def _calibrates(cfg: EaqConfig) -> bool:
     """Whether this job's run would calibrate a peak in a fork server, and calibrating ahead is on for it."""
-    wanted = cfg.calibrate_ahead if cfg.calibrate_ahead is not None else _on_gpu(cfg.device)
-    return wanted and cfg.isolate and cfg.task == "benchmark" and cfg.workload.name == "forward" and cfg.trials.roofline
+    return _wanted(cfg) and cfg.isolate and cfg.task == "benchmark" and cfg.workload.name == "forward" and cfg.trials.roofline
 
 
 def _job_configs(config: DictConfig) -> Iterator[EaqConfig]:
@@ -105,29 +121,63 @@ def _job_configs(config: DictConfig) -> Iterator[EaqConfig]:
             log.debug("calibrate ahead: job %s left to its run: %s", overrides, exc)
 
 
-def needed(config: DictConfig) -> list[EaqConfig]:
-    """One config per distinct calibration the sweep's runs would make (device, sampler, cache, window, precision).
+def _takes_idle(cfg: EaqConfig) -> bool:
+    """Whether this job's run would look for a stored idle baseline (in a fork server, working ahead on for it)."""
+    return (_wanted(cfg) and cfg.isolate and cfg.task in ("benchmark", "layers") and cfg.sampler.name != "none"
+            and cfg.trials.idle_reuse and cfg.trials.idle_s != 0)
+
+
+@dataclass
+class Plan:
+    """What the process ahead of the runs measures: each distinct calibration, then at most one idle baseline."""
+
+    calibrations: list[EaqConfig] = field(default_factory=list)
+    idle: list[EaqConfig] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.calibrations or self.idle)
+
+    def caches(self) -> set[str]:
+        return {cfg.paths.cache_dir for cfg in (*self.calibrations, *self.idle)}
+
+    def only(self, caches: set[str]) -> Plan:
+        return Plan([c for c in self.calibrations if c.paths.cache_dir in caches], [c for c in self.idle if c.paths.cache_dir in caches])
+
+    def to_pickle(self) -> bytes:
+        """Plain lists: the measuring process (eaq.tasks.calibrate_ahead) must not import this module (Hydra's sweeper)."""
+        return pickle.dumps({"calibrations": self.calibrations, "idle": self.idle})
+
+
+def needed(config: DictConfig) -> Plan:
+    """One config per distinct calibration the sweep's runs would make (device, sampler, cache, window, precision),
+    and the first job's idle baseline when nothing is to be calibrated (module docstring).
 
     A calibration already cached is left out (``eaq.tasks.peaks``, read without torch): on
     the H100 a repeated sweep, every peak cached, still held its runs 4.7 s at the gate
-    while a process imported torch to find them there.
+    while a process imported torch to find them there. The idle baseline is always asked
+    for: whether a stored one still stands depends on the device's temperature now, which
+    the process reads (a baseline that stands costs it no idle time, and the first run
+    waits for the server's imports longer than for that process's).
     """
     if config.hydra.runtime.choices.get("hydra/launcher") != "basic":
-        return []
+        return Plan()
     found: dict[tuple[Any, ...], EaqConfig] = {}
+    first_idle: EaqConfig | None = None
     try:
         for cfg in _job_configs(config):
             if _calibrates(cfg) and not peaks.cached(cfg):
                 key = (cfg.device, cfg.sampler.name, cfg.sampler.interval_ms, cfg.paths.cache_dir,
                        cfg.trials.roofline_window_s, cfg.precision.name, cfg.precision.plan)
                 found.setdefault(key, cfg)
+            if first_idle is None and _takes_idle(cfg):
+                first_idle = cfg
     finally:
         HydraConfig.instance().set_config(config)
-    return list(found.values())
+    return Plan(list(found.values()), [first_idle] if first_idle is not None and not found else [])
 
 
-def start(configs: list[EaqConfig], folder: Path) -> subprocess.Popen[bytes] | None:
-    """Start the process that calibrates ``configs``, holding each cache's device gate for it from now on.
+def start(plan: Plan, folder: Path) -> subprocess.Popen[bytes] | None:
+    """Start the process that measures ``plan``, holding each cache's device gate for it from now on.
 
     The gates are locked here and the open files inherited, so no run can pass a gate
     between this call and the process taking it; the kernel frees them when it ends.
@@ -138,18 +188,18 @@ def start(configs: list[EaqConfig], folder: Path) -> subprocess.Popen[bytes] | N
     with ExitStack() as stack:
         held: set[str] = set()
         gates: list[IO[str]] = []
-        for cache_dir in sorted({cfg.paths.cache_dir for cfg in configs}):
+        for cache_dir in sorted(plan.caches()):
             if (gate := try_exclusive(gate_path(cache_dir))) is not None:
                 gates.append(stack.enter_context(gate))
                 held.add(cache_dir)
-        mine = [cfg for cfg in configs if cfg.paths.cache_dir in held]
+        mine = plan.only(held)
         if not mine:
             return None
-        plan = folder / PLAN_FILE
-        plan.write_bytes(pickle.dumps(mine))
+        plan_file = folder / PLAN_FILE
+        plan_file.write_bytes(mine.to_pickle())
         output = stack.enter_context((folder / LOG_FILE).open("ab"))
         return subprocess.Popen(
-            [sys.executable, "-m", "eaq.tasks.calibrate_ahead", str(plan)],
+            [sys.executable, "-m", "eaq.tasks.calibrate_ahead", str(plan_file)],
             stdout=output, stderr=subprocess.STDOUT, pass_fds=[g.fileno() for g in gates],
         )
 
@@ -162,9 +212,9 @@ class CalibrateAhead(Callback):
 
     @fail_loudly("planning the roofline calibrations ahead of the runs (calibrate_ahead=false skips them)")
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        configs = needed(config)
-        if configs:
-            self.process = start(configs, sweep_folder(config))
+        plan = needed(config)
+        if plan:
+            self.process = start(plan, sweep_folder(config))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """A sweep whose runs were all skipped (resume) never waited for it: stop it rather than leave it behind."""

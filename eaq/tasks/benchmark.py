@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from eaq.config import EaqConfig
+from eaq.config import EaqConfig, auto_seconds
 from eaq.data import load_examples
 from eaq.device import describe_device, device_key, resolve_device
 from eaq.evaluate import accuracy, cached_quality, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key
@@ -46,7 +46,8 @@ from eaq.tasks.isolation import phase_listener
 from eaq.tasks.result import TaskResult
 from eaq.tasks.generate import generate_metrics, measure_generate
 from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
-from eaq.tasks.shared import FIDELITY_SEED, auto_seconds, idle_store, make_inputs, synthetic_batches
+from eaq.tasks.idle import idle_store
+from eaq.tasks.shared import FIDELITY_SEED, make_inputs, synthetic_batches
 from eaq.workloads.generate import Decoder, Generator, check_length
 
 

@@ -1,7 +1,8 @@
-"""``python -m eaq.tasks.calibrate_ahead PLAN``: the process that calibrates a sweep's peaks ahead of its runs.
+"""``python -m eaq.tasks.calibrate_ahead PLAN``: the process that calibrates a sweep's peaks, or takes
+its first idle baseline, ahead of its runs.
 
 Its own module, apart from the Hydra hook that plans and starts it (``eaq.tasks.ahead``), so
-that it imports only what measuring needs: torch and the roofline task. The hook's module
+that it imports only what measuring needs: torch, the roofline task and the idle baseline's. The hook's module
 brings Hydra's sweeper and, through eaq's tracking callbacks, MLflow: 1.3 of this process's
 2.4 s of imports on this project's CPU machine, on the critical path of a sweep that starts
 from an empty cache (its first run waits at the device gate for this process to end:
@@ -23,22 +24,26 @@ log = logging.getLogger(__name__)
 
 
 def main(plan: Path) -> None:
-    """Calibrate each config of ``plan`` (pickled by ``eaq.tasks.ahead.start``), one line each in the log."""
+    """Measure what ``plan`` holds (pickled by ``eaq.tasks.ahead.Plan``), one line each in the log."""
     gc.disable()
     try:
+        from eaq.tasks.idle import ensure_idle
         from eaq.tasks.roofline import ensure_calibration
     finally:
         gc.enable()
 
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    log.info("calibrating ahead of the runs (pid %d)", os.getpid())
-    for cfg in pickle.loads(plan.read_bytes()):
+    log.info("working ahead of the runs (pid %d)", os.getpid())
+    work = pickle.loads(plan.read_bytes())
+    steps = [(f"{cfg.precision.name} on {cfg.device}", ensure_calibration, cfg) for cfg in work["calibrations"]]
+    steps += [(f"idle baseline on {cfg.device}", ensure_idle, cfg) for cfg in work["idle"]]
+    for what, measure, cfg in steps:
         started = time.perf_counter()
         try:
-            outcome = ensure_calibration(cfg)
-        except Exception as exc:  # noqa: BLE001  (the run calibrates it itself, and says why it fails)
+            outcome = measure(cfg)
+        except Exception as exc:  # noqa: BLE001  (the run measures it itself, and says why it fails)
             outcome = f"failed, left to the run: {exc}"
-        log.info("%s on %s: %s (%.2f s)", cfg.precision.name, cfg.device, outcome, time.perf_counter() - started)
+        log.info("%s: %s (%.2f s)", what, outcome, time.perf_counter() - started)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@ from eaq.errors import EaqError
 from eaq.slots import gpu_slot, pin_device_order
 from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
-from eaq.tracking import TrackedRun, config_hash, flatten, open_store
+from eaq.tracking.flatten import config_hash, flatten
+from eaq.tracking.run_logger import TrackedRun
+from eaq.tracking.store import open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip
 from eaq.tracking.environment import capture, summary_tags
 from eaq.tracking.progress import output_sink, show_phase

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from eaq.config import EaqConfig
+from eaq.config import EaqConfig, auto_seconds
 from eaq.data import load_examples
 from eaq.device import describe_device, resolve_device
 from eaq.errors import ConfigError
@@ -37,7 +37,8 @@ from eaq.precision import get_precision, proof
 from eaq.precision.base import base_dtype, set_tf32
 from eaq.precision.mixed import save_plan
 from eaq.precision.shapes import linear_rows
-from eaq.tasks.shared import auto_seconds, idle_store, make_inputs
+from eaq.tasks.idle import idle_store
+from eaq.tasks.shared import make_inputs
 from eaq.tasks.result import TaskResult
 
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import torch
 
 from eaq.config import EaqConfig
 from eaq.data import Batches, Examples, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
-from eaq.device import device_key
-from eaq.measure.idle import ReusePolicy, baseline_path
-from eaq.measure.samplers import Sampler
 from eaq.models import LoadedModel
 
 
@@ -44,16 +40,3 @@ FIDELITY_SEED = 0
 def synthetic_batches(cfg: EaqConfig, vocab_size: int, device: torch.device, seed: int) -> Batches:
     """``dataset.max_samples`` rows of random token ids (at least a batch), drawn with ``seed``."""
     return make_synthetic(vocab_size, cfg.dataset.max_samples or cfg.batch_size, cfg.batch_size, cfg.seq_len, device, seed)
-
-
-def auto_seconds(value: float | None, measuring: bool) -> float:
-    """Protocol durations left null: 5 s when energy is measured, none otherwise."""
-    return value if value is not None else (5.0 if measuring else 0.0)
-
-
-def idle_store(cfg: EaqConfig, device: torch.device, sampler: Sampler) -> tuple[Path, ReusePolicy] | None:
-    """Where this device's idle baseline is kept and when it still stands (None: ``trials.idle_reuse=false``)."""
-    if not cfg.trials.idle_reuse:
-        return None
-    policy = ReusePolicy(cfg.trials.idle_max_age_s, cfg.trials.idle_max_temp_delta_c, cfg.trials.idle_max_clock_change)
-    return baseline_path(cfg.paths.cache_dir, device_key(device), sampler.name), policy

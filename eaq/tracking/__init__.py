@@ -1,7 +1,6 @@
-"""MLflow: the store, one run's lifecycle, params flattening, environment, sweep callback."""
+"""MLflow: the store (store.py), one run's lifecycle (run_logger.py), params flattening (flatten.py),
+environment, the sweep's callbacks (callbacks.py).
 
-from eaq.tracking.flatten import config_hash, flatten
-from eaq.tracking.run_logger import TrackedRun
-from eaq.tracking.store import open_store
-
-__all__ = ["TrackedRun", "config_hash", "flatten", "open_store"]
+Nothing is imported here: the sweep's Hydra callbacks live in this package and must not pull
+MLflow in when Hydra instantiates them (eaq/tracking/callbacks.py).
+"""

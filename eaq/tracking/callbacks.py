@@ -22,20 +22,20 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from mlflow.entities import RunStatus
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
 from eaq.errors import EaqError
 from eaq.files import atomic_write_text, try_exclusive
 from eaq.tracking.redact import redact, redact_file, redact_folder
-from eaq.tracking.run_logger import PARENT_TAG, TrackedRun
-from eaq.tracking.store import open_store
+
+if TYPE_CHECKING:
+    from eaq.tracking.run_logger import TrackedRun
 
 log = logging.getLogger(__name__)
 PARENT_ID_FILE = "mlflow_parent_run_id.txt"
@@ -139,6 +139,12 @@ class MlflowSweepCallback(Callback):
 
     @fail_loudly("creating the sweep's MLflow parent run")
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # MLflow is imported here, not with the module: Hydra instantiates every callback before
+        # the first start hook runs, and calibrate_ahead's (registered before this one) starts
+        # its process sooner without MLflow's import ahead of it (eaq/tasks/ahead.py).
+        from eaq.tracking.run_logger import TrackedRun
+        from eaq.tracking.store import open_store
+
         sweep_dir = sweep_folder(config)
         self._sweep_lock = _hold_sweep_folder(sweep_dir)
         (sweep_dir / SKIPPED_FILE).unlink(missing_ok=True)  # left by an earlier sweep in this folder
@@ -165,10 +171,12 @@ class MlflowSweepCallback(Callback):
 
     def _close_unfinished(self) -> None:
         if self.parent is not None:
-            self.parent.end(RunStatus.to_string(RunStatus.FAILED), RuntimeError("the sweep stopped before its end"))
+            self.parent.end("FAILED", RuntimeError("the sweep stopped before its end"))
 
     @fail_loudly("closing the sweep's MLflow parent run")
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from eaq.tracking.run_logger import PARENT_TAG
+
         if self.parent is None:
             return
         client = self.parent.client

@@ -20,6 +20,7 @@ triton.cudagraphs) and prints:
 From the repository root on the GPU machine:
   TORCH_LOGS=perf_hints python3 docs/results/2026-11-25-h100-diag/gen_diag.py [PRESET] [PRECISION] [BATCH]
   EAGER=1 python3 docs/results/2026-11-25-h100-diag/gen_diag.py llama_1b_random bf16 1
+  NO_WOQ=1 python3 docs/results/2026-11-25-h100-diag/gen_diag.py llama_1b_random int8_weight_only 1
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ SEQ, NEW, STEPS = int(os.environ.get("SEQ", 256)), int(os.environ.get("NEW", 128
 # EAGER=1: the eager step (2026-11-25: 76.7 ms a token on the 1.1B shape with the GPU at idle power,
 # 3x its whole 256-token prefill), with the prefill timed beside it.
 EAGER = os.environ.get("EAGER") == "1"
+# NO_WOQ=1: Inductor's pattern matcher off. 2026-11-25 evening: compiled int8_weight_only spent 14.9 of
+# its 16.5 ms of kernels a step in aten._weight_int8pack_mm's CUDA kernel (fp32 inputs), to which
+# Inductor rewrites the dequantize-and-matmul since pytorch/pytorch#161680 (woq_matcher_count 155);
+# before that, CUDA kept the fused mul-sum. This compiles the step without the rewrite, for the comparison.
+if os.environ.get("NO_WOQ") == "1":
+    import torch._inductor.config as inductor_config
+
+    inductor_config.pattern_matcher = False
 CONF = Path(__file__).resolve().parents[3] / "conf" / "model" / f"{PRESET}.yaml"
 
 
