@@ -244,6 +244,15 @@ def test_the_idle_baseline_taken_ahead_is_the_one_the_first_run_reuses(tmp_path:
         run_sampler.stop()
 
 
+def test_the_sweeps_callbacks_import_neither_mlflow_nor_torch_before_the_process_ahead_starts() -> None:
+    """Hydra instantiates every callback before the first start hook (calibrate_ahead's, which starts the process
+    ahead of the runs): their modules' imports all come before it, so MLflow and the report wait for their hooks."""
+    modules = "eaq.tracking.callbacks, eaq.tasks.ahead, eaq.tracking.progress, eaq.report.callback"
+    probe = f"import sys; import {modules}; print(sorted(m for m in ('mlflow', 'torch', 'pandas', 'scipy') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout
+
+
 def _ahead_log(out: Path) -> list[str]:
     """What the sweep's process ahead of the runs did: one entry per line after the first, up to the colon."""
     (log,) = out.glob(f"multirun/*/{LOG_FILE}")

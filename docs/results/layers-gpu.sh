@@ -3,7 +3,7 @@
 # its deadline, counted from the script's start, the install included, so the call keeps time to copy
 # back what ran; 0: no deadline):
 #   PARTS=energy LIMIT_S=555 OUT=... bash docs/results/layers-gpu.sh    # about 8.5 min
-#   PARTS=plan   LIMIT_S=555 OUT=... bash docs/results/layers-gpu.sh    # both models, about 8-9 min
+#   PARTS=plan   LIMIT_S=555 OUT=... bash docs/results/layers-gpu.sh distilbert_base_random   # one model, 6.5-8.5 min
 # Arguments: [MODELS] [PRECISIONS], defaults distilbert_base_random,gpt2_small_random and bf16,fp8.
 #
 # energy: task=layers, 3 trials of every model x precision at batch 64, seq 128, synthetic token ids
@@ -37,29 +37,30 @@
 #      base precision's cost share, as if lowering saved it). Caveat from the same run: fp8 did not beat
 #      bf16 on energy either (21.36 vs 21.30, 57.57 vs 57.23 mJ/sample, ranges overlapping), so a
 #      binding fp8 plan lies between bf16 and fp8 in drift and, within the noise, in energy.
-#   2. the plans (precision=mixed), PLAN_TRIALS (1,2,3) trials each;
-#   3. uniform bf16, fp8 and int8, UNIFORM_TRIALS (1,2) trials each: 2, not 3, so both models fit one
-#      call; the cost: each uniform point is a mean of 2 (its range, no useful confidence interval),
-#      so a plan within about a trial's spread of the front cannot be called on or off it.
+#   2. the plans (precision=mixed) and 3. uniform bf16, fp8 and int8, TRIALS_LIST (1,2,3) trials each,
+#      interleaved: per trial a launch of the plans and one of the uniform precisions, the order
+#      alternating from trial to trial (on 2026-11-25 the plans ran first and the uniform runs after,
+#      and the order of bf16 and fp8 flipped between two calls by 5-10%: device state was confounded
+#      with precision). 2 x 3 launches of ~15-20 s start-up each: one model per call.
 #   Steps 2 and 3 log fidelity to fp32 (trials.fidelity_on_synthetic, on ids of one fixed seed,
 #   computed once per configuration), the drift axis of the front: DistilBERT's classifier logs
 #   agreement and KL, GPT-2's LM head top-1 next-token agreement only (the reference keeps token ids,
 #   not 50257-wide logits); the plan's budget is KL against bf16, on the plan run's ids.
-#   Steps 2 and 3 run trial-major, so a deadline cuts the last trials, never all of a configuration's;
+#   Steps 2 and 3 run trial by trial, so a deadline cuts the last trials, never all of a configuration's;
 #   they are compiled with Inductor's defaults for every precision (COMPILE_TUNING=false, as the
 #   precision table's compiled runs: 15-26 s a run there; tuned, GPT-2-medium fp8 took 3 minutes to
-#   compile). Estimate for both models: 40 s install + ~90 s plans + 6 mixed and 12 uniform compiled
-#   runs x 15-20 s + 4 start-ups + a few s of fidelity = 8.5-9.5 min (the deadline cuts the last
-#   uniform trials if not). Table: $OUT/plan-vs-uniform.txt (eaq.report.table --preset front: energy
-#   per sample, drift from fp32, layers lowered, validity).
+#   compile). On 2026-11-25 (evening) both models, uniform 2 trials, launched apart: 541 s, the last
+#   uniform run cut. Estimate for one model, interleaved: 40 s install + 45-115 s plan + 12 compiled runs
+#   x 15-20 s + 7 start-ups x 15-20 s = 6.5-8.5 min. Table: $OUT/plan-vs-uniform.txt (eaq.report.table
+#   --preset front: energy per sample, drift from fp32, layers lowered, validity).
 # Environment: TRIALS_LIST=1,2,3 BATCH=64 SEQ=128 PLAN_KL=distilbert_base_random=1.5e-5,gpt2_small_random=7e-4,0.01
 # COMPILE=true COMPILE_TUNING=false
-# PROTOCOL=gpu_table SAMPLER=nvml PLAN_SAMPLER=none PLAN_TRIALS=$TRIALS_LIST UNIFORM_TRIALS=1,2
+# PROTOCOL=gpu_table SAMPLER=nvml PLAN_SAMPLER=none
 # WORK=/tmp/eaq-layers. $OUT gets at most 6 files per part (stores, and a tarball of each store's
 # artifacts: a device call brings back files two folders deep at most; the plans are in the
 # plan-choice tarball).
 # A CPU dry run of each part:
-#   OUT=/tmp/out SAMPLER=none PROTOCOL=quick BATCH=2 SEQ=16 COMPILE=false TRIALS_LIST=1 UNIFORM_TRIALS=1 PARTS=energy \
+#   OUT=/tmp/out SAMPLER=none PROTOCOL=quick BATCH=2 SEQ=16 COMPILE=false TRIALS_LIST=1,2 PARTS=energy \
 #     bash docs/results/layers-gpu.sh bert_tiny_random,gpt2_tiny_random fp32
 #   (the same with PARTS=plan)
 set -uo pipefail
@@ -192,10 +193,16 @@ print(",".join(planned))
 EOF
 )
   [[ -n $PLANNED ]] || echo "no plan for any of $MODELS" | tee -a $OUT/log-plan.txt
-  # 2. The plans, and 3. the uniform precisions: each launch trial-major (a deadline cuts the last trials).
-  [[ -n $PLANNED ]] && run_eaq log-plan.txt -m trial=${PLAN_TRIALS:-$TRIALS_LIST} model=$PLANNED precision=mixed \
-    "precision.plan=$PLANS/plan-\${model.name}.yaml" $BENCH
-  run_eaq log-plan.txt -m trial=${UNIFORM_TRIALS:-1,2} model=$MODELS precision=$UNIFORM $BENCH
+  # 2. The plans and 3. the uniform precisions, interleaved: per trial one launch of each, their order
+  # alternating, so that neither side always runs on a device the other has just warmed (on 2026-11-25 the
+  # mixed runs all ran first, and bf16's and fp8's order flipped between two calls by 5-10%). One launch
+  # cannot hold both: precision.plan is refused for a uniform precision. A deadline cuts the last trials.
+  mixed() { [[ -n $PLANNED ]] && run_eaq log-plan.txt -m trial=$1 model=$PLANNED precision=mixed "precision.plan=$PLANS/plan-\${model.name}.yaml" $BENCH; }
+  uniform() { run_eaq log-plan.txt -m trial=$1 model=$MODELS precision=$UNIFORM $BENCH; }
+  n=0
+  for trial in ${TRIALS_LIST//,/ }; do
+    if ((n++ % 2 == 0)); then mixed $trial; uniform $trial; else uniform $trial; mixed $trial; fi
+  done
   python3 -m eaq.report.table --uri sqlite:///$WORK/plan-bench/mlflow.db --preset front | tee $OUT/plan-vs-uniform.txt
   keep plan-choice
   keep plan-bench

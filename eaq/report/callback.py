@@ -21,20 +21,33 @@ from eaq.errors import EaqError
 from eaq.tracking.callbacks import fail_loudly, parent_run_id
 
 
+def _report_api() -> tuple[Any, ...]:
+    """The report's modules (MLflow, pandas, scipy: 1.7 s of imports on the CPU machine), imported on first use.
+
+    Not with this module: Hydra instantiates every callback before the sweep's first start
+    hook, and these imports would delay the process that works ahead of the runs
+    (eaq/tasks/ahead.py). Not first at the end either, where they add to the sweep's wall time
+    (1.7 s more after the last run on the H100, docs/results/2026-11-25-h100-sweep-time):
+    ``on_multirun_start`` imports them, while the first run waits for the fork server's imports.
+    """
+    from mlflow.tracking import MlflowClient
+
+    from eaq.report.aggregate import compact
+    from eaq.report.build import build, log, report_command
+
+    return MlflowClient, compact, build, log, report_command
+
+
 class SweepReportCallback(Callback):
     """The sweep's answer where users look: on screen at its end, and on its parent run in MLflow."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _report_api()
 
     @fail_loudly("building the sweep's report")
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Build the report of the sweep's runs, log it onto the parent, print the compact table and the command."""
-        # Imported at the end, not with the module: Hydra instantiates every callback before the
-        # sweep's first start hook, and the report's imports (MLflow, pandas, scipy: 1.7 s on the
-        # CPU machine) would delay the process that works ahead of the runs (eaq/tasks/ahead.py).
-        from mlflow.tracking import MlflowClient
-
-        from eaq.report.aggregate import compact
-        from eaq.report.build import build, log, report_command
-
+        MlflowClient, compact, build, log, report_command = _report_api()  # noqa: N806
         sweep_dir = Path(HydraConfig.get().sweep.dir)
         parent = parent_run_id(str(sweep_dir))
         if parent is None:  # the sweep never opened a parent run (mlflow_sweep not registered): nothing to report on
