@@ -17,9 +17,11 @@ import torch
 from conftest import FAST, all_runs, run_eaq
 from eaq.config import EaqConfig
 from eaq.files import try_exclusive
-from eaq.measure.idle import IdleBaseline, ReusePolicy, idle_baseline, stale_reason
+from eaq.measure.idle import IdleBaseline, ReusePolicy, baseline_path, idle_baseline, load_baseline, stale_reason
 from eaq.measure.nvml import NvmlSampler
 from eaq.tasks import roofline
+from eaq.measure import samplers
+from eaq.measure.nvml_read import nvml_uuid
 from eaq.tasks import idle
 from eaq.tasks.ahead import LOG_FILE, PLAN_FILE, Plan, gate_path, start, wait_for_device
 from eaq.tasks.idle import ensure_idle, idle_store
@@ -222,14 +224,21 @@ def test_a_sweep_calibrates_ahead_only_what_is_not_cached(tmp_path: Path, monkey
     assert len(runs) == 2 and all(r.data.metrics["phase_ahead_s"] < 0.05 for r in runs)
 
 
+def _watts(outcome: str) -> float:
+    """The baseline's power in ensure_idle's sentence ("measured: 80.0 W at 45 C (...)")."""
+    return float(outcome.split(": ", 1)[1].split(" W", 1)[0])
+
+
 def test_the_idle_baseline_taken_ahead_is_the_one_the_first_run_reuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeNvml(schedule=[(0.0, 80.0)])
     sampler = lambda *_: NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)  # noqa: E731
-    monkeypatch.setattr(idle, "select_sampler", sampler)
+    monkeypatch.setattr(samplers, "select_sampler", sampler)
     cfg = _config(tmp_path, idle_s=0.3)
-    cfg.device = "cpu"
-    assert ensure_idle(cfg).startswith("measured: 80.0 W at 45 C (measured in this run (no stored baseline")
-    assert ensure_idle(cfg).startswith("still stands: 80.0 W")  # nothing measured twice
+    cfg.device = "cpu"  # not a GPU: through torch, as the run resolves its device
+    outcome = ensure_idle(cfg)
+    assert outcome.startswith("measured: ") and "at 45 C (measured in this run (no stored baseline" in outcome
+    assert _watts(outcome) == pytest.approx(80.0, rel=0.05)  # the fake's counter ticks every 10 ms of a 0.3 s window
+    assert ensure_idle(cfg).startswith(f"still stands: {_watts(outcome):.1f} W")  # nothing measured twice
 
     # The run, seconds later on the same device: the baseline stands and is reused, not measured.
     cpu, run_sampler = torch.device("cpu"), sampler()
@@ -244,13 +253,43 @@ def test_the_idle_baseline_taken_ahead_is_the_one_the_first_run_reuses(tmp_path:
         run_sampler.stop()
 
 
+def test_on_a_gpu_the_idle_baseline_ahead_reads_nvml_alone_into_the_runs_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gpus = ["GPU-0000-first", "GPU-1234-abcd"]  # NVML's order, which CUDA's is under CUDA_DEVICE_ORDER=PCI_BUS_ID
+    fake = FakeNvml(schedule=[(0.0, 95.0)])
+    monkeypatch.setattr(idle, "visible_gpus", lambda: gpus)
+    monkeypatch.setattr(idle, "_nvml_sampler", lambda uuid, interval_s: NvmlSampler(uuid, interval_s=0.005, nvml=fake))
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    cfg = _config(tmp_path, idle_s=0.3)
+    cfg.device, cfg.sampler.name = "cuda:1", "auto"
+    assert idle.nvml_gpu(cfg) == "GPU-1234-abcd"
+    outcome = ensure_idle(cfg)
+    assert outcome.startswith("measured: ") and outcome.endswith("(NVML only)") and _watts(outcome) == pytest.approx(95.0, rel=0.05)
+    assert ensure_idle(cfg).startswith("still stands")
+    # Where the run looks: its device_key is torch's UUID, which NVML's is with "GPU-" before it (the sampler's own rule).
+    key = "1234-abcd"
+    assert nvml_uuid(key) == gpus[1]
+    stored = load_baseline(baseline_path(cfg.paths.cache_dir, key, "nvml"))
+    assert stored is not None and stored.power_w == pytest.approx(95.0, rel=0.05)
+    # Anything it cannot map without torch goes through torch, as the run does.
+    for change in ({"device": "cuda:2"}, {"device": "cpu"}):
+        other = _config(tmp_path)
+        other.device, other.sampler.name = change["device"], "auto"
+        assert idle.nvml_gpu(other) is None
+    cfg.sampler.compare_nvidia_smi = True
+    assert idle.nvml_gpu(cfg) is None
+    cfg.sampler.compare_nvidia_smi = False
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST")  # the user's own order: indices no longer NVML's
+    assert idle.nvml_gpu(cfg) is None
+
+
 def test_the_sweeps_callbacks_import_neither_mlflow_nor_torch_before_the_process_ahead_starts() -> None:
     """Hydra instantiates every callback before the first start hook (calibrate_ahead's, which starts the process
     ahead of the runs): their modules' imports all come before it, so MLflow and the report wait for their hooks."""
-    modules = "eaq.tracking.callbacks, eaq.tasks.ahead, eaq.tracking.progress, eaq.report.callback"
-    probe = f"import sys; import {modules}; print(sorted(m for m in ('mlflow', 'torch', 'pandas', 'scipy') if m in sys.modules))"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "[]", result.stdout
+    for modules in ("eaq.tracking.callbacks, eaq.tasks.ahead, eaq.tracking.progress, eaq.report.callback",
+                    "eaq.tasks.calibrate_ahead, eaq.tasks.idle"):  # ... and the process ahead, for an idle baseline alone
+        probe = f"import sys; import {modules}; print(sorted(m for m in ('mlflow', 'torch', 'pandas', 'scipy') if m in sys.modules))"
+        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        assert result.stdout.strip() == "[]", (modules, result.stdout)
 
 
 def _ahead_log(out: Path) -> list[str]:

@@ -2,7 +2,8 @@
 its first idle baseline, ahead of its runs.
 
 Its own module, apart from the Hydra hook that plans and starts it (``eaq.tasks.ahead``), so
-that it imports only what measuring needs: torch, the roofline task and the idle baseline's. The hook's module
+that it imports only what measuring needs: the roofline task and torch when it calibrates, the idle
+baseline's NVML sampler alone when it takes only that (eaq.tasks.idle). The hook's module
 brings Hydra's sweeper and, through eaq's tracking callbacks, MLflow: 1.3 of this process's
 2.4 s of imports on this project's CPU machine, on the critical path of a sweep that starts
 from an empty cache (its first run waits at the device gate for this process to end:
@@ -25,18 +26,21 @@ log = logging.getLogger(__name__)
 
 def main(plan: Path) -> None:
     """Measure what ``plan`` holds (pickled by ``eaq.tasks.ahead.Plan``), one line each in the log."""
+    work = pickle.loads(plan.read_bytes())
     gc.disable()
     try:
         from eaq.tasks.idle import ensure_idle
-        from eaq.tasks.roofline import ensure_calibration
+
+        steps = [(f"idle baseline on {cfg.device}", ensure_idle, cfg) for cfg in work["idle"]]
+        if work["calibrations"]:  # torch, only when there is something to calibrate (an idle baseline needs NVML alone)
+            from eaq.tasks.roofline import ensure_calibration
+
+            steps = [(f"{cfg.precision.name} on {cfg.device}", ensure_calibration, cfg) for cfg in work["calibrations"]] + steps
     finally:
         gc.enable()
 
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     log.info("working ahead of the runs (pid %d)", os.getpid())
-    work = pickle.loads(plan.read_bytes())
-    steps = [(f"{cfg.precision.name} on {cfg.device}", ensure_calibration, cfg) for cfg in work["calibrations"]]
-    steps += [(f"idle baseline on {cfg.device}", ensure_idle, cfg) for cfg in work["idle"]]
     for what, measure, cfg in steps:
         started = time.perf_counter()
         try:

@@ -10,7 +10,8 @@
 #    AHEAD=true forces the calibrations ahead on a CPU, for a dry run)
 # Writes $OUT/first.log, $OUT/repeat.log (each line prefixed with its epoch seconds, so the
 # time from the last run to the report and to the sweep's end can be read), $OUT/first-runs.csv,
-# $OUT/repeat-runs.csv, $OUT/calibrate_ahead.log (the first sweep's ahead process) and $OUT/summary.md.
+# $OUT/repeat-runs.csv, $OUT/calibrate_ahead.log (both sweeps' process ahead of the runs), $OUT/summary.md and
+# $OUT/idle-context.txt (idle power with and without a CUDA context; IDLE_CONTEXT=0 skips it).
 set -uo pipefail
 here=$(dirname "$0")
 python3 -c "import eaq, hydra, torchao" 2>/dev/null || bash docs/results/gpu-install.sh
@@ -18,6 +19,9 @@ python3 -c "import eaq, hydra, torchao" 2>/dev/null || bash docs/results/gpu-ins
 python3 -c "import eaq.tasks.preload, eaq.run, mlflow" >/dev/null 2>&1
 cache=/tmp/eaq-device-cache  # calibrations, idle baseline: shared by both sweeps, fresh for the first
 rm -rf "$cache"
+# Idle power with and without a CUDA context in the measuring process (about 40 s): the idle baseline taken
+# ahead of the repeat's runs reads NVML alone, without a context (eaq/tasks/idle.py).
+[[ ${IDLE_CONTEXT:-1} == 1 ]] && python3 "$here/idle_context.py" > "$OUT/idle-context.txt" 2>&1
 
 sweep() {  # LABEL [overrides...]: one sweep from an empty output folder; prints START:END epoch seconds
   local label=$1; shift
@@ -34,7 +38,10 @@ sweep() {  # LABEL [overrides...]: one sweep from an empty output folder; prints
 
 first=$(sweep first calibrate_ahead=${AHEAD:-null} "$@")
 repeat=$(sweep repeat calibrate_ahead=${AHEAD:-null} "$@")
-cp /tmp/eaq-first/multirun/*/calibrate_ahead.log "$OUT/" 2>/dev/null || echo "no calibrate_ahead.log: nothing was calibrated ahead" >&2
+for label in first repeat; do  # what each sweep's process ahead of the runs did (calibrations, or the idle baseline)
+  echo "== $label" >> "$OUT/calibrate_ahead.log"
+  cat /tmp/eaq-$label/multirun/*/calibrate_ahead.log >> "$OUT/calibrate_ahead.log" 2>/dev/null || echo "(nothing done ahead)" >> "$OUT/calibrate_ahead.log"
+done
 python3 "$here/summarize.py" "first=/tmp/eaq-first/mlflow.db:$first" "repeat=/tmp/eaq-repeat/mlflow.db:$repeat" \
   "2026-11-24=$here/../2026-11-24-h100-sweep-time/new-runs.csv:102.8" \
   --settings "first: empty output folder and device cache (calibrations ahead, default); repeat: the same sweep again, fresh output folder, device cache kept; 2026-11-24: that day's new-runs.csv" \
