@@ -144,6 +144,10 @@ def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consist
     assert not inside(prefill.calls, d) and not inside(decode.calls, p)
     # Whole sequences of new_tokens - 1 decode steps, each restarting from the same prefilled cache.
     assert d.iterations % (NEW - 1) == 0 and d.duration_s >= min_window_s
+    # Before the window, the warm-up ran every position once at least (a new cache length's setup stays out of it),
+    # though the warm-up itself was asked for 2 steps; the metrics count those steps.
+    between = [c for c in decode.calls if p.t1 <= c[0] and c[1] <= d.t0]
+    assert len(between) >= NEW - 1 and w.warmups[1].iterations == len(between)
     assert torch.equal(w.decoder.tokens, Generator(model, model, model.config, PROMPT, NEW, CPU).generate(batches[0]))
     # Per-call latencies fit inside their windows.
     assert sum(w.prefill_latencies) <= p.duration_s and sum(w.decode_latencies) <= d.duration_s

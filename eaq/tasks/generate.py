@@ -6,7 +6,13 @@ decode get separate measurement windows, each as long as the protocol's minimum:
 
 - prefill window: the prompt batches prefilled back to back (each into a fresh cache),
   first token picked; per-prefill latency is the time to first token.
-- between the windows: one prefill of the first prompt batch, the state decode starts from.
+- between the windows: one prefill of the first prompt batch, the state decode starts from,
+  and a decode warm-up that first runs one whole sequence, every position once: over a
+  DynamicCache each step meets a key/value length it has not seen, and a library's setup for
+  a new shape belongs before the window (cuDNN's attention builds an execution graph per
+  shape, reported at tens of ms each; the eager 1.1B bf16 step measured 63-77 ms in the
+  benchmark, whose warm-up had seen a few positions, against 22.7 ms after 256 steps in
+  docs/results/2026-11-25-h100-diag). Then it warms up until settled, as before.
 - decode window: decode steps only, cycling over whole sequences of ``new_tokens - 1``
   steps from that same prefilled state, so no prefill work is inside; per-step latency
   from CUDA events on a GPU (no host sync per token) and a wall clock on the CPU, as for
@@ -21,8 +27,9 @@ per kernel between the GPU's steps. A step that cannot be recorded runs as it is
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -80,7 +87,11 @@ def measure_generate(
         graph = as_graph(decoder.advance, device, graphs, reset=decoder.restart)
         if graphs:
             decoder.replay_with(graph.run)
-        warm_decode = warm_up(decoder.step, [None])
+        first = time.perf_counter()
+        for _ in range(decoder.steps):  # every position once (module docstring)
+            decoder.step()
+        settled = warm_up(decoder.step, [None])
+        warm_decode = replace(settled, iterations=settled.iterations + decoder.steps, duration_s=time.perf_counter() - first)
         decoder.restart()
     with phases("window"), MeasurementWindow(device, sampler) as decode_window:
         decode_latencies = run_timed(decoder.step, [None], device, iters, min_window_s, label="decode", whole=decoder.steps)
