@@ -31,6 +31,7 @@ class FakeNvml:
     processes: list[int] = field(default_factory=list)
     clock_event_reasons: int = 0
     temperature_c: int = 45
+    pstate: int = 0
 
     NVML_SUCCESS = 0
     NVML_ERROR_NOT_SUPPORTED = 3
@@ -115,6 +116,10 @@ class FakeNvml:
     def nvmlDeviceGetClockInfo(self, handle: str, clock: int) -> int:
         self._call("nvmlDeviceGetClockInfo")
         return 1980
+
+    def nvmlDeviceGetPerformanceState(self, handle: str) -> int:
+        self._call("nvmlDeviceGetPerformanceState")
+        return self.pstate
 
     def nvmlDeviceGetCurrentClocksEventReasons(self, handle: str) -> int:
         self._call("nvmlDeviceGetCurrentClocksEventReasons")

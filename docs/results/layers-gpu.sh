@@ -38,8 +38,9 @@
 #      bf16 on energy either (21.36 vs 21.30, 57.57 vs 57.23 mJ/sample, ranges overlapping), so a
 #      binding fp8 plan lies between bf16 and fp8 in drift and, within the noise, in energy.
 #   2. the plans (precision=mixed) and 3. uniform bf16, fp8 and int8, TRIALS_LIST (1,2,3) trials each,
-#      interleaved: per trial a launch of the plans and one of the uniform precisions, the order
-#      alternating from trial to trial (on 2026-11-25 the plans ran first and the uniform runs after,
+#      interleaved: per trial a launch of the plans and one of the uniform precisions, the order of the
+#      two launches and of the precisions within the uniform one alternating from trial to trial (on
+#      2026-11-25 the plans ran first and the uniform runs after,
 #      and the order of bf16 and fp8 flipped between two calls by 5-10%: device state was confounded
 #      with precision). 2 x 3 launches of ~15-20 s start-up each: one model per call.
 #   Steps 2 and 3 log fidelity to fp32 (trials.fidelity_on_synthetic, on ids of one fixed seed,
@@ -198,10 +199,11 @@ EOF
   # mixed runs all ran first, and bf16's and fp8's order flipped between two calls by 5-10%). One launch
   # cannot hold both: precision.plan is refused for a uniform precision. A deadline cuts the last trials.
   mixed() { [[ -n $PLANNED ]] && run_eaq log-plan.txt -m trial=$1 model=$PLANNED precision=mixed "precision.plan=$PLANS/plan-\${model.name}.yaml" $BENCH; }
-  uniform() { run_eaq log-plan.txt -m trial=$1 model=$MODELS precision=$UNIFORM $BENCH; }
+  uniform() { run_eaq log-plan.txt -m trial=$1 model=$MODELS precision=$2 $BENCH; }
+  REVERSED=$(tr ',' '\n' <<< "$UNIFORM" | tac | paste -sd, -)  # the uniform precisions' own order alternates too
   n=0
   for trial in ${TRIALS_LIST//,/ }; do
-    if ((n++ % 2 == 0)); then mixed $trial; uniform $trial; else uniform $trial; mixed $trial; fi
+    if ((n++ % 2 == 0)); then mixed $trial; uniform $trial $UNIFORM; else uniform $trial $REVERSED; mixed $trial; fi
   done
   python3 -m eaq.report.table --uri sqlite:///$WORK/plan-bench/mlflow.db --preset front | tee $OUT/plan-vs-uniform.txt
   keep plan-choice

@@ -4,15 +4,17 @@ Every run used to sit idle for 5 s before its warm-up to learn the device's idle
 the figure net energy subtracts. In a sweep that is the same figure measured again and
 again (on an H100, 5.6 s of every 42 s run). A baseline is now kept per device and
 sampler in the cache folder and reused while it is younger than ``max_age_s`` and the
-device looks as it did then: temperature within ``max_temp_delta_c`` and SM clock within
-``max_clock_change`` (a different clock is a different power state). Temperature matters:
+device looks as it did then: temperature within ``max_temp_delta_c``, SM clock within
+``max_clock_change`` (a different clock is a different power state) and, where the sampler
+reads it, the same performance state. Temperature matters:
 on the H100 here idle power was 130 W at 46 C and 142 W at 57 C, about 1.1 W per degree
 (docs/results/2026-11-23-h100-sweep-time), so 3 C keeps a reused baseline within ~3.5 W. Otherwise the run measures a new one and stores it. Each run
 records which baseline it used and why it measured one. ``idle_baseline`` is the one way to
 get it, for the benchmark and for ``task=layers`` alike.
 
-This module imports no torch until a baseline is measured: eaq/config.py takes the reuse
-defaults from ``ReusePolicy``, and the sweep's process must not load torch.
+This module imports no torch: eaq/config.py takes the reuse defaults from ``ReusePolicy``, the
+sweep's process must not load torch, and the idle baseline taken ahead of a sweep's runs is
+measured without it (eaq/tasks/idle.py).
 """
 
 from __future__ import annotations
@@ -87,6 +89,11 @@ def stale_reason(baseline: IdleBaseline | None, sampler: str, facts: dict[str, f
     then, now = baseline.facts.get("sm_clock_mhz"), facts.get("sm_clock_mhz")
     if then and now is not None and abs(now - then) > policy.max_clock_change * then:
         return f"SM clock moved from {then:.0f} to {now:.0f} MHz (reused within {policy.max_clock_change:.0%})"
+    # A baseline taken ahead of the runs has no CUDA context open (eaq.tasks.idle); if the device idles in
+    # another performance state without one, that baseline is not the run's idle.
+    then, now = baseline.facts.get("pstate"), facts.get("pstate")
+    if then is not None and now is not None and then != now:
+        return f"performance state moved from P{then:.0f} to P{now:.0f}"
     return None
 
 

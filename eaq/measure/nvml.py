@@ -106,11 +106,12 @@ class NvmlSampler:
 
     # -- facts for validity checks ----------------------------------------------------
     def snapshot(self) -> dict[str, float]:
-        """Temperature, SM clock, clock-event reasons, power limit, other processes: each where readable."""
+        """Temperature, SM clock, performance state, clock-event reasons, power limit, other processes: each where readable."""
         nvml, h = self._nvml, self._handle
         reads = {
             "temperature_c": lambda: nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),
             "sm_clock_mhz": lambda: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
+            "pstate": lambda: nvml.nvmlDeviceGetPerformanceState(h),
             "clock_event_reasons": lambda: nvml.nvmlDeviceGetCurrentClocksEventReasons(h),
             "power_limit_w": lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1e3,
             "other_processes": lambda: sum(p.pid != os.getpid() for p in nvml.nvmlDeviceGetComputeRunningProcesses(h)),

@@ -41,6 +41,7 @@ def _report_api() -> tuple[Any, ...]:
 class SweepReportCallback(Callback):
     """The sweep's answer where users look: on screen at its end, and on its parent run in MLflow."""
 
+    @fail_loudly("importing the report's modules")
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _report_api()
 

@@ -122,14 +122,15 @@ def _job_configs(config: DictConfig) -> Iterator[EaqConfig]:
 
 
 def _takes_idle(cfg: EaqConfig) -> bool:
-    """Whether this job's run would look for a stored idle baseline (in a fork server, working ahead on for it)."""
-    return (_wanted(cfg) and cfg.isolate and cfg.task in ("benchmark", "layers") and cfg.sampler.name != "none"
-            and cfg.trials.idle_reuse and cfg.trials.idle_s != 0)
+    """Whether this job's run would look for a stored idle baseline of a GPU read by NVML (in a fork server, working
+    ahead on for it); the process then checks the rest (``eaq.tasks.idle.nvml_gpu``)."""
+    return (_wanted(cfg) and cfg.isolate and cfg.task in ("benchmark", "layers") and cfg.device != "cpu"
+            and cfg.sampler.name in ("auto", "nvml") and cfg.trials.idle_reuse and cfg.trials.idle_s != 0)
 
 
 @dataclass
 class Plan:
-    """What the process ahead of the runs measures: each distinct calibration, then at most one idle baseline."""
+    """What the process ahead of the runs measures: each distinct calibration, or with none, at most one idle baseline."""
 
     calibrations: list[EaqConfig] = field(default_factory=list)
     idle: list[EaqConfig] = field(default_factory=list)
@@ -205,12 +206,12 @@ def start(plan: Plan, folder: Path) -> subprocess.Popen[bytes] | None:
 
 
 class CalibrateAhead(Callback):
-    """Hydra hook: at a multirun's start, calibrate what its runs will need while the fork server imports."""
+    """Hydra hook: at a multirun's start, measure what its runs will need (peaks, else the first idle baseline) while the fork server imports."""
 
     def __init__(self) -> None:
         self.process: subprocess.Popen[bytes] | None = None
 
-    @fail_loudly("planning the roofline calibrations ahead of the runs (calibrate_ahead=false skips them)")
+    @fail_loudly("planning the measurements ahead of the runs (calibrate_ahead=false skips them)")
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         plan = needed(config)
         if plan:

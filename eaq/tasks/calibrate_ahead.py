@@ -2,13 +2,13 @@
 its first idle baseline, ahead of its runs.
 
 Its own module, apart from the Hydra hook that plans and starts it (``eaq.tasks.ahead``), so
-that it imports only what measuring needs: the roofline task and torch when it calibrates, the idle
-baseline's NVML sampler alone when it takes only that (eaq.tasks.idle). The hook's module
-brings Hydra's sweeper and, through eaq's tracking callbacks, MLflow: 1.3 of this process's
-2.4 s of imports on this project's CPU machine, on the critical path of a sweep that starts
-from an empty cache (its first run waits at the device gate for this process to end:
-docs/results/2026-11-25-h100-sweep-time). The garbage collector is off while it imports, as
-in the fork server (eaq.tasks.preload): collections find nothing to free in fresh modules.
+that it imports only what measuring needs: the roofline task and torch when it calibrates, the
+NVML sampler alone when it takes the idle baseline (eaq.tasks.idle). The hook's module brings
+Hydra's sweeper (and, until 2026-11-25, MLflow: 1.3 of this process's 2.4 s of imports on this
+project's CPU machine), on the critical path of the sweep's first run, which waits at the
+device gate for this process to end (docs/results/2026-11-25-h100-sweep-time). The garbage
+collector is off while it imports, as in the fork server (eaq.tasks.preload): collections find
+nothing to free in fresh modules.
 """
 
 from __future__ import annotations
@@ -29,13 +29,14 @@ def main(plan: Path) -> None:
     work = pickle.loads(plan.read_bytes())
     gc.disable()
     try:
-        from eaq.tasks.idle import ensure_idle
-
-        steps = [(f"idle baseline on {cfg.device}", ensure_idle, cfg) for cfg in work["idle"]]
-        if work["calibrations"]:  # torch, only when there is something to calibrate (an idle baseline needs NVML alone)
+        if work["calibrations"]:  # torch and the roofline task
             from eaq.tasks.roofline import ensure_calibration
 
-            steps = [(f"{cfg.precision.name} on {cfg.device}", ensure_calibration, cfg) for cfg in work["calibrations"]] + steps
+            steps = [(f"{cfg.precision.name} on {cfg.device}", ensure_calibration, cfg) for cfg in work["calibrations"]]
+        else:  # an idle baseline, NVML alone
+            from eaq.tasks.idle import ensure_idle
+
+            steps = [(f"idle baseline on {cfg.device}", ensure_idle, cfg) for cfg in work["idle"]]
     finally:
         gc.enable()
 

@@ -7,12 +7,13 @@ decode get separate measurement windows, each as long as the protocol's minimum:
 - prefill window: the prompt batches prefilled back to back (each into a fresh cache),
   first token picked; per-prefill latency is the time to first token.
 - between the windows: one prefill of the first prompt batch, the state decode starts from,
-  and a decode warm-up that first runs one whole sequence, every position once: over a
-  DynamicCache each step meets a key/value length it has not seen, and a library's setup for
-  a new shape belongs before the window (cuDNN's attention builds an execution graph per
-  shape, reported at tens of ms each; the eager 1.1B bf16 step measured 63-77 ms in the
-  benchmark, whose warm-up had seen a few positions, against 22.7 ms after 256 steps in
-  docs/results/2026-11-25-h100-diag). Then it warms up until settled, as before.
+  and the decode warm-up. Over a DynamicCache it first runs one whole sequence, every position
+  once: each step meets a key/value length it has not seen, and a library's setup for a new
+  shape belongs before the window (cuDNN's attention builds an execution graph per shape,
+  reported at tens of ms each; the eager 1.1B bf16 step measured 63-77 ms in the benchmark,
+  whose warm-up had seen a few positions, against 22.7 ms after 256 steps in
+  docs/results/2026-11-25-h100-diag). A static cache has one shape. Then it warms up until
+  settled, as before.
 - decode window: decode steps only, cycling over whole sequences of ``new_tokens - 1``
   steps from that same prefilled state, so no prefill work is inside; per-step latency
   from CUDA events on a GPU (no host sync per token) and a wall clock on the CPU, as for
@@ -88,7 +89,7 @@ def measure_generate(
         if graphs:
             decoder.replay_with(graph.run)
         first = time.perf_counter()
-        for _ in range(decoder.steps):  # every position once (module docstring)
+        for _ in range(0 if generator.static else decoder.steps):  # every cache length once (module docstring); a static cache has one
             decoder.step()
         settled = warm_up(decoder.step, [None])
         warm_decode = replace(settled, iterations=settled.iterations + decoder.steps, duration_s=time.perf_counter() - first)

@@ -14,9 +14,13 @@ Prints one line per process and the mean of each kind.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
+import time
+
+GAP_S = 2.0
 
 CHILD = """
 import json, sys, time
@@ -43,9 +47,12 @@ print(json.dumps({"kind": sys.argv[1], "power_w": energy.energy_j / energy.durat
 
 def main(rounds: int, seconds: float) -> None:
     found: dict[str, list[float]] = {"none": [], "context": []}
-    for _ in range(rounds):
-        for kind in ("none", "context"):
-            out = subprocess.run([sys.executable, "-c", CHILD, kind, str(seconds)], capture_output=True, text=True, check=True)
+    # cuda:0 is NVML's first GPU only in NVML's order, which eaq.run sets for its runs too.
+    env = {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    for round_ in range(rounds):
+        for kind in ("none", "context") if round_ % 2 == 0 else ("context", "none"):  # neither always follows the other
+            time.sleep(GAP_S)  # the previous process's context gone, the device settled
+            out = subprocess.run([sys.executable, "-c", CHILD, kind, str(seconds)], capture_output=True, text=True, check=True, env=env)
             row = json.loads(out.stdout.strip().splitlines()[-1])
             found[kind].append(row["power_w"])
             print(json.dumps(row))
