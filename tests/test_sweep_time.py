@@ -229,6 +229,25 @@ def _watts(outcome: str) -> float:
     return float(outcome.split(": ", 1)[1].split(" W", 1)[0])
 
 
+def test_a_models_flop_count_is_counted_once_per_architecture_and_shape(tmp_path: Path) -> None:
+    from eaq.measure.roofline import forward_flops
+    from eaq.tasks.benchmark import _model_flops
+    from test_generate import preset
+
+    model = preset("bert_tiny_random")
+    batch = {"input_ids": torch.randint(0, 100, (4, 32)), "attention_mask": torch.ones(4, 32, dtype=torch.long)}
+    counted = forward_flops(lambda: model(**batch))
+    assert _model_flops(str(tmp_path), model, batch) == counted > 0
+    (cached,) = tmp_path.glob("flops-*.json")
+    cached.write_text('{"forward_flops": 12345.0}')  # what the next run reads, not a new count
+    assert _model_flops(str(tmp_path), model, batch) == 12345
+    longer = {name: value.repeat(1, 2) for name, value in batch.items()}  # another shape: another entry, counted
+    assert _model_flops(str(tmp_path), model, longer) == forward_flops(lambda: model(**longer)) > counted
+    model.config.num_hidden_layers += 1  # another architecture under the same name: not the cached count
+    assert _model_flops(str(tmp_path), model, batch) != 12345
+    assert len(list(tmp_path.glob("flops-*.json"))) == 3
+
+
 def _gpu_ahead(monkeypatch: pytest.MonkeyPatch, fake: FakeNvml) -> list[str]:
     """A host whose NVML lists two GPUs (the fake reads them both), CUDA numbering them as NVML does."""
     gpus = ["GPU-0000-first", "GPU-1234-abcd"]

@@ -2,6 +2,6 @@
 
 from eaq.evaluate.fidelity import accuracy, fidelity, generation_agreement
 from eaq.evaluate.outputs import collect_outputs
-from eaq.evaluate.reference import cached_quality, cached_reference, reference_key
+from eaq.evaluate.reference import cached_figures, cached_reference, reference_key
 
-__all__ = ["accuracy", "cached_quality", "cached_reference", "collect_outputs", "fidelity", "generation_agreement", "reference_key"]
+__all__ = ["accuracy", "cached_figures", "cached_reference", "collect_outputs", "fidelity", "generation_agreement", "reference_key"]

@@ -7,8 +7,8 @@ A configuration's quality figures are the same for every trial: the trial index 
 nothing that quality depends on (weights are seeded by ``model.seed``, the data is
 fixed, evaluation is deterministic), so computing them again for each of five trials
 only repeats the same forward passes (on this CPU, fp16 quality took 26 s of an 86 s
-run). ``cached_quality`` keeps them per configuration, and each run says where its
-figures came from.
+run). ``cached_figures`` keeps them per configuration, and each run says where its
+figures came from; it keeps a model's forward FLOP count the same way (eaq.tasks.roofline).
 """
 
 from __future__ import annotations
@@ -43,9 +43,11 @@ def cached_reference(cache_dir: str | Path, key: str, compute: Callable[[], torc
     return outputs
 
 
-def cached_quality(cache_dir: str | Path, key: str, compute: Callable[[], dict[str, float]]) -> tuple[dict[str, float], bool]:
-    """Quality figures for ``key`` (all that they depend on, hashed): (figures, whether they came from the cache)."""
-    path = Path(cache_dir) / f"quality-{key}.json"
+def cached_figures(
+    cache_dir: str | Path, kind: str, key: str, compute: Callable[[], dict[str, float]]
+) -> tuple[dict[str, float], bool]:
+    """Figures of ``kind`` (quality, flops) for ``key`` (all that they depend on, hashed): (figures, whether they came from the cache)."""
+    path = Path(cache_dir) / f"{kind}-{key}.json"
     try:
         return {k: float(v) for k, v in json.loads(path.read_text()).items()}, True
     except (OSError, ValueError, AttributeError):

@@ -15,11 +15,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
+import transformers
 
 from eaq.config import EaqConfig, auto_seconds
 from eaq.data import load_examples
 from eaq.device import describe_device, device_key, resolve_device
-from eaq.evaluate import accuracy, cached_quality, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key
+from eaq.evaluate import accuracy, cached_figures, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key
 from eaq.evaluate.perplexity import perplexity
 from eaq.measure.energy import PRIMARY_CHANNELS, energy_metrics, window_energy
 from eaq.measure.idle import idle_baseline
@@ -59,6 +60,25 @@ def _generation_reference(cfg: EaqConfig, generator: Generator, batches: list[di
     """The fp32 model's generated tokens for the quality batches, cached like the forward reference."""
     gen_key = reference_key(forward=key, new_tokens=cfg.workload.new_tokens)
     return cached_reference(cfg.paths.cache_dir, gen_key, lambda: generator.generate_all(batches))
+
+
+def _model_flops(cache_dir: str, model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> int:
+    """FLOPs of one forward pass of ``model`` over ``batch``, counted once per architecture and input shapes and cached.
+
+    Counting runs the model once under torch's FlopCounterMode: 0.3 s a run on the H100 for
+    DistilBERT-base at batch 32 (the ``reference`` phase, docs/results/2026-11-25-h100-sweep-time),
+    the same figure in every trial and precision of a sweep (it counts the fp32 model). The key
+    holds all the count depends on: the model's configuration (its architecture), the inputs'
+    names and shapes, and the versions of torch and transformers that define the ops.
+    """
+    count = lambda: {"forward_flops": float(forward_flops(lambda: model(**batch)))}  # noqa: E731
+    if not hasattr(model, "config"):  # no architecture to key it by: counted every run
+        return int(count()["forward_flops"])
+    key = reference_key(
+        architecture=model.config.to_dict(), shapes={name: list(value.shape) for name, value in batch.items()},
+        torch=torch.__version__, transformers=transformers.__version__,
+    )
+    return int(cached_figures(cache_dir, "flops", key, count)[0]["forward_flops"])
 
 
 @torch.inference_mode()
@@ -102,7 +122,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     # generation a prefill and a decode step (the decode step has the fewest: batch_size).
     shape_probe = (lambda: Decoder(generator(model), timed[0]["input_ids"]).step()) if generating else (lambda: model(**timed[0]))
     with phases("reference"):
-        flops = forward_flops(lambda: model(**timed[0])) if measuring and cfg.trials.roofline and not generating else None
+        flops = _model_flops(cfg.paths.cache_dir, model, timed[0]) if measuring and cfg.trials.roofline and not generating else None
         if text or fidelity_only:
             rows = sum(b["input_ids"].shape[0] for b in quality_batches)
             # dataset holds kind=synthetic, so no synthetic reference is taken for a text one.
@@ -146,7 +166,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
                     reference=key, precision=asdict(cfg.precision), plan=plan, batch_size=cfg.batch_size, device=device_key(device),
                     **({"new_tokens": cfg.workload.new_tokens} if generating else {}),
                 )
-                quality, quality_reused = cached_quality(cfg.paths.cache_dir, quality_key, compute_quality)
+                quality, quality_reused = cached_figures(cfg.paths.cache_dir, "quality", quality_key, compute_quality)
             else:
                 quality = compute_quality()
 
