@@ -322,6 +322,8 @@ def test_measure_generate_says_why_decode_ran_without_a_graph() -> None:
         sampler.stop()
     assert w.decode_graph == "CUDA graphs need a CUDA device and this run is on cpu"
     assert plain.decode_graph == "not asked for"
+    # A static cache has one shape: no pass over every position first, and the warm-up counts only what it ran.
+    assert plain.warmups[1].iterations == 2
     assert torch.equal(w.decoder.tokens, Generator(model, model, model.config, PROMPT, NEW, CPU).generate(batches[0]))
 
 

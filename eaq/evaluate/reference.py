@@ -8,7 +8,7 @@ nothing that quality depends on (weights are seeded by ``model.seed``, the data 
 fixed, evaluation is deterministic), so computing them again for each of five trials
 only repeats the same forward passes (on this CPU, fp16 quality took 26 s of an 86 s
 run). ``cached_figures`` keeps them per configuration, and each run says where its
-figures came from; it keeps a model's forward FLOP count the same way (eaq.tasks.roofline).
+figures came from; it keeps a model's forward FLOP count the same way (eaq.tasks.benchmark).
 """
 
 from __future__ import annotations

@@ -64,6 +64,7 @@ from eaq.config import EaqConfig, validate
 from eaq.files import exclusive, try_exclusive
 from eaq.measure.nvml import device_summaries
 from eaq.tasks import peaks
+from eaq.tasks.idle import takes_idle_ahead
 from eaq.tracking.callbacks import fail_loudly, sweep_folder
 
 log = logging.getLogger(__name__)
@@ -122,10 +123,9 @@ def _job_configs(config: DictConfig) -> Iterator[EaqConfig]:
 
 
 def _takes_idle(cfg: EaqConfig) -> bool:
-    """Whether this job's run would look for a stored idle baseline of a GPU read by NVML (in a fork server, working
-    ahead on for it); the process then checks the rest (``eaq.tasks.idle.nvml_gpu``)."""
-    return (_wanted(cfg) and cfg.isolate and cfg.task in ("benchmark", "layers") and cfg.device != "cpu"
-            and cfg.sampler.name in ("auto", "nvml") and cfg.trials.idle_reuse and cfg.trials.idle_s != 0)
+    """Whether this job's run (in a fork server, working ahead on for it) would look for a stored idle baseline that
+    NVML alone could take; the process checks the GPU itself (``eaq.tasks.idle.nvml_gpu``)."""
+    return _wanted(cfg) and cfg.isolate and cfg.task in ("benchmark", "layers") and takes_idle_ahead(cfg)
 
 
 @dataclass

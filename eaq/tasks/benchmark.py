@@ -65,15 +65,13 @@ def _generation_reference(cfg: EaqConfig, generator: Generator, batches: list[di
 def _model_flops(cache_dir: str, model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> int:
     """FLOPs of one forward pass of ``model`` over ``batch``, counted once per architecture and input shapes and cached.
 
-    Counting runs the model once under torch's FlopCounterMode: 0.3 s a run on the H100 for
-    DistilBERT-base at batch 32 (the ``reference`` phase, docs/results/2026-11-25-h100-sweep-time),
+    Counting runs the model once under torch's FlopCounterMode, in the ``reference`` phase (0.3 s
+    a run on the H100 for DistilBERT-base at batch 32, docs/results/2026-11-25-h100-sweep-time), for
     the same figure in every trial and precision of a sweep (it counts the fp32 model). The key
-    holds all the count depends on: the model's configuration (its architecture), the inputs'
-    names and shapes, and the versions of torch and transformers that define the ops.
+    holds all the count depends on: the model's configuration (its architecture; every model eaq
+    loads has one), the inputs' names and shapes, and the versions of torch and transformers.
     """
     count = lambda: {"forward_flops": float(forward_flops(lambda: model(**batch)))}  # noqa: E731
-    if not hasattr(model, "config"):  # no architecture to key it by: counted every run
-        return int(count()["forward_flops"])
     key = reference_key(
         architecture=model.config.to_dict(), shapes={name: list(value.shape) for name, value in batch.items()},
         torch=torch.__version__, transformers=transformers.__version__,

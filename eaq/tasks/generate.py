@@ -88,11 +88,11 @@ def measure_generate(
         graph = as_graph(decoder.advance, device, graphs, reset=decoder.restart)
         if graphs:
             decoder.replay_with(graph.run)
-        first = time.perf_counter()
-        for _ in range(0 if generator.static else decoder.steps):  # every cache length once (module docstring); a static cache has one
+        first, lengths = time.perf_counter(), 0 if generator.static else decoder.steps
+        for _ in range(lengths):  # every cache length once (module docstring); a static cache has one
             decoder.step()
         settled = warm_up(decoder.step, [None])
-        warm_decode = replace(settled, iterations=settled.iterations + decoder.steps, duration_s=time.perf_counter() - first)
+        warm_decode = replace(settled, iterations=settled.iterations + lengths, duration_s=time.perf_counter() - first)
         decoder.restart()
     with phases("window"), MeasurementWindow(device, sampler) as decode_window:
         decode_latencies = run_timed(decoder.step, [None], device, iters, min_window_s, label="decode", whole=decoder.steps)

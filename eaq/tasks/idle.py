@@ -65,17 +65,30 @@ def _mig_enabled(uuid: str) -> bool:
         return False
 
 
-def nvml_gpu(cfg: EaqConfig) -> str | None:
-    """The NVML UUID of the GPU a run of ``cfg`` will measure with NVML alone, found without torch; None: leave it to the run."""
-    spec = cfg.device
+def _gpu_index(cfg: EaqConfig) -> int | None:
+    """The CUDA index of the GPU a run of ``cfg`` measures with NVML alone, read from its settings; None: not such a run.
+
+    The settings part of ``nvml_gpu``, which the sweep's process also asks when it plans (``eaq.tasks.ahead``).
+    """
     if (os.environ.get(ORDER) != "PCI_BUS_ID" or cfg.sampler.name not in ("auto", "nvml") or cfg.sampler.compare_nvidia_smi
             or cfg.gpu_slots.enabled):
         return None
-    if spec in ("auto", "cuda"):
-        index = 0
-    elif spec.startswith("cuda:") and spec[5:].isdigit():
-        index = int(spec[5:])
-    else:
+    if cfg.device in ("auto", "cuda"):
+        return 0
+    if cfg.device.startswith("cuda:") and cfg.device[5:].isdigit():
+        return int(cfg.device[5:])
+    return None
+
+
+def takes_idle_ahead(cfg: EaqConfig) -> bool:
+    """Whether a run of ``cfg`` looks for a stored idle baseline that NVML alone could take ahead of it."""
+    return cfg.trials.idle_reuse and cfg.trials.idle_s != 0 and _gpu_index(cfg) is not None
+
+
+def nvml_gpu(cfg: EaqConfig) -> str | None:
+    """The NVML UUID of the GPU a run of ``cfg`` will measure with NVML alone, found without torch; None: leave it to the run."""
+    index = _gpu_index(cfg)
+    if index is None:
         return None
     gpus = visible_gpus()
     if index >= len(gpus) or _mig_enabled(gpus[index]):
