@@ -247,10 +247,9 @@ class EaqConfig:
     device: str = "auto"
     # Measure in a fresh process (default), so no compiler, allocator or GPU state leaks between runs.
     isolate: bool = True
-    # In a sweep, measure the roofline peaks its runs will need (or, with none, the first run's
-    # idle baseline) while the fork server imports (eaq/tasks/ahead.py); null: when the jobs run
-    # on a GPU, one at a time. It moves when they are measured, not how (but for the idle
-    # baseline's CUDA context, absent ahead: eaq/tasks/idle.py).
+    # In a sweep, measure the roofline peaks its runs will need while the fork server imports
+    # (eaq/tasks/ahead.py); null: when the jobs run on a GPU, one at a time. It moves when they
+    # are measured, not how.
     calibrate_ahead: bool | None = None
     # Run the model through torch.compile (compiled during warm-up, outside the window).
     compile: bool = False

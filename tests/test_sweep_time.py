@@ -17,13 +17,11 @@ import torch
 from conftest import FAST, all_runs, run_eaq
 from eaq.config import EaqConfig
 from eaq.files import try_exclusive
-from eaq.measure.idle import IdleBaseline, ReusePolicy, idle_baseline, load_baseline, stale_reason
+from eaq.measure.idle import IdleBaseline, ReusePolicy, idle_baseline, stale_reason
 from eaq.measure.nvml import NvmlSampler
 from eaq.tasks import roofline
-from eaq.measure.nvml_read import nvml_uuid
-from eaq.tasks import idle
 from eaq.tasks.ahead import LOG_FILE, PLAN_FILE, Plan, gate_path, start, wait_for_device
-from eaq.tasks.idle import ensure_idle, idle_store
+from eaq.tasks.idle import idle_store
 from eaq.tasks.isolation import run_isolated
 from fake_nvml import FakeNvml
 
@@ -224,11 +222,6 @@ def test_a_sweep_calibrates_ahead_only_what_is_not_cached(tmp_path: Path, monkey
     assert len(runs) == 2 and all(r.data.metrics["phase_ahead_s"] < 0.05 for r in runs)
 
 
-def _watts(outcome: str) -> float:
-    """The baseline's power in ensure_idle's sentence ("measured: 80.0 W at 45 C (...)")."""
-    return float(outcome.split(": ", 1)[1].split(" W", 1)[0])
-
-
 def test_a_models_flop_count_is_counted_once_per_architecture_and_shape(tmp_path: Path) -> None:
     from eaq.measure.roofline import forward_flops
     from eaq.tasks.benchmark import _model_flops
@@ -248,80 +241,9 @@ def test_a_models_flop_count_is_counted_once_per_architecture_and_shape(tmp_path
     assert len(list(tmp_path.glob("flops-*.json"))) == 3
 
 
-def _gpu_ahead(monkeypatch: pytest.MonkeyPatch, fake: FakeNvml) -> list[str]:
-    """A host whose NVML lists two GPUs (the fake reads them both), CUDA numbering them as NVML does."""
-    gpus = ["GPU-0000-first", "GPU-1234-abcd"]
-    monkeypatch.setattr(idle, "visible_gpus", lambda: gpus)
-    monkeypatch.setattr(idle, "_nvml_sampler", lambda uuid, interval_s: NvmlSampler(uuid, interval_s=0.005, nvml=fake))
-    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    return gpus
-
-
-def test_the_idle_baseline_taken_ahead_is_the_one_the_first_run_reuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeNvml(schedule=[(0.0, 95.0)])
-    gpus = _gpu_ahead(monkeypatch, fake)
-    cfg = _config(tmp_path, idle_s=0.3)
-    cfg.device, cfg.sampler.name = "cuda:1", "auto"
-    assert idle.nvml_gpu(cfg) == gpus[1]
-    outcome = ensure_idle(cfg)
-    assert outcome.startswith("measured: ") and "at 45 C (measured in this run (no stored baseline" in outcome
-    assert _watts(outcome) == pytest.approx(95.0, rel=0.05)  # the fake's counter ticks every 10 ms of a 0.3 s window
-    assert ensure_idle(cfg).startswith(f"still stands: {_watts(outcome):.1f} W")  # nothing measured twice
-
-    # Where the run looks: its device_key is torch's UUID, which is NVML's without "GPU-" (the sampler's own rule;
-    # on a GPU, test_the_idle_key_taken_from_nvml_is_the_runs_device_key checks it against torch).
-    key = "1234-abcd"
-    assert nvml_uuid(key) == gpus[1]
-    store = idle._store(cfg, key, NvmlSampler(gpus[1], interval_s=0.005, nvml=fake))
-    assert store is not None and load_baseline(store[0]) is not None
-    # The run, seconds later on the same GPU: the baseline stands and is reused, not measured.
-    run_sampler = NvmlSampler(gpus[1], interval_s=0.005, nvml=fake)
-    run_sampler.start()
-    try:
-        baseline, window, tags = idle_baseline(None, run_sampler, 0.3, store)
-        assert window is None and tags["eaq.idle"].startswith("reused") and baseline is not None
-        fake.pstate = 2  # the run's device idles in another performance state (its CUDA context): it measures its own
-        _, window, tags = idle_baseline(None, run_sampler, 0.3, store)
-        assert window is not None and "performance state moved from P0 to P2" in tags["eaq.idle"]
-        fake.temperature_c += 5  # warmer by the time the run looks: the same
-        _, window, tags = idle_baseline(None, run_sampler, 0.3, store)
-        assert window is not None and "temperature moved" in tags["eaq.idle"]
-    finally:
-        run_sampler.stop()
-
-
-def test_what_nvml_alone_cannot_measure_as_the_run_will_is_left_to_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeNvml(schedule=[(0.0, 95.0)])
-    _gpu_ahead(monkeypatch, fake)
-
-    def config(**changes: object) -> EaqConfig:
-        cfg = _config(tmp_path, idle_s=0.3)
-        cfg.device, cfg.sampler.name = "auto", "nvml"
-        for key, value in changes.items():
-            target, name = (cfg.sampler, key[8:]) if key.startswith("sampler_") else (cfg.gpu_slots, "enabled") if key == "slots" else (cfg, key)
-            setattr(target, name, value)
-        return cfg
-
-    assert idle.nvml_gpu(config()) == "GPU-0000-first"  # auto: CUDA's first GPU
-    declined = [config(device="cpu"),  # RAPL would read the CPU while the server imports
-                config(device="cuda:2"),  # no such GPU
-                config(sampler_compare_nvidia_smi=True),  # a companion sampler the run has and this would not
-                config(slots=True)]  # a neighbour may be working on the GPU
-    assert [idle.nvml_gpu(cfg) for cfg in declined] == [None] * 4
-    assert ensure_idle(declined[0]).startswith("left to the run")
-    monkeypatch.setattr(idle, "_mig_enabled", lambda uuid: True)  # CUDA would number MIG instances, not this GPU
-    assert idle.nvml_gpu(config()) is None
-    monkeypatch.setattr(idle, "_mig_enabled", lambda uuid: False)
-    monkeypatch.setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST")  # the user's own order: indices are no longer NVML's
-    assert idle.nvml_gpu(config()) is None
-    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    fake.processes.append(4242)  # another process computing on the GPU: not idle
-    assert ensure_idle(config()) == "left to the run (1 other processes on the GPU)"
-    assert not (Path(config().paths.cache_dir) / "idle").exists()
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="compares torch's GPU UUIDs with NVML's (runs on the lent GPU)")
-def test_the_idle_key_taken_from_nvml_is_the_runs_device_key() -> None:
+def test_torchs_gpu_uuids_are_nvmls_without_its_prefix() -> None:
+    """The NVML sampler finds a run's GPU by torch's UUID (``nvml_uuid``), and the idle store is keyed by it."""
     from eaq.device import device_key
     from eaq.measure.nvml import device_summaries
 
@@ -332,37 +254,10 @@ def test_the_idle_key_taken_from_nvml_is_the_runs_device_key() -> None:
 def test_the_sweeps_callbacks_import_neither_mlflow_nor_torch_before_the_process_ahead_starts() -> None:
     """Hydra instantiates every callback before the first start hook (calibrate_ahead's, which starts the process
     ahead of the runs): their modules' imports all come before it, so MLflow and the report wait for their hooks."""
-    for modules in ("eaq.tracking.callbacks, eaq.tasks.ahead, eaq.tracking.progress, eaq.report.callback",
-                    "eaq.tasks.idle"):  # ... and what the process ahead imports to take an idle baseline
-        probe = f"import sys; import {modules}; print(sorted(m for m in ('mlflow', 'torch', 'pandas', 'scipy') if m in sys.modules))"
-        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-        assert result.stdout.strip() == "[]", (modules, result.stdout)
-
-
-def _ahead_log(out: Path) -> list[str]:
-    """What the sweep's process ahead of the runs did: one entry per line after the first, up to the colon."""
-    (log,) = out.glob(f"multirun/*/{LOG_FILE}")
-    return [line.split(" - ", 1)[1].split(":")[0] for line in log.read_text().splitlines()[1:]]
-
-
-def test_a_sweep_with_nothing_to_calibrate_takes_its_first_idle_baseline_ahead(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    sweep = ["-m", "precision=fp32,int8", "trial=1", *FAST, "calibrate_ahead=true", f"paths.cache_dir={cache}",
-             "trials.idle_s=0.2"]  # trials=quick takes none
-    result = run_eaq(tmp_path / "idle", *sweep, "device=auto", "trials.roofline=false", "sampler=auto")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert _ahead_log(tmp_path / "idle") == ["idle baseline on auto"]  # once, for the first run, whatever the jobs
-    (log,) = (tmp_path / "idle").glob(f"multirun/*/{LOG_FILE}")
-    assert "left to the run (no GPU that NVML alone can measure" in log.read_text()  # this machine has none
-    # Peaks to calibrate: the calibrations only (the device is hot after them: the first run takes the baseline).
-    result = run_eaq(tmp_path / "peaks", *sweep, "device=auto", "trials.roofline=true", "sampler=auto")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert _ahead_log(tmp_path / "peaks") == ["fp32 on auto", "int8 on auto"]
-    # A CPU's baseline (RAPL) would be read while the server imports, and no sampler has none: nothing to do ahead.
-    for name, overrides in (("cpu", ["device=cpu", "sampler=auto"]), ("none", ["device=auto", "sampler=none"])):
-        result = run_eaq(tmp_path / name, *sweep, "trials.roofline=false", *overrides)
-        assert result.returncode == 0, result.stderr[-3000:]
-        assert not list((tmp_path / name).glob(f"multirun/*/{LOG_FILE}")), name
+    modules = "eaq.tracking.callbacks, eaq.tasks.ahead, eaq.tracking.progress, eaq.report.callback"
+    probe = f"import sys; import {modules}; print(sorted(m for m in ('mlflow', 'torch', 'pandas', 'scipy') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout
 
 
 @pytest.mark.parametrize(("code", "status", "stderr"), [(3, 3, ""), (None, 0, ""), ("stopped: why", 1, "stopped: why\n")])

@@ -12,9 +12,8 @@ on the H100 here idle power was 130 W at 46 C and 142 W at 57 C, about 1.1 W per
 records which baseline it used and why it measured one. ``idle_baseline`` is the one way to
 get it, for the benchmark and for ``task=layers`` alike.
 
-This module imports no torch: eaq/config.py takes the reuse defaults from ``ReusePolicy``, the
-sweep's process must not load torch, and the idle baseline taken ahead of a sweep's runs is
-measured without it (eaq/tasks/idle.py).
+This module imports no torch: eaq/config.py takes the reuse defaults from ``ReusePolicy``, and the
+sweep's process must not load torch.
 """
 
 from __future__ import annotations
@@ -89,8 +88,7 @@ def stale_reason(baseline: IdleBaseline | None, sampler: str, facts: dict[str, f
     then, now = baseline.facts.get("sm_clock_mhz"), facts.get("sm_clock_mhz")
     if then and now is not None and abs(now - then) > policy.max_clock_change * then:
         return f"SM clock moved from {then:.0f} to {now:.0f} MHz (reused within {policy.max_clock_change:.0%})"
-    # A baseline taken ahead of the runs has no CUDA context open (eaq.tasks.idle); if the device idles in
-    # another performance state without one, that baseline is not the run's idle.
+    # A device in another performance state idles at another power, whatever its SM clock reads.
     then, now = baseline.facts.get("pstate"), facts.get("pstate")
     if then is not None and now is not None and then != now:
         return f"performance state moved from P{then:.0f} to P{now:.0f}"

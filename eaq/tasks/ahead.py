@@ -1,4 +1,4 @@
-"""Roofline calibrations a sweep will need, and its first idle baseline, measured while its fork server imports.
+"""Roofline calibrations a sweep will need, measured while its fork server imports.
 
 From an empty cache the first run of each matmul format paid its calibration after its
 window: 3.0-3.1 s per format, 9.2 s of a 102.8 s six-run sweep on an H100, while that
@@ -17,17 +17,8 @@ before it touches the device (``wait_for_device``, timed as ``phase_ahead_s``): 
 idle, warm-up or window shares the device with a calibration. Runs then find the peak
 cached; their tag ``eaq.roofline.calibration.measured_unix_s`` says when it was measured.
 
-The idle baseline is taken here only when nothing is to be calibrated (a repeated sweep,
-every peak cached). Taken after calibrations it would be measured on a device just off 700 W,
-hotter than the runs find it before their warm-ups, and the 3 C rule (eaq.measure.idle)
-would make the runs measure their own; taken before them it would be stale by the first run
-for the same reason: then the first run measures it, on a device warmed by the calibrations.
-With nothing to calibrate the device is idle and cool while the server imports: the process
-takes the baseline the first job's run would look for (``eaq.tasks.idle.ensure_idle``: the
-same device, sampler, duration and store, or nothing when a stored one still stands), and
-the run reuses it under the usual rules. On the H100 the first run of a repeated sweep had
-waited 7.2 s for the server, then measured 5.0 s of idle
-(docs/results/2026-11-25-h100-sweep-time).
+No idle baseline is taken here: a run measures its own, with its CUDA context open
+(``eaq.tasks.idle`` says why, with the H100's figures).
 
 The process starts from Hydra's first start hook, so the callbacks' modules import nothing
 heavy (MLflow, the report's pandas and scipy are imported in their hooks): Hydra instantiates
@@ -64,7 +55,6 @@ from eaq.config import EaqConfig, validate
 from eaq.files import exclusive, try_exclusive
 from eaq.measure.nvml import device_summaries
 from eaq.tasks import peaks
-from eaq.tasks.idle import takes_idle_ahead
 from eaq.tracking.callbacks import fail_loudly, sweep_folder
 
 log = logging.getLogger(__name__)
@@ -122,59 +112,45 @@ def _job_configs(config: DictConfig) -> Iterator[EaqConfig]:
             log.debug("calibrate ahead: job %s left to its run: %s", overrides, exc)
 
 
-def _takes_idle(cfg: EaqConfig) -> bool:
-    """Whether this job's run (in a fork server, working ahead on for it) would look for a stored idle baseline that
-    NVML alone could take; the process checks the GPU itself (``eaq.tasks.idle.nvml_gpu``)."""
-    return _wanted(cfg) and cfg.isolate and cfg.task in ("benchmark", "layers") and takes_idle_ahead(cfg)
-
-
 @dataclass
 class Plan:
-    """What the process ahead of the runs measures: each distinct calibration, or with none, at most one idle baseline."""
+    """What the process ahead of the runs measures: each distinct calibration."""
 
     calibrations: list[EaqConfig] = field(default_factory=list)
-    idle: list[EaqConfig] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.calibrations or self.idle)
+        return bool(self.calibrations)
 
     def caches(self) -> set[str]:
-        return {cfg.paths.cache_dir for cfg in (*self.calibrations, *self.idle)}
+        return {cfg.paths.cache_dir for cfg in self.calibrations}
 
     def only(self, caches: set[str]) -> Plan:
-        return Plan([c for c in self.calibrations if c.paths.cache_dir in caches], [c for c in self.idle if c.paths.cache_dir in caches])
+        return Plan([c for c in self.calibrations if c.paths.cache_dir in caches])
 
     def to_pickle(self) -> bytes:
-        """Plain lists: the measuring process (eaq.tasks.calibrate_ahead) must not import this module (Hydra's sweeper)."""
-        return pickle.dumps({"calibrations": self.calibrations, "idle": self.idle})
+        """A plain list: the measuring process (eaq.tasks.calibrate_ahead) must not import this module (Hydra's sweeper)."""
+        return pickle.dumps(self.calibrations)
 
 
 def needed(config: DictConfig) -> Plan:
-    """One config per distinct calibration the sweep's runs would make (device, sampler, cache, window, precision),
-    and the first job's idle baseline when nothing is to be calibrated (module docstring).
+    """One config per distinct calibration the sweep's runs would make (device, sampler, cache, window, precision).
 
     A calibration already cached is left out (``eaq.tasks.peaks``, read without torch): on
     the H100 a repeated sweep, every peak cached, still held its runs 4.7 s at the gate
-    while a process imported torch to find them there. The idle baseline is always asked
-    for: whether a stored one still stands depends on the device's temperature now, which
-    the process reads (a baseline that stands costs it no idle time, and the first run
-    waits for the server's imports longer than for that process's).
+    while a process imported torch to find them there.
     """
     if config.hydra.runtime.choices.get("hydra/launcher") != "basic":
         return Plan()
     found: dict[tuple[Any, ...], EaqConfig] = {}
-    first_idle: EaqConfig | None = None
     try:
         for cfg in _job_configs(config):
             if _calibrates(cfg) and not peaks.cached(cfg):
                 key = (cfg.device, cfg.sampler.name, cfg.sampler.interval_ms, cfg.paths.cache_dir,
                        cfg.trials.roofline_window_s, cfg.precision.name, cfg.precision.plan)
                 found.setdefault(key, cfg)
-            if first_idle is None and _takes_idle(cfg):
-                first_idle = cfg
     finally:
         HydraConfig.instance().set_config(config)
-    return Plan(list(found.values()), [first_idle] if first_idle is not None and not found else [])
+    return Plan(list(found.values()))
 
 
 def start(plan: Plan, folder: Path) -> subprocess.Popen[bytes] | None:
@@ -206,12 +182,12 @@ def start(plan: Plan, folder: Path) -> subprocess.Popen[bytes] | None:
 
 
 class CalibrateAhead(Callback):
-    """Hydra hook: at a multirun's start, measure what its runs will need (peaks, else the first idle baseline) while the fork server imports."""
+    """Hydra hook: at a multirun's start, calibrate the peaks its runs will need while the fork server imports."""
 
     def __init__(self) -> None:
         self.process: subprocess.Popen[bytes] | None = None
 
-    @fail_loudly("planning the measurements ahead of the runs (calibrate_ahead=false skips them)")
+    @fail_loudly("planning the roofline calibrations ahead of the runs (calibrate_ahead=false skips them)")
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         plan = needed(config)
         if plan:

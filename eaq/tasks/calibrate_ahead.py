@@ -1,9 +1,7 @@
-"""``python -m eaq.tasks.calibrate_ahead PLAN``: the process that calibrates a sweep's peaks, or takes
-its first idle baseline, ahead of its runs.
+"""``python -m eaq.tasks.calibrate_ahead PLAN``: the process that calibrates a sweep's peaks ahead of its runs.
 
 Its own module, apart from the Hydra hook that plans and starts it (``eaq.tasks.ahead``), so
-that it imports only what measuring needs: the roofline task and torch when it calibrates, the
-NVML sampler alone when it takes the idle baseline (eaq.tasks.idle). The hook's module brings
+that it imports only what measuring needs: the roofline task and torch. The hook's module brings
 Hydra's sweeper (and, until 2026-11-25, MLflow: 1.3 of this process's 2.4 s of imports on this
 project's CPU machine), on the critical path of the sweep's first run, which waits at the
 device gate for this process to end (docs/results/2026-11-25-h100-sweep-time). The garbage
@@ -26,29 +24,22 @@ log = logging.getLogger(__name__)
 
 def main(plan: Path) -> None:
     """Measure what ``plan`` holds (pickled by ``eaq.tasks.ahead.Plan``), one line each in the log."""
-    work = pickle.loads(plan.read_bytes())
+    calibrations = pickle.loads(plan.read_bytes())
     gc.disable()
     try:
-        if work["calibrations"]:  # torch and the roofline task
-            from eaq.tasks.roofline import ensure_calibration
-
-            steps = [(f"{cfg.precision.name} on {cfg.device}", ensure_calibration, cfg) for cfg in work["calibrations"]]
-        else:  # an idle baseline, NVML alone
-            from eaq.tasks.idle import ensure_idle
-
-            steps = [(f"idle baseline on {cfg.device}", ensure_idle, cfg) for cfg in work["idle"]]
+        from eaq.tasks.roofline import ensure_calibration
     finally:
         gc.enable()
 
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     log.info("working ahead of the runs (pid %d)", os.getpid())
-    for what, measure, cfg in steps:
+    for cfg in calibrations:
         started = time.perf_counter()
         try:
-            outcome = measure(cfg)
+            outcome = ensure_calibration(cfg)
         except Exception as exc:  # noqa: BLE001  (the run measures it itself, and says why it fails)
             outcome = f"failed, left to the run: {exc}"
-        log.info("%s: %s (%.2f s)", what, outcome, time.perf_counter() - started)
+        log.info("%s on %s: %s (%.2f s)", cfg.precision.name, cfg.device, outcome, time.perf_counter() - started)
 
 
 if __name__ == "__main__":
