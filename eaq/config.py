@@ -182,6 +182,11 @@ class LayersConfig:
     plan: bool = True
     budget: str | None = None
     budget_limit: float | None = None
+    # What lowering a component saves, for the plan's ranking: ``assumed`` proportional to its
+    # cost in the run's precision, or ``measured``: its components measured again in the target
+    # (as many windows again), saving = cost in the base - cost in the target, and only
+    # components with a positive saving lowered. ``measured`` needs precision = the plan's base.
+    saving: str = "assumed"
 
 
 @dataclass

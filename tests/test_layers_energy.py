@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from omegaconf import OmegaConf
 from torch import nn
 from transformers import AutoConfig, AutoModelForSequenceClassification
@@ -26,7 +27,7 @@ from eaq.models.masks import eager_mask_decisions
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.samplers import NoSampler
-from eaq.layers.tables import COMPONENT_COLUMNS, OUTSIDE_COLUMNS, Impacts, component_rows, energy_shares, type_rows
+from eaq.layers.tables import COMPONENT_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, Impacts, component_rows, energy_shares, type_rows
 from eaq.metrics import METRIC_NAMES
 from conftest import FAST, all_runs, run_eaq, store
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -476,6 +477,31 @@ def test_task_layers_leaves_a_finished_run_with_the_tables_and_metrics(out: Path
     correlation = _csv(client, run.info.run_id, "layers/correlation.csv", tmp_path)
     assert {c["scope"] for c in correlation} >= {"all"} and {c["method"] for c in correlation} == {"pearson", "spearman"}
     assert "base:" in Path(client.download_artifacts(run.info.run_id, "layers/plan.yaml", str(tmp_path))).read_text()
+
+
+def test_task_layers_with_measured_savings_plans_from_both_precisions_costs(out: Path, tmp_path: Path) -> None:
+    done = run_eaq(out, "task=layers", *FAST, "layers.saving=measured")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = all_runs(out)
+    client = store(out)
+    saving = _csv(client, run.info.run_id, "layers/plan_saving.csv", tmp_path)
+    components = _csv(client, run.info.run_id, "layers/components.csv", tmp_path)
+    assert tuple(saving[0]) == SAVING_COLUMNS and [r["component"] for r in saving] == [r["component"] for r in components]
+    assert {r["basis"] for r in saving} == {"time"} and {r["unit"] for r in saving} == {"ms"}  # no sensor on this CPU
+    for row in saving:  # both measured, and the saving is their difference
+        assert float(row["base_per_pass"]) > 0 and float(row["target_per_pass"]) > 0
+        assert float(row["saving_per_pass"]) == pytest.approx(float(row["base_per_pass"]) - float(row["target_per_pass"]))
+    plan = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, "layers/plan.yaml", str(tmp_path))).read_text())
+    assert plan["meta"]["saving"].startswith("measured")
+    cheaper = {r["component"] for r in saving if float(r["saving_per_pass"]) > 0}
+    assert set(plan["meta"].get("components", [])) <= cheaper  # nothing the target made dearer is lowered
+    assert f"{len(cheaper)} of {len(saving)} components cheaper in int8" in run.data.tags["eaq.layers.plan"]
+
+
+def test_task_layers_measures_savings_only_from_the_plans_base(out: Path) -> None:
+    done = run_eaq(out, "task=layers", *FAST, "layers.saving=measured", "precision=fp16")
+    assert done.returncode == 2
+    assert "precision=fp16 but the base is fp32; run it with precision=fp32" in done.stderr
 
 
 def test_task_layers_in_a_multirun_under_one_parent(out: Path) -> None:

@@ -201,3 +201,23 @@ def test_the_chosen_plan_respects_its_budget_measured_again_from_the_file(classi
     again = compare("plan", "sensitivity", reference, run_outputs(applied, data), data.head)
     assert again.impact <= budget.limit
     assert plan.meta["saving_basis"] == "macs" and plan.meta["measured_loss"] <= budget.limit
+
+
+def test_a_plan_with_measured_savings_lowers_only_what_the_target_makes_cheaper(classifier) -> None:
+    model, components, data = classifier
+    reference = run_outputs(model, data)
+    impacts = sensitivity(model, each(components), data, CPU, reference=reference)
+    budget = Budget("impact", 1e9)  # everything fits: only the savings decide
+    cost = {c.name: float(linear_macs(model, c)) for c in components}
+    lowerable_ones = [c for c in components if lowerable(model, [c], "int8", CPU)]
+    cheaper = {c.name for c in lowerable_ones[::2]}  # as if the target made every other component cheaper, the rest dearer
+    saving = {name: (0.3 if name in cheaper else -0.1) * cost[name] for name in cost}
+    choice = choose_plan(model, components, data, CPU, budget, impacts, cost, "macs", reference=reference, saving=saving)
+    assert set(choice.components) == cheaper  # a dearer component is never lowered, whatever its impact
+    assert choice.plan.meta["saving"].startswith("measured")
+    assert choice.plan.meta["saving_share_estimated"] == pytest.approx(sum(saving[c] for c in cheaper) / sum(cost.values()), rel=1e-5)
+    # Nothing cheaper: the plan lowers nothing and says why (not an error: the base is the answer).
+    nothing = choose_plan(model, components, data, CPU, budget, impacts, cost, "macs", reference=reference,
+                          saving={name: -1.0 for name in cost})
+    assert nothing.plan.layers == {} and "no component is cheaper in int8" in nothing.plan.meta["saving"]
+    assert nothing.measured.impact == 0

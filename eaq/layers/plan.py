@@ -1,11 +1,15 @@
 """Choose a mixed-precision plan under a quality budget, verified on real data.
 
-1. Estimate. Lowering a component to the target format saves a fraction of its cost;
-   with one format that fraction is taken as the same for every component, so the
-   saving is proportional to the cost of the components lowered. The cost is the
-   component's energy per pass where it was measured, else its device time, else its
-   Linear multiply-accumulates (``basis`` records which). Candidates are ranked by cost
-   per unit of their measured sensitivity impact (cheap-to-lower, expensive-to-run first),
+1. Estimate. What lowering a component to the target format saves is either assumed
+   or measured (``layers.saving``). Assumed: a fraction of its cost, the same for every
+   component, so the saving is proportional to the cost of the components lowered.
+   Measured: its cost in the base minus its cost in the target, measured the same way;
+   a component the target makes no cheaper is never a candidate. On an H100, fp8
+   lowered GPT-2-small's layers at no saving (docs/results/2026-11-25-h100-layers): the
+   assumption does not hold for every format and shape. The cost is the component's
+   energy per pass where it was measured, else its device time, else its Linear
+   multiply-accumulates (``basis`` records which). Candidates are ranked by saving per
+   unit of their measured sensitivity impact (cheap-to-lower, expensive-to-run first),
    and the ranked prefix whose summed single-component quality losses fits the budget is
    the first guess.
 2. Verify and back off. Impacts are not additive, so the guess is run for real (the plan
@@ -15,7 +19,8 @@
    and kept when the measured quality stays within budget.
 
 The plan written is the last one measured within budget; its measured quality, the
-budget and the basis go into its ``meta``.
+budget and the basis go into its ``meta``. With measured savings and no component
+cheaper in the target, the plan lowers nothing (the base alone), and says why.
 """
 
 from __future__ import annotations
@@ -82,11 +87,11 @@ class Choice:
     steps: list[tuple[tuple[str, ...], float, bool]] = field(default_factory=list)
 
 
-def rank(candidates: list[str], cost: dict[str, float], impacts: dict[str, Impact]) -> list[str]:
-    """Most cost per unit of impact first; zero-impact components first of all, by cost."""
+def rank(candidates: list[str], saving: dict[str, float], impacts: dict[str, Impact]) -> list[str]:
+    """Most saving per unit of impact first; zero-impact components first of all, by saving."""
     def key(name: str) -> tuple[float, float]:
         impact = impacts[name].impact
-        return (-cost[name] / impact if impact > 0 else -float("inf"), -cost[name])
+        return (-saving[name] / impact if impact > 0 else -float("inf"), -saving[name])
     return sorted(candidates, key=key)
 
 
@@ -103,15 +108,19 @@ def choose_plan(
     base: str = "fp32",
     rows: dict[str, int] | None = None,
     reference: Outputs | None = None,
+    saving: dict[str, float] | None = None,
 ) -> Choice:
-    """The plan lowering the most cost to ``target`` whose measured quality loss fits ``budget``.
+    """The plan saving the most by lowering to ``target`` whose measured quality loss fits ``budget``.
 
     ``impacts``: each component's sensitivity to ``target`` (eaq.layers.impact.sensitivity);
-    ``cost``: per component, in the unit ``basis`` names (energy, time or MACs per pass).
+    ``cost``: per component in the base, in the unit ``basis`` names (energy, time or MACs per pass);
+    ``saving``: per component, its measured cost in the base minus in ``target`` (None: assumed
+    proportional to ``cost``). Only components with a positive saving are candidates.
     """
     reference = reference or run_outputs(model, data)
     by_name = {c.name: c for c in components}
-    candidates = rank([c for c in impacts if c in cost and c in by_name], cost, impacts)
+    saves = saving if saving is not None else cost
+    candidates = rank([c for c in impacts if saves.get(c, 0.0) > 0 and c in by_name], saves, impacts)
     steps: list[tuple[tuple[str, ...], float, bool]] = []
 
     def layers_of(chosen: list[str]) -> list[str]:
@@ -142,6 +151,12 @@ def choose_plan(
             trial, trial_loss = measure(chosen + [name])
             if trial_loss <= budget.limit:
                 chosen, measured, loss = chosen + [name], trial, trial_loss
+    if measured is None and saving is not None and not candidates:
+        return Choice(Plan(base, {}, {
+            "budget": budget.describe(),
+            "saving": f"measured ({basis}): no component is cheaper in {target} than in {base}, so none is lowered",
+            "saving_basis": basis,
+        }), [], compare("plan", "sensitivity", reference, reference, data.head), steps)
     if measured is None:
         raise ConfigError(
             f"no component can be lowered to {target} within the budget ({budget.describe()}): "
@@ -155,7 +170,9 @@ def choose_plan(
         "measured_impact": round(measured.impact, 6),
         "components": chosen,
         "saving_basis": basis,
+        "saving": "assumed proportional to cost" if saving is None else f"measured: cost in {base} minus cost in {target}",
         "cost_share_lowered": round(sum(cost[c] for c in chosen) / total, 6) if total else None,
+        **({} if saving is None or not total else {"saving_share_estimated": round(sum(saving[c] for c in chosen) / total, 6)}),
         "linear_layers_lowered": f"{len(layers)} of {len(linears(model, components))}",
         # The verification trail: each plan measured, in order.
         "measured_plans": [f"{len(c)} components: loss {loss_:.4g}, {'within' if ok else 'over'} budget" for c, loss_, ok in steps],

@@ -33,6 +33,8 @@ TYPE_COLUMNS = ("type", "components", *SUMMED, "sensitivity_kl", "sensitivity_im
 OUTSIDE_COLUMNS = ("entry", "basis", "time_ms_per_pass", "energy_replay_mj_per_pass", "energy_attribution_mj_per_pass",
                    "energy_replay_net_mj_per_pass", "energy_attribution_net_mj_per_pass")
 CORRELATION_COLUMNS = ("scope", "impact", "method", "r", "p_value", "n", "reason")
+# layers.saving=measured: each component's cost per pass in the plan's base and target, and the difference.
+SAVING_COLUMNS = ("component", "type", "basis", "unit", "base_per_pass", "target_per_pass", "saving_per_pass")
 
 Row = dict[str, object]
 
@@ -53,17 +55,45 @@ class Impacts:
         return found
 
 
-def energy_shares(components: list[Component], energy: ComponentEnergy) -> tuple[dict[str, float], str]:
-    """Each component's share of the components' summed energy, and its basis: ``replay``
-    where every component was replayed with energy, else ``attribution``, else ``time``
-    (the share of in-situ time where no energy was measured at all)."""
+COST_BASES = ("replay", "attribution", "time")
+
+
+def component_costs(components: list[Component], *measured: ComponentEnergy) -> tuple[list[dict[str, float]], str]:
+    """Each measurement's cost per pass of every component, on the first basis all of them have: ``replay``
+    energy (J) where every component was replayed with energy, else ``attribution`` energy (J), else in-situ
+    ``time`` (s). ``([], "none")`` where no basis is complete and positive in every measurement."""
     names = [c.name for c in components]
-    for basis, figures in (("replay", energy.replay_j), ("attribution", energy.attribution_j), ("time", energy.times.components)):
-        values = [figures.get(n) for n in names]
-        if all(v is not None for v in values) and sum(values) > 0:  # type: ignore[arg-type]
-            total = sum(values)  # type: ignore[arg-type]
-            return {n: v / total for n, v in zip(names, values)}, basis  # type: ignore[operator]
-    return {n: math.nan for n in names}, "none"
+    for basis in COST_BASES:
+        found = []
+        for energy in measured:
+            figures = {"replay": energy.replay_j, "attribution": energy.attribution_j, "time": energy.times.components}[basis]
+            values = [figures.get(n) for n in names]
+            if any(v is None for v in values) or sum(values) <= 0:  # type: ignore[arg-type]
+                break
+            found.append(dict(zip(names, values)))
+        else:
+            return found, basis  # type: ignore[return-value]
+    return [], "none"
+
+
+def energy_shares(components: list[Component], energy: ComponentEnergy) -> tuple[dict[str, float], str]:
+    """Each component's share of the components' summed cost, and its basis (``component_costs``):
+    the share of energy where measured, else of in-situ time."""
+    found, basis = component_costs(components, energy)
+    if not found:
+        return {c.name: math.nan for c in components}, basis
+    total = sum(found[0].values())
+    return {n: v / total for n, v in found[0].items()}, basis
+
+
+def saving_rows(components: list[Component], base: dict[str, float], target: dict[str, float], basis: str) -> list[Row]:
+    """One row per component, in SAVING_COLUMNS: costs in mJ (energy bases) or ms (time) per pass."""
+    unit = "ms" if basis == "time" else "mJ"
+    return [
+        {"component": c.name, "type": c.type, "basis": basis, "unit": unit, "base_per_pass": base[c.name] * 1e3,
+         "target_per_pass": target[c.name] * 1e3, "saving_per_pass": (base[c.name] - target[c.name]) * 1e3}
+        for c in components
+    ]
 
 
 def component_rows(
@@ -139,6 +169,7 @@ def write_csv(path: Path, columns: tuple[str, ...], rows: list[Row]) -> Path:
 
 
 __all__ = [
-    "COMPONENT_COLUMNS", "CORRELATION_COLUMNS", "OUTSIDE_COLUMNS", "TYPE_COLUMNS", "Impacts", "component_rows",
-    "correlation_rows", "energy_shares", "outside_rows", "type_rows", "write_csv",
+    "COMPONENT_COLUMNS", "CORRELATION_COLUMNS", "COST_BASES", "OUTSIDE_COLUMNS", "SAVING_COLUMNS", "TYPE_COLUMNS", "Impacts",
+    "component_costs", "component_rows", "correlation_rows", "energy_shares", "outside_rows", "saving_rows", "type_rows",
+    "write_csv",
 ]

@@ -28,8 +28,8 @@ from eaq.layers.energy import Settings, measure_components, without_cache, witho
 from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, run_outputs, sensitivity
 from eaq.layers.plan import BUDGETS, Budget, choose_plan, default_budget
 from eaq.layers.tables import (
-    COMPONENT_COLUMNS, CORRELATION_COLUMNS, OUTSIDE_COLUMNS, TYPE_COLUMNS, Impacts, component_rows, correlation_rows,
-    energy_shares, outside_rows, type_rows, write_csv,
+    COMPONENT_COLUMNS, CORRELATION_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_COLUMNS, Impacts, component_costs,
+    component_rows, correlation_rows, energy_shares, outside_rows, saving_rows, type_rows, write_csv,
 )
 from eaq.measure.samplers import measures_energy, select_sampler
 from eaq.models import load_model
@@ -44,6 +44,7 @@ from eaq.tasks.result import TaskResult
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # Replay windows, when left null and energy is measured: ~30 updates of a ~100 ms sensor.
 REPLAY_MIN_S = 3.0
+SAVINGS = ("assumed", "measured")
 
 
 def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
@@ -68,6 +69,19 @@ def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
             "or layers.budget=impact layers.budget_limit=0.01, or layers.plan=false."
         )
     return budget
+
+
+def _measures_saving(cfg: EaqConfig, base: str) -> bool:
+    """Whether the plan measures what lowering saves (``layers.saving``), checked before any model loads."""
+    if cfg.layers.saving not in SAVINGS:
+        raise ConfigError(f"layers.saving={cfg.layers.saving}: one of {', '.join(SAVINGS)} (measured: the target's components are measured too).")
+    if cfg.layers.saving == "measured" and cfg.precision.name != base:
+        raise ConfigError(
+            f"layers.saving=measured compares the run's components with the same components in layers.target={cfg.layers.target}, "
+            f"so the run must measure the plan's base: precision={cfg.precision.name} but the base is {base}; "
+            f"run it with precision={base} (or set layers.base={cfg.precision.name})."
+        )
+    return cfg.layers.saving == "measured"
 
 
 def _impacts(
@@ -102,6 +116,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
     labelled = examples is not None and examples.labels is not None
     budget = _budget(cfg, labelled) if cfg.layers.plan and cfg.layers.impact else None
+    measure_saving = _measures_saving(cfg, base) if budget is not None else False
     torch.manual_seed(cfg.trial)
     set_tf32(False)
 
@@ -129,6 +144,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         )
     else:
         tags["eaq.layers.impact"] = "not measured: layers.impact=false"
+    # The plan's target, uniformly, from the same float model: each component's cost when lowered.
+    target_model = get_precision(cfg.layers.target, device).apply(copy.deepcopy(model), device, rows) if measure_saving else None
 
     model = precision.apply(model, device, rows)
     evidence = proof(model)
@@ -173,20 +190,27 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     }
     tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
     if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
-        _plan(cfg, base_model, components, data, device, budget, per_component, shares, basis, base, rows, reference, folder, tags)
+        cost, saving = shares, None
+        if target_model is not None:
+            lowered = measure_components(target_model, components, lambda: target_model(**timed), device, sampler, settings, cfg.batch_size)
+            (cost, cost_target), basis = component_costs(components, energy, lowered)
+            saving = {name: cost[name] - cost_target[name] for name in cost}
+            write_csv(folder / "plan_saving.csv", SAVING_COLUMNS, saving_rows(components, cost, cost_target, basis))
+        _plan(cfg, base_model, components, data, device, budget, per_component, cost, saving, basis, base, rows, reference, folder, tags)
     return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=[folder])
 
 
 def _plan(
     cfg: EaqConfig, base_model: nn.Module, components: list[Component], data: EvalData, device: torch.device, budget: Budget,
-    impacts: Impacts, shares: dict[str, float], basis: str, base: str,
+    impacts: Impacts, cost: dict[str, float], saving: dict[str, float] | None, basis: str, base: str,
     rows: dict[str, int], reference: Outputs | None, folder: Path, tags: dict[str, str],
 ) -> None:
-    """Choose the plan saving the most (by the share basis) within the budget; write layers/plan.yaml."""
+    """Choose the plan saving the most (by the cost basis) within the budget; write layers/plan.yaml."""
     choice = choose_plan(
-        base_model, components, data, device, budget, impacts.sensitivity, shares,
+        base_model, components, data, device, budget, impacts.sensitivity, cost,
         {"replay": "energy_replay", "attribution": "energy_attribution"}.get(basis, "time"),
-        cfg.layers.target, base, rows, reference,
+        cfg.layers.target, base, rows, reference, saving,
     )
     save_plan(choice.plan, folder / "plan.yaml")
-    tags["eaq.layers.plan"] = f"{len(choice.plan.layers)} layers to {cfg.layers.target} ({budget.describe()})"
+    how = "" if saving is None else f"; saving measured, {sum(v > 0 for v in saving.values())} of {len(saving)} components cheaper in {cfg.layers.target}"
+    tags["eaq.layers.plan"] = f"{len(choice.plan.layers)} layers to {cfg.layers.target} ({budget.describe()}{how})"
