@@ -214,10 +214,11 @@ def test_a_plan_with_measured_savings_lowers_only_what_the_target_makes_cheaper(
     saving = {name: (0.3 if name in cheaper else -0.1) * cost[name] for name in cost}
     choice = choose_plan(model, components, data, CPU, budget, impacts, cost, "macs", reference=reference, saving=saving)
     assert set(choice.components) == cheaper  # a dearer component is never lowered, whatever its impact
+    assert f"{len(cheaper)} of {len(lowerable_ones)} lowerable components cheaper" in choice.plan.meta["saving"]
     assert choice.plan.meta["saving"].startswith("measured")
     assert choice.plan.meta["saving_share_estimated"] == pytest.approx(sum(saving[c] for c in cheaper) / sum(cost.values()), rel=1e-5)
     # Nothing cheaper: the plan lowers nothing and says why (not an error: the base is the answer).
     nothing = choose_plan(model, components, data, CPU, budget, impacts, cost, "macs", reference=reference,
                           saving={name: -1.0 for name in cost})
-    assert nothing.plan.layers == {} and "no component is cheaper in int8" in nothing.plan.meta["saving"]
+    assert nothing.plan.layers == {} and "0 of" in nothing.plan.meta["saving"] and "so none is lowered" in nothing.plan.meta["saving"]
     assert nothing.measured.impact == 0

@@ -23,7 +23,10 @@
 #      task quality). PLAN_SAMPLER=none
 #      by default: the plan ranks components by their share of the pass's time, not of measured energy
 #      (replay), which saves the energy windows (~30 s per model); PLAN_SAMPLER=nvml ranks by energy.
-#      The plan's own energy is measured in step 2 either way.
+#      The plan's own energy is measured in step 2 either way. PLAN_SAVING=measured (default since the
+#      night of 2026-11-25; `assumed` before): the run measures its components in fp8 too and lowers only
+#      those fp8 makes cheaper (eager components, in-situ time with PLAN_SAMPLER=none; eaq/layers/plan.py),
+#      after GPT-2's assumed-saving plan came out off the front twice.
 #      The budgets (PLAN_KL, "preset=limit,...,fallback") are per model because the drifts differ 46x.
 #      On 2026-11-25 (docs/results/2026-11-25-h100-layers) KL 0.01 never bound: the plans lowered all
 #      that fp8 takes (= uniform fp8) at KL 1.38e-3 (GPT-2-small) and 3.0e-5 (DistilBERT-base), the
@@ -168,15 +171,15 @@ if [[ $PARTS == *plan* ]]; then
   # 1. Each model's plan, within its own budget.
   for model in ${MODELS//,/ }; do
     run_eaq log-plan.txt -m task=layers model=$model precision=$BASE layers.target=$TARGET layers.ablation=false \
-      layers.budget=impact layers.budget_limit=$(budget_of $model) $COMMON sampler=${PLAN_SAMPLER:-none} \
-      paths.output_dir=$WORK/plan-choice
+      layers.budget=impact layers.budget_limit=$(budget_of $model) layers.saving=${PLAN_SAVING:-measured} $COMMON \
+      sampler=${PLAN_SAMPLER:-none} paths.output_dir=$WORK/plan-choice
   done
   # Each model's newest plan, as $PLANS/plan-<model.name>.yaml; prints the presets that have one.
-  PLANNED=$(python3 - "$WORK/plan-choice" "$PLANS" 2>>$OUT/log-plan.txt <<'EOF'
+  PLANNED=$(python3 - "$WORK/plan-choice" "$PLANS" "$MODELS" 2>>$OUT/log-plan.txt <<'EOF'
 import shutil, sys, tempfile
 from pathlib import Path
 from mlflow.tracking import MlflowClient
-store, plans = sys.argv[1], Path(sys.argv[2])
+store, plans, models = sys.argv[1], Path(sys.argv[2]), sys.argv[3].split(",")
 plans.mkdir(parents=True, exist_ok=True)
 client = MlflowClient(tracking_uri=f"sqlite:///{store}/mlflow.db")
 experiments = [e.experiment_id for e in client.search_experiments()]
@@ -185,7 +188,7 @@ runs = client.search_runs(experiments, "tags.`eaq.kind` = 'layers' and attribute
 planned = {}
 for run in runs:  # newest first: an earlier call's plan in the same WORK is not taken
     preset, name = run.data.tags.get("eaq.group.model"), run.data.params.get("model.name")
-    if preset in planned or "eaq.layers.plan" not in run.data.tags:
+    if preset in planned or preset not in models or "eaq.layers.plan" not in run.data.tags:  # this call's models only
         continue
     shutil.copy(client.download_artifacts(run.info.run_id, "layers/plan.yaml", tempfile.mkdtemp()), plans / f"plan-{name}.yaml")
     planned[preset] = name

@@ -119,12 +119,17 @@ def choose_plan(
     """
     reference = reference or run_outputs(model, data)
     by_name = {c.name: c for c in components}
-    saves = saving if saving is not None else cost
-    candidates = rank([c for c in impacts if saves.get(c, 0.0) > 0 and c in by_name], saves, impacts)
     steps: list[tuple[tuple[str, ...], float, bool]] = []
 
     def layers_of(chosen: list[str]) -> list[str]:
         return lowerable(model, [by_name[c] for c in chosen], target, device, rows)
+
+    # Only components with a layer the target can take: lowering any other changes nothing.
+    able = [c for c in impacts if c in cost and c in by_name and layers_of([c])]
+    saves = saving if saving is not None else cost
+    candidates = rank([c for c in able if saves.get(c, 0.0) > 0], saves, impacts)
+    how = ("assumed proportional to cost" if saving is None else
+           f"measured ({basis}): cost in {base} minus cost in {target}; {len(candidates)} of {len(able)} lowerable components cheaper in {target}")
 
     def measure(chosen: list[str]) -> tuple[Impact, float]:
         layers = layers_of(chosen)
@@ -151,12 +156,9 @@ def choose_plan(
             trial, trial_loss = measure(chosen + [name])
             if trial_loss <= budget.limit:
                 chosen, measured, loss = chosen + [name], trial, trial_loss
-    if measured is None and saving is not None and not candidates:
-        return Choice(Plan(base, {}, {
-            "budget": budget.describe(),
-            "saving": f"measured ({basis}): no component is cheaper in {target} than in {base}, so none is lowered",
-            "saving_basis": basis,
-        }), [], compare("plan", "sensitivity", reference, reference, data.head), steps)
+    if measured is None and saving is not None and not candidates:  # nothing to lower: the base is the plan
+        return Choice(Plan(base, {}, {"budget": budget.describe(), "saving": f"{how}, so none is lowered", "saving_basis": basis}),
+                      [], compare("plan", "sensitivity", reference, reference, data.head), steps)
     if measured is None:
         raise ConfigError(
             f"no component can be lowered to {target} within the budget ({budget.describe()}): "
@@ -170,7 +172,7 @@ def choose_plan(
         "measured_impact": round(measured.impact, 6),
         "components": chosen,
         "saving_basis": basis,
-        "saving": "assumed proportional to cost" if saving is None else f"measured: cost in {base} minus cost in {target}",
+        "saving": how,
         "cost_share_lowered": round(sum(cost[c] for c in chosen) / total, 6) if total else None,
         **({} if saving is None or not total else {"saving_share_estimated": round(sum(saving[c] for c in chosen) / total, 6)}),
         "linear_layers_lowered": f"{len(layers)} of {len(linears(model, components))}",

@@ -212,5 +212,4 @@ def _plan(
         cfg.layers.target, base, rows, reference, saving,
     )
     save_plan(choice.plan, folder / "plan.yaml")
-    how = "" if saving is None else f"; saving measured, {sum(v > 0 for v in saving.values())} of {len(saving)} components cheaper in {cfg.layers.target}"
-    tags["eaq.layers.plan"] = f"{len(choice.plan.layers)} layers to {cfg.layers.target} ({budget.describe()}{how})"
+    tags["eaq.layers.plan"] = f"{len(choice.plan.layers)} layers to {cfg.layers.target} ({budget.describe()}; saving {choice.plan.meta['saving']})"
