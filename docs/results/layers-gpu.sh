@@ -23,10 +23,11 @@
 #      task quality). PLAN_SAMPLER=none
 #      by default: the plan ranks components by their share of the pass's time, not of measured energy
 #      (replay), which saves the energy windows (~30 s per model); PLAN_SAMPLER=nvml ranks by energy.
-#      The plan's own energy is measured in step 2 either way. PLAN_SAVING=measured (default since the
-#      night of 2026-11-25; `assumed` before): the run measures its components in fp8 too and lowers only
-#      those fp8 makes cheaper (eager components, in-situ time with PLAN_SAMPLER=none; eaq/layers/plan.py),
-#      after GPT-2's assumed-saving plan came out off the front twice.
+#      The plan's own energy is measured in step 2 either way. PLAN_SAVING=assumed (the default);
+#      `measured` makes the run measure its components in fp8 too and lower only those fp8 makes cheaper,
+#      but on the eager layers (night of 2026-11-25, docs/results/2026-11-25-h100-layers/night-saving)
+#      every fp8 component took 1.9-4.6x bf16's time, so both plans lowered nothing, while compiled the
+#      assumed plan beat bf16 on DistilBERT.
 #      The budgets (PLAN_KL, "preset=limit,...,fallback") are per model because the drifts differ 46x.
 #      On 2026-11-25 (docs/results/2026-11-25-h100-layers) KL 0.01 never bound: the plans lowered all
 #      that fp8 takes (= uniform fp8) at KL 1.38e-3 (GPT-2-small) and 3.0e-5 (DistilBERT-base), the
@@ -171,7 +172,7 @@ if [[ $PARTS == *plan* ]]; then
   # 1. Each model's plan, within its own budget.
   for model in ${MODELS//,/ }; do
     run_eaq log-plan.txt -m task=layers model=$model precision=$BASE layers.target=$TARGET layers.ablation=false \
-      layers.budget=impact layers.budget_limit=$(budget_of $model) layers.saving=${PLAN_SAVING:-measured} $COMMON \
+      layers.budget=impact layers.budget_limit=$(budget_of $model) layers.saving=${PLAN_SAVING:-assumed} $COMMON \
       sampler=${PLAN_SAMPLER:-none} paths.output_dir=$WORK/plan-choice
   done
   # Each model's newest plan, as $PLANS/plan-<model.name>.yaml; prints the presets that have one.
