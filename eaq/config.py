@@ -182,10 +182,12 @@ class LayersConfig:
     plan: bool = True
     budget: str | None = None
     budget_limit: float | None = None
-    # What lowering a component saves, for the plan's ranking: ``assumed`` proportional to its
-    # cost in the run's precision, or ``measured``: its components measured again in the target
-    # (as many windows again), saving = cost in the base - cost in the target, and only
-    # components with a positive saving lowered. ``measured`` needs precision = the plan's base.
+    # What lowering a component saves, for the plan's ranking; only components with a positive
+    # saving are lowered. ``assumed``: proportional to its cost in the run. ``measured``: its eager
+    # components measured again in the target (as many windows again), saving = cost in the base -
+    # cost in the target; needs precision = the plan's base. ``compiled``: the whole pass compiled
+    # in the base and with each component type lowered, one window each; a type's saving is split
+    # over its components by their cost in the run (the casts a compiler fuses are counted as fused).
     saving: str = "assumed"
 
 

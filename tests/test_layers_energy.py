@@ -17,6 +17,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification
 from eaq.config import ModelConfig
 from eaq.layers.components import TYPES, Component, find_blocks, find_components
 from eaq.layers.attribution import OUTSIDE, profile_times
+from eaq.layers.plan import split_type_savings
 from eaq.layers import replay as replay_module
 from eaq.layers.energy import (
     BLOCK_OPS, GRAPH_SLOWER_LIMIT, MODEL_GLUE, ComponentEnergy, Settings, measure_components, without_cache, without_full_mask,
@@ -27,7 +28,7 @@ from eaq.models.masks import eager_mask_decisions
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.samplers import NoSampler
-from eaq.layers.tables import COMPONENT_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, Impacts, component_rows, energy_shares, type_rows
+from eaq.layers.tables import COMPONENT_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_SAVING_COLUMNS, Impacts, component_rows, energy_shares, type_rows
 from eaq.metrics import METRIC_NAMES
 from conftest import FAST, all_runs, run_eaq, store
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -496,6 +497,32 @@ def test_task_layers_with_measured_savings_plans_from_both_precisions_costs(out:
     cheaper = {r["component"] for r in saving if float(r["saving_per_pass"]) > 0}
     assert set(plan["meta"].get("components", [])) <= cheaper  # nothing the target made dearer is lowered
     assert plan["meta"]["saving"] in run.data.tags["eaq.layers.plan"] and "lowerable components cheaper in int8" in plan["meta"]["saving"]
+
+
+def test_task_layers_with_compiled_savings_measures_the_compiled_pass_per_type_lowered(out: Path, tmp_path: Path) -> None:
+    done = run_eaq(out, "task=layers", *FAST, "layers.saving=compiled", "compile_tuning=false")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = all_runs(out)
+    client = store(out)
+    by_type = _csv(client, run.info.run_id, "layers/plan_saving_by_type.csv", tmp_path)
+    assert tuple(by_type[0]) == TYPE_SAVING_COLUMNS
+    assert {r["type"] for r in by_type} == {"attention", "ffn", "head"}  # the types with Linear layers int8 takes
+    assert len({r["base_per_pass"] for r in by_type}) == 1  # one compiled base pass against every lowered one
+    for row in by_type:
+        assert row["basis"] == "time" and float(row["lowered_per_pass"]) > 0 and int(row["layers"]) > 0
+        assert float(row["saving_per_pass"]) == pytest.approx(float(row["base_per_pass"]) - float(row["lowered_per_pass"]))
+    plan = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, "layers/plan.yaml", str(tmp_path))).read_text())
+    assert plan["meta"]["saving_basis"] == "compiled_time"
+    saving_types = {r["type"] for r in by_type if float(r["saving_per_pass"]) > 0}
+    components = {r["component"]: r["type"] for r in _csv(client, run.info.run_id, "layers/components.csv", tmp_path)}
+    assert {components[c] for c in plan["meta"].get("components", [])} <= saving_types  # only types compiled cheaper
+
+
+def test_a_types_compiled_saving_is_split_over_its_components_by_their_cost() -> None:
+    members = {"ffn": ["f0", "f1"], "attention": ["a0"]}
+    split = split_type_savings(members, {"ffn": 3.0, "attention": -1.0}, {"f0": 0.1, "f1": 0.2, "a0": 0.5})
+    assert split == pytest.approx({"f0": 1.0, "f1": 2.0, "a0": -1.0})
+    assert split_type_savings({"ffn": ["f0", "f1"]}, {"ffn": 2.0}, {"f0": 0.0, "f1": 0.0}) == {"f0": 1.0, "f1": 1.0}
 
 
 def test_task_layers_measures_savings_only_from_the_plans_base(out: Path) -> None:

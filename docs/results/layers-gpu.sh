@@ -23,11 +23,13 @@
 #      task quality). PLAN_SAMPLER=none
 #      by default: the plan ranks components by their share of the pass's time, not of measured energy
 #      (replay), which saves the energy windows (~30 s per model); PLAN_SAMPLER=nvml ranks by energy.
-#      The plan's own energy is measured in step 2 either way. PLAN_SAVING=assumed (the default);
-#      `measured` makes the run measure its components in fp8 too and lower only those fp8 makes cheaper,
-#      but on the eager layers (night of 2026-11-25, docs/results/2026-11-25-h100-layers/night-saving)
-#      every fp8 component took 1.9-4.6x bf16's time, so both plans lowered nothing, while compiled the
-#      assumed plan beat bf16 on DistilBERT.
+#      The plan's own energy is measured in step 2 either way. PLAN_SAVING=compiled (the default since
+#      the night of 2026-11-25): the run also measures the whole pass compiled (COMPILE_TUNING, as the
+#      bench) in bf16 and with each component type's layers in fp8, one window each (with PLAN_SAMPLER=none:
+#      time), and lowers only components of types that came out cheaper; ~4 compilations more per model
+#      (not yet timed on a GPU). `assumed`: ranks by bf16 cost share as if lowering saved it (GPT-2's plan
+#      came out off the front twice); `measured`: eager components in fp8 too, but every fp8 component took
+#      1.9-4.6x bf16's time eagerly (docs/results/2026-11-25-h100-layers/night-saving), so it lowers nothing.
 #      The budgets (PLAN_KL, "preset=limit,...,fallback") are per model because the drifts differ 46x.
 #      On 2026-11-25 (docs/results/2026-11-25-h100-layers) KL 0.01 never bound: the plans lowered all
 #      that fp8 takes (= uniform fp8) at KL 1.38e-3 (GPT-2-small) and 3.0e-5 (DistilBERT-base), the
@@ -172,7 +174,7 @@ if [[ $PARTS == *plan* ]]; then
   # 1. Each model's plan, within its own budget.
   for model in ${MODELS//,/ }; do
     run_eaq log-plan.txt -m task=layers model=$model precision=$BASE layers.target=$TARGET layers.ablation=false \
-      layers.budget=impact layers.budget_limit=$(budget_of $model) layers.saving=${PLAN_SAVING:-assumed} $COMMON \
+      layers.budget=impact layers.budget_limit=$(budget_of $model) layers.saving=${PLAN_SAVING:-compiled} compile_tuning=${COMPILE_TUNING:-false} $COMMON \
       sampler=${PLAN_SAMPLER:-none} paths.output_dir=$WORK/plan-choice
   done
   # Each model's newest plan, as $PLANS/plan-<model.name>.yaml; prints the presets that have one.

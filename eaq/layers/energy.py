@@ -327,6 +327,57 @@ def measure_components(
     return found
 
 
+@dataclass(frozen=True)
+class PassCost:
+    """One whole pass measured in its own window: seconds and joules per pass (None without a sensor)."""
+
+    seconds: float
+    joules: float | None
+    # Why the window is not to be trusted (eaq.measure.validity); empty: valid or no energy.
+    reasons: tuple[str, ...] = ()
+
+
+def _built_and_metered(
+    build: Callable[[], Callable[[], object]], device: torch.device, sampler: Sampler, settings: Settings, measuring: bool,
+) -> WindowResult:
+    """One pass built, warmed up and measured; the pass (and the model it holds) dies on return, before the next is built."""
+    step = build()
+    warm_up(lambda _: step(), [None], device, settings.warmup_iters, measuring,
+            lambda t0, t1: _mean_power(sampler, t0, t1), settings.warmup_max_s, settings.warmup_rule)
+    return metered(step, device, sampler, settings.iters, settings.min_window_s)
+
+
+def measure_passes(
+    builders: dict[str, Callable[[], Callable[[], object]]], device: torch.device, sampler: Sampler, settings: Settings,
+) -> dict[str, PassCost]:
+    """Each named pass in its own window, one after another in one sampler session.
+
+    A builder returns the pass to measure (e.g. a model it has just compiled) and is called
+    right before that pass's warm-up, so one built model at a time is alive and compiled: a
+    compiler that resets its caches per model (eaq.tasks.compile) then never recompiles one
+    measured earlier. Each warm-up runs the passes (compiling them on the first) until
+    latency and, with a sensor, power settle, as the benchmark's.
+    """
+    measuring = measures_energy(sampler)
+    windows: dict[str, WindowResult] = {}
+    sampler.start()
+    try:
+        wait_for_sample(sampler)
+        idle, _, _ = idle_baseline(device, sampler, settings.idle_s, settings.idle_store)
+        for name, build in builders.items():
+            windows[name] = _built_and_metered(build, device, sampler, settings, measuring)
+        wait_for_sample(sampler)
+    finally:
+        trace = sampler.stop()
+    idle_w = idle.power_w if idle is not None else None
+    found = {}
+    for name, window in windows.items():
+        energy = window_energy(sampler.name, trace, window.t0, window.t1, window.counter_j)
+        found[name] = PassCost(window.duration_s / window.iterations, _per_pass(energy, window, idle_w)[0],
+                               check(window, energy, idle_w, settings.min_window_s).reasons)
+    return found
+
+
 def _with_blocks(outside: dict[str, float | None], whole: float | None) -> float | None:
     """(Components outside blocks + blocks replayed whole) / whole = 1 - glue / whole."""
     glue = outside[MODEL_GLUE]

@@ -95,6 +95,22 @@ def rank(candidates: list[str], saving: dict[str, float], impacts: dict[str, Imp
     return sorted(candidates, key=key)
 
 
+def split_type_savings(members: dict[str, list[str]], saved: dict[str, float], cost: dict[str, float]) -> dict[str, float]:
+    """Each component's part of its type's measured saving, in proportion to its own cost within the type.
+
+    ``members``: per type, the components lowered together when that type was measured;
+    ``saved``: per type, the whole pass's cost in the base minus with those components in the
+    target (``layers.saving=compiled``: both compiled, so the casts around a lowered layer are
+    fused as in deployment); ``cost``: each component's cost in the base (its share of the pass).
+    """
+    found: dict[str, float] = {}
+    for kind, names in members.items():
+        total = sum(cost[n] for n in names)
+        for name in names:
+            found[name] = saved[kind] * (cost[name] / total if total > 0 else 1 / len(names))
+    return found
+
+
 def choose_plan(
     model: nn.Module,
     components: list[Component],
@@ -182,4 +198,4 @@ def choose_plan(
     return Choice(plan, chosen, measured, steps)
 
 
-__all__ = ["BUDGETS", "Budget", "Choice", "choose_plan", "default_budget", "rank"]
+__all__ = ["BUDGETS", "Budget", "Choice", "choose_plan", "default_budget", "rank", "split_type_savings"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from eaq.layers.components import TYPES, Component
 from eaq.layers.correlation import Correlation
-from eaq.layers.energy import OUTSIDE_BASIS, ComponentEnergy, OutsideWork, milli
+from eaq.layers.energy import OUTSIDE_BASIS, ComponentEnergy, OutsideWork, PassCost, milli
 from eaq.layers.impact import Impact
 
 COMPONENT_COLUMNS = (
@@ -35,6 +35,8 @@ OUTSIDE_COLUMNS = ("entry", "basis", "time_ms_per_pass", "energy_replay_mj_per_p
 CORRELATION_COLUMNS = ("scope", "impact", "method", "r", "p_value", "n", "reason")
 # layers.saving=measured: each component's cost per pass in the plan's base and target, and the difference.
 SAVING_COLUMNS = ("component", "type", "basis", "unit", "base_per_pass", "target_per_pass", "saving_per_pass")
+# layers.saving=compiled: the whole compiled pass in the base, and with each type's lowerable layers in the target.
+TYPE_SAVING_COLUMNS = ("type", "layers", "basis", "unit", "base_per_pass", "lowered_per_pass", "saving_per_pass", "valid")
 
 Row = dict[str, object]
 
@@ -94,6 +96,20 @@ def saving_rows(components: list[Component], base: dict[str, float], target: dic
          "target_per_pass": target[c.name] * 1e3, "saving_per_pass": (base[c.name] - target[c.name]) * 1e3}
         for c in components
     ]
+
+
+def type_saving_rows(members: dict[str, list[str]], layers: dict[str, int], base: PassCost, lowered: dict[str, PassCost]) -> tuple[list[Row], str]:
+    """One row per type in TYPE_SAVING_COLUMNS, costs in mJ (every window with energy) or ms; and that basis."""
+    energy = base.joules is not None and all(c.joules is not None for c in lowered.values())
+    cost = (lambda c: c.joules) if energy else (lambda c: c.seconds)
+    rows = [
+        {"type": kind, "layers": layers[kind], "basis": "energy" if energy else "time", "unit": "mJ" if energy else "ms",
+         "base_per_pass": cost(base) * 1e3, "lowered_per_pass": cost(lowered[kind]) * 1e3,
+         "saving_per_pass": (cost(base) - cost(lowered[kind])) * 1e3,
+         "valid": "; ".join(base.reasons + lowered[kind].reasons) or "true"}
+        for kind in members
+    ]
+    return rows, "compiled_energy" if energy else "compiled_time"
 
 
 def component_rows(
@@ -169,7 +185,7 @@ def write_csv(path: Path, columns: tuple[str, ...], rows: list[Row]) -> Path:
 
 
 __all__ = [
-    "COMPONENT_COLUMNS", "CORRELATION_COLUMNS", "COST_BASES", "OUTSIDE_COLUMNS", "SAVING_COLUMNS", "TYPE_COLUMNS", "Impacts",
-    "component_costs", "component_rows", "correlation_rows", "energy_shares", "outside_rows", "saving_rows", "type_rows",
-    "write_csv",
+    "COMPONENT_COLUMNS", "CORRELATION_COLUMNS", "COST_BASES", "OUTSIDE_COLUMNS", "SAVING_COLUMNS", "TYPE_COLUMNS",
+    "TYPE_SAVING_COLUMNS", "Impacts", "component_costs", "component_rows", "correlation_rows", "energy_shares", "outside_rows",
+    "saving_rows", "type_rows", "type_saving_rows", "write_csv",
 ]

@@ -13,6 +13,7 @@ protocol durations and the idle baseline's store are shared with the benchmark
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -24,19 +25,21 @@ from eaq.device import describe_device, resolve_device
 from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
-from eaq.layers.energy import Settings, measure_components, without_cache, without_full_mask
-from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, run_outputs, sensitivity
-from eaq.layers.plan import BUDGETS, Budget, choose_plan, default_budget
+from eaq.layers.energy import Settings, measure_components, measure_passes, without_cache, without_full_mask
+from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, lowerable, run_outputs, sensitivity
+from eaq.layers.plan import BUDGETS, Budget, choose_plan, default_budget, split_type_savings
 from eaq.layers.tables import (
-    COMPONENT_COLUMNS, CORRELATION_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_COLUMNS, Impacts, component_costs,
-    component_rows, correlation_rows, energy_shares, outside_rows, saving_rows, type_rows, write_csv,
+    COMPONENT_COLUMNS, CORRELATION_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_COLUMNS, TYPE_SAVING_COLUMNS, Impacts,
+    component_costs, component_rows, correlation_rows, energy_shares, outside_rows, saving_rows, type_rows, type_saving_rows,
+    write_csv,
 )
-from eaq.measure.samplers import measures_energy, select_sampler
+from eaq.measure.samplers import Sampler, measures_energy, select_sampler
 from eaq.models import load_model
 from eaq.precision import get_precision, proof
 from eaq.precision.base import base_dtype, set_tf32
-from eaq.precision.mixed import save_plan
+from eaq.precision.mixed import Plan, apply_plan, save_plan
 from eaq.precision.shapes import linear_rows
+from eaq.tasks.compile import compile_model
 from eaq.tasks.idle import idle_store
 from eaq.tasks.shared import make_inputs
 from eaq.tasks.result import TaskResult
@@ -44,7 +47,7 @@ from eaq.tasks.result import TaskResult
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # Replay windows, when left null and energy is measured: ~30 updates of a ~100 ms sensor.
 REPLAY_MIN_S = 3.0
-SAVINGS = ("assumed", "measured")
+SAVINGS = ("assumed", "measured", "compiled")
 
 
 def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
@@ -71,17 +74,20 @@ def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
     return budget
 
 
-def _measures_saving(cfg: EaqConfig, base: str) -> bool:
-    """Whether the plan measures what lowering saves (``layers.saving``), checked before any model loads."""
+def _saving_mode(cfg: EaqConfig, base: str) -> str:
+    """How the plan learns what lowering saves (``layers.saving``), checked before any model loads."""
     if cfg.layers.saving not in SAVINGS:
-        raise ConfigError(f"layers.saving={cfg.layers.saving}: one of {', '.join(SAVINGS)} (measured: the target's components are measured too).")
+        raise ConfigError(
+            f"layers.saving={cfg.layers.saving}: one of {', '.join(SAVINGS)} (measured: the target's eager components "
+            "are measured too; compiled: the whole compiled pass with each type lowered)."
+        )
     if cfg.layers.saving == "measured" and cfg.precision.name != base:
         raise ConfigError(
             f"layers.saving=measured compares the run's components with the same components in layers.target={cfg.layers.target}, "
             f"so the run must measure the plan's base: precision={cfg.precision.name} but the base is {base}; "
             f"run it with precision={base} (or set layers.base={cfg.precision.name})."
         )
-    return cfg.layers.saving == "measured"
+    return cfg.layers.saving
 
 
 def _impacts(
@@ -116,7 +122,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
     labelled = examples is not None and examples.labels is not None
     budget = _budget(cfg, labelled) if cfg.layers.plan and cfg.layers.impact else None
-    measure_saving = _measures_saving(cfg, base) if budget is not None else False
+    saving_mode = _saving_mode(cfg, base) if budget is not None else "assumed"
     torch.manual_seed(cfg.trial)
     set_tf32(False)
 
@@ -144,8 +150,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         )
     else:
         tags["eaq.layers.impact"] = "not measured: layers.impact=false"
-    # The plan's target, uniformly, from the same float model: each component's cost when lowered.
-    target_model = get_precision(cfg.layers.target, device).apply(copy.deepcopy(model), device, rows) if measure_saving else None
+    # The float model, kept for the models whose costs tell the plan what lowering saves.
+    fp32_model = copy.deepcopy(model) if saving_mode != "assumed" else None
 
     model = precision.apply(model, device, rows)
     evidence = proof(model)
@@ -191,13 +197,49 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
     if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
         cost, saving = shares, None
-        if target_model is not None:
+        if saving_mode == "measured" and fp32_model is not None:  # the target, uniformly: each component's cost lowered
+            target_model = get_precision(cfg.layers.target, device).apply(fp32_model, device, rows)
             lowered = measure_components(target_model, components, lambda: target_model(**timed), device, sampler, settings, cfg.batch_size)
             (cost, cost_target), basis = component_costs(components, energy, lowered)
             saving = {name: cost[name] - cost_target[name] for name in cost}
             write_csv(folder / "plan_saving.csv", SAVING_COLUMNS, saving_rows(components, cost, cost_target, basis))
+        elif saving_mode == "compiled" and fp32_model is not None:
+            saving, basis = _compiled_saving(cfg, fp32_model, base_model, components, shares, timed, device, sampler, settings,
+                                             base, rows, folder)
         _plan(cfg, base_model, components, data, device, budget, per_component, cost, saving, basis, base, rows, reference, folder, tags)
     return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=[folder])
+
+
+def _compiled_saving(
+    cfg: EaqConfig, fp32_model: nn.Module, base_model: nn.Module, components: list[Component], cost: dict[str, float],
+    inputs: dict[str, object], device: torch.device, sampler: Sampler, settings: Settings, base: str, rows: dict[str, int],
+    folder: Path,
+) -> tuple[dict[str, float], str]:
+    """``layers.saving=compiled``: the whole pass compiled in the base, then with each type's lowerable layers in the
+    target, each in its own window (eaq.layers.energy.measure_passes); each type's saving split over its components
+    by their cost in the run (eaq.layers.plan.split_type_savings). Writes layers/plan_saving_by_type.csv."""
+    target = cfg.layers.target
+    members = {kind: [c.name for c in components if c.type == kind and lowerable(base_model, [c], target, device, rows)]
+               for kind in dict.fromkeys(c.type for c in components)}
+    members = {kind: names for kind, names in members.items() if names}
+    layers = {kind: lowerable(base_model, [c for c in components if c.name in names], target, device, rows)
+              for kind, names in members.items()}
+
+    def compiled(plan: Plan | None) -> Callable[[], Callable[[], object]]:
+        def build() -> Callable[[], object]:
+            fresh = copy.deepcopy(fp32_model)
+            model = apply_plan(fresh, device, plan, rows) if plan else get_precision(base, device).apply(fresh, device, rows)
+            run = compile_model(model, cuda_graphs=False, tuning=cfg.compile_tuning)
+            run(**inputs)  # compiles here, before the warm-up's settling
+            return lambda: run(**inputs)
+        return build
+
+    found = measure_passes({"base": compiled(None)} | {kind: compiled(Plan(base, dict.fromkeys(layers[kind], target)))
+                                                       for kind in members}, device, sampler, settings)
+    table, basis = type_saving_rows(members, {kind: len(names) for kind, names in layers.items()}, found["base"],
+                                    {kind: found[kind] for kind in members})
+    write_csv(folder / "plan_saving_by_type.csv", TYPE_SAVING_COLUMNS, table)
+    return split_type_savings(members, {row["type"]: row["saving_per_pass"] / 1e3 for row in table}, cost), basis
 
 
 def _plan(
@@ -208,7 +250,7 @@ def _plan(
     """Choose the plan saving the most (by the cost basis) within the budget; write layers/plan.yaml."""
     choice = choose_plan(
         base_model, components, data, device, budget, impacts.sensitivity, cost,
-        {"replay": "energy_replay", "attribution": "energy_attribution"}.get(basis, "time"),
+        {"replay": "energy_replay", "attribution": "energy_attribution"}.get(basis, basis),
         cfg.layers.target, base, rows, reference, saving,
     )
     save_plan(choice.plan, folder / "plan.yaml")
