@@ -154,6 +154,10 @@ class TrialsConfig:
     fidelity_on_synthetic: bool = False
 
 
+# How a layers plan learns what lowering a component saves (LayersConfig.saving).
+PLAN_SAVINGS = ("assumed", "measured", "compiled")
+
+
 @dataclass
 class LayersConfig:
     """``task=layers``: energy per component (replay, attribution), impact, correlation, plan (eaq/layers)."""
@@ -357,6 +361,7 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _positive("layers.replay_iters", obj.layers.replay_iters)
     _positive("layers.profile_passes", obj.layers.profile_passes)
     _positive("layers.replay_min_s", obj.layers.replay_min_s, 0)
+    _one_of("layers.saving", obj.layers.saving, PLAN_SAVINGS)
     if obj.compile and obj.trials.warmup_iters < 1:
         raise ConfigError("compile=true needs trials.warmup_iters of at least 1: the first pass compiles the model, outside the window.")
     if obj.cuda_graphs and not obj.compile:

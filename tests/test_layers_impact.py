@@ -15,6 +15,7 @@ from torch import nn
 from conftest import REPO
 from eaq.config import DatasetConfig, ModelConfig
 from eaq.data import load_examples, make_batches, make_stream
+from eaq.errors import ConfigError
 from eaq.layers.components import Component, find_components
 from eaq.layers.correlation import correlations
 from eaq.layers.impact import (
@@ -201,6 +202,23 @@ def test_the_chosen_plan_respects_its_budget_measured_again_from_the_file(classi
     again = compare("plan", "sensitivity", reference, run_outputs(applied, data), data.head)
     assert again.impact <= budget.limit
     assert plan.meta["saving_basis"] == "macs" and plan.meta["measured_loss"] <= budget.limit
+
+
+def test_a_plan_that_cannot_be_made_says_why(classifier) -> None:
+    model, components, data = classifier
+    reference = run_outputs(model, data)
+    impacts = sensitivity(model, each(components), data, CPU, reference=reference)
+    cost = {c.name: float(linear_macs(model, c)) for c in components}
+    with pytest.raises(ConfigError, match="every single one measured over it"):  # no quality loss allowed at all
+        choose_plan(model, components, data, CPU, Budget("impact", -1.0), impacts, cost, "macs", reference=reference)
+    norms = dict.fromkeys((c.name for c in components if c.type == "layer_norm"), next(iter(impacts.values())))
+    with pytest.raises(ConfigError, match="no component has a Linear layer that int8 can take on cpu"):
+        choose_plan(model, components, data, CPU, Budget("impact", 1.0), norms, cost | dict.fromkeys(norms, 1.0), "macs",
+                    reference=reference)
+    # Costs unknown (no basis measured): assumed savings still rank and plan, as before measured savings existed.
+    unknown = choose_plan(model, components, data, CPU, Budget("impact", 1e9), impacts, dict.fromkeys(cost, math.nan), "none",
+                          reference=reference)
+    assert len(unknown.plan.layers) == len(linears(model, components)) - 1  # all but the 2-class classifier int8 refuses
 
 
 def test_a_plan_with_measured_savings_lowers_only_what_the_target_makes_cheaper(classifier) -> None:

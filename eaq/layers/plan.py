@@ -131,7 +131,7 @@ def choose_plan(
     ``impacts``: each component's sensitivity to ``target`` (eaq.layers.impact.sensitivity);
     ``cost``: per component in the base, in the unit ``basis`` names (energy, time or MACs per pass);
     ``saving``: per component, its measured cost in the base minus in ``target`` (None: assumed
-    proportional to ``cost``). Only components with a positive saving are candidates.
+    proportional to ``cost``). With ``saving``, only components with a positive saving are candidates.
     """
     reference = reference or run_outputs(model, data)
     by_name = {c.name: c for c in components}
@@ -140,10 +140,16 @@ def choose_plan(
     def layers_of(chosen: list[str]) -> list[str]:
         return lowerable(model, [by_name[c] for c in chosen], target, device, rows)
 
-    # Only components with a layer the target can take: lowering any other changes nothing.
+    # Only components with a layer the target can take: lowering any other changes nothing. (The layers
+    # task's impacts leave those out already; the count below and direct callers need it.)
     able = [c for c in impacts if c in cost and c in by_name and layers_of([c])]
+    if not able:
+        raise ConfigError(
+            f"no component has a Linear layer that {target} can take on {device.type} (shapes, rows or device), so there "
+            "is nothing to plan; choose another layers.target, or layers.plan=false."
+        )
     saves = saving if saving is not None else cost
-    candidates = rank([c for c in able if saves.get(c, 0.0) > 0], saves, impacts)
+    candidates = rank(able if saving is None else [c for c in able if saving.get(c, 0.0) > 0], saves, impacts)
     how = ("assumed proportional to cost" if saving is None else
            f"measured ({basis}): cost in {base} minus cost in {target}; {len(candidates)} of {len(able)} lowerable components cheaper in {target}")
 

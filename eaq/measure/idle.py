@@ -96,13 +96,12 @@ def stale_reason(baseline: IdleBaseline | None, sampler: str, facts: dict[str, f
 
 
 def idle_baseline(
-    device: torch.device | None, sampler: Sampler, idle_s: float, store: tuple[Path, ReusePolicy] | None
+    device: torch.device, sampler: Sampler, idle_s: float, store: tuple[Path, ReusePolicy] | None
 ) -> tuple[IdleBaseline | None, WindowResult | None, dict[str, str]]:
     """The idle baseline a run uses: the one stored at ``store``'s path while its policy says it
     still stands, else measured now (``idle_s`` seconds idle, ``sampler`` running) and stored.
 
-    ``device`` None: no device work to wait for at the window's edges (taken ahead of the runs,
-    eaq.tasks.idle). ``store`` None: measure every time, keep nothing. Returns the baseline (None without
+    ``store`` None: measure every time, keep nothing. Returns the baseline (None without
     energy), the idle window when one was measured now (for the trace), and tags saying
     which baseline it was and why (``eaq.idle``, ``eaq.idle.measured_unix_s``).
     """

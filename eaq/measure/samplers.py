@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
+
+import torch
 
 from eaq.errors import ConfigError
 from eaq.measure.nvidia_smi import NvidiaSmiSampler
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.rapl import RaplSampler
 from eaq.measure.trace import PowerTrace
-
-if TYPE_CHECKING:  # imported where a GPU's UUID is asked: the idle baseline taken ahead of a sweep reads NVML alone
-    import torch
 
 SAMPLERS = ("auto", "nvml", "nvidia_smi", "rapl", "none")
 # The longest wait for a sample past a window's edge (``wait_for_sample``): what a fixed
@@ -104,8 +103,6 @@ def wait_for_sample(sampler: Sampler, limit_s: float = TRACE_MARGIN_S) -> float:
 def _uuid(device: torch.device) -> str | None:
     if device.type != "cuda":
         return None
-    import torch
-
     return str(torch.cuda.get_device_properties(device).uuid)
 
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import torch
+import torch
 
-    from eaq.measure.samplers import Sampler
+from eaq.device import synchronize
+from eaq.measure.samplers import Sampler
 
 
 @dataclass(frozen=True)
@@ -35,26 +34,17 @@ class WindowResult:
         return self.t1 - self.t0
 
 
-def _synchronize(device: torch.device | None) -> None:
-    """Wait for the device's queued work; None: a window over an idle device, where no work was queued (and torch
-    is not imported: the idle baseline taken ahead of a sweep's runs, eaq.tasks.idle)."""
-    if device is not None:
-        from eaq.device import synchronize  # imported by then wherever a device is given
-
-        synchronize(device)
-
-
 class MeasurementWindow:
     """``with MeasurementWindow(device, sampler) as w: ...; w.iterations = n``; then ``w.result``."""
 
-    def __init__(self, device: torch.device | None, sampler: Sampler) -> None:
+    def __init__(self, device: torch.device, sampler: Sampler) -> None:
         self.device = device
         self.sampler = sampler
         self.iterations = 0
         self.result: WindowResult | None = None
 
     def __enter__(self) -> MeasurementWindow:
-        _synchronize(self.device)
+        synchronize(self.device)
         self._before = self.sampler.snapshot()
         self._counter0 = self.sampler.energy_j()
         self._unix0 = time.time()
@@ -62,7 +52,7 @@ class MeasurementWindow:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _synchronize(self.device)
+        synchronize(self.device)
         t1 = time.perf_counter()
         counter1 = self.sampler.energy_j()
         after = self.sampler.snapshot()

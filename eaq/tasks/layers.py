@@ -47,7 +47,6 @@ from eaq.tasks.result import TaskResult
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # Replay windows, when left null and energy is measured: ~30 updates of a ~100 ms sensor.
 REPLAY_MIN_S = 3.0
-SAVINGS = ("assumed", "measured", "compiled")
 
 
 def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
@@ -75,17 +74,14 @@ def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
 
 
 def _saving_mode(cfg: EaqConfig, base: str) -> str:
-    """How the plan learns what lowering saves (``layers.saving``), checked before any model loads."""
-    if cfg.layers.saving not in SAVINGS:
-        raise ConfigError(
-            f"layers.saving={cfg.layers.saving}: one of {', '.join(SAVINGS)} (measured: the target's eager components "
-            "are measured too; compiled: the whole compiled pass with each type lowered)."
-        )
+    """How the plan learns what lowering saves (``layers.saving``; its value is checked by eaq.config.validate),
+    checked against the run before any model loads."""
     if cfg.layers.saving == "measured" and cfg.precision.name != base:
+        also = f" (or set layers.base={cfg.precision.name})" if cfg.precision.name in FLOAT_NAMES.values() else ""
         raise ConfigError(
             f"layers.saving=measured compares the run's components with the same components in layers.target={cfg.layers.target}, "
             f"so the run must measure the plan's base: precision={cfg.precision.name} but the base is {base}; "
-            f"run it with precision={base} (or set layers.base={cfg.precision.name})."
+            f"run it with precision={base}{also}."
         )
     return cfg.layers.saving
 
@@ -200,12 +196,20 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         if saving_mode == "measured" and fp32_model is not None:  # the target, uniformly: each component's cost lowered
             target_model = get_precision(cfg.layers.target, device).apply(fp32_model, device, rows)
             lowered = measure_components(target_model, components, lambda: target_model(**timed), device, sampler, settings, cfg.batch_size)
-            (cost, cost_target), basis = component_costs(components, energy, lowered)
+            both, basis = component_costs(components, energy, lowered)
+            if not both:
+                raise ConfigError(
+                    "layers.saving=measured found no cost basis (replay or attribution energy, or time) complete and positive "
+                    f"in both the {base} and the {cfg.layers.target} measurement; use layers.saving=assumed or compiled."
+                )
+            cost, cost_target = both
+            tags |= {f"eaq.layers.saving.{key.removeprefix('eaq.')}": value for key, value in lowered.tags.items()
+                     if key in ("eaq.energy", "eaq.valid", "eaq.valid.reasons", "eaq.layers.cuda_graphs")}
             saving = {name: cost[name] - cost_target[name] for name in cost}
             write_csv(folder / "plan_saving.csv", SAVING_COLUMNS, saving_rows(components, cost, cost_target, basis))
         elif saving_mode == "compiled" and fp32_model is not None:
             saving, basis = _compiled_saving(cfg, fp32_model, base_model, components, shares, timed, device, sampler, settings,
-                                             base, rows, folder)
+                                             base, rows, folder, tags)
         _plan(cfg, base_model, components, data, device, budget, per_component, cost, saving, basis, base, rows, reference, folder, tags)
     return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=[folder])
 
@@ -213,7 +217,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 def _compiled_saving(
     cfg: EaqConfig, fp32_model: nn.Module, base_model: nn.Module, components: list[Component], cost: dict[str, float],
     inputs: dict[str, object], device: torch.device, sampler: Sampler, settings: Settings, base: str, rows: dict[str, int],
-    folder: Path,
+    folder: Path, tags: dict[str, str],
 ) -> tuple[dict[str, float], str]:
     """``layers.saving=compiled``: the whole pass compiled in the base, then with each type's lowerable layers in the
     target, each in its own window (eaq.layers.energy.measure_passes); each type's saving split over its components
@@ -239,6 +243,8 @@ def _compiled_saving(
     table, basis = type_saving_rows(members, {kind: len(names) for kind, names in layers.items()}, found["base"],
                                     {kind: found[kind] for kind in members})
     write_csv(folder / "plan_saving_by_type.csv", TYPE_SAVING_COLUMNS, table)
+    invalid = [f"{row['type']}: {row['valid']}" for row in table if row["valid"] != "true"]
+    tags["eaq.layers.saving.valid"] = "false: " + "; ".join(invalid) if invalid else "true"
     return split_type_savings(members, {row["type"]: row["saving_per_pass"] / 1e3 for row in table}, cost), basis
 
 
