@@ -8,6 +8,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+# How the figures are computed, part of every cache key of quality figures (eaq.tasks.benchmark): figures
+# computed in float32 before 2026-11-25 are not mixed with these.
+ARITHMETIC = "float64"
+
 
 def fidelity(head: str, outputs: torch.Tensor, reference: torch.Tensor) -> dict[str, float]:
     """Metrics named with what they compare; see docs/metrics.md.
@@ -16,14 +20,14 @@ def fidelity(head: str, outputs: torch.Tensor, reference: torch.Tensor) -> dict[
     float32's rounding of log-probabilities (~1e-7 each) is a sizeable part of the figure; on a tiny random
     model whose class logits differ by 0.05, int8's KL came out as -1.2e-9 in float32.
     """
-    outputs, reference = outputs.double(), reference.double()
     if head == "embedding":
-        cosine = F.cosine_similarity(outputs, reference, dim=-1)
+        cosine = F.cosine_similarity(outputs.double(), reference.double(), dim=-1)
         return {"quality_cosine_to_fp32_mean": cosine.mean().item(), "quality_cosine_to_fp32_min": cosine.min().item()}
     if head == "sequence_classification":
         agree = (outputs.argmax(-1) == reference.argmax(-1)).float().mean().item()
         # KL(fp32 || this precision) of the class distributions, averaged over inputs.
-        kl = F.kl_div(F.log_softmax(outputs, -1), F.log_softmax(reference, -1), log_target=True, reduction="batchmean")
+        kl = F.kl_div(F.log_softmax(outputs.double(), -1), F.log_softmax(reference.double(), -1), log_target=True,
+                      reduction="batchmean")
         return {"quality_agreement_with_fp32": agree, "quality_kl_from_fp32": kl.item()}
     valid = reference >= 0
     agree = (outputs[valid] == reference[valid]).float().mean().item()

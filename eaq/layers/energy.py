@@ -339,12 +339,13 @@ class PassCost:
 
 def _built_and_metered(
     build: Callable[[], Callable[[], object]], device: torch.device, sampler: Sampler, settings: Settings, measuring: bool,
-) -> WindowResult:
-    """One pass built, warmed up and measured; the pass (and the model it holds) dies on return, before the next is built."""
+) -> tuple[WindowResult, bool | None]:
+    """One pass built, warmed up and measured, and whether its warm-up settled; the pass (and the model it
+    holds) dies on return, before the next is built."""
     step = build()
-    warm_up(lambda _: step(), [None], device, settings.warmup_iters, measuring,
-            lambda t0, t1: _mean_power(sampler, t0, t1), settings.warmup_max_s, settings.warmup_rule)
-    return metered(step, device, sampler, settings.iters, settings.min_window_s)
+    warm = warm_up(lambda _: step(), [None], device, settings.warmup_iters, measuring,
+                   lambda t0, t1: _mean_power(sampler, t0, t1), settings.warmup_max_s, settings.warmup_rule)
+    return metered(step, device, sampler, settings.iters, settings.min_window_s), warm.settled
 
 
 def measure_passes(
@@ -352,14 +353,15 @@ def measure_passes(
 ) -> dict[str, PassCost]:
     """Each named pass in its own window, one after another in one sampler session.
 
-    A builder returns the pass to measure (e.g. a model it has just compiled) and is called
-    right before that pass's warm-up, so one built model at a time is alive and compiled: a
-    compiler that resets its caches per model (eaq.tasks.compile) then never recompiles one
-    measured earlier. Each warm-up runs the passes (compiling them on the first) until
-    latency and, with a sensor, power settle, as the benchmark's.
+    A builder returns the pass to measure, ready to run (a model it has compiled and run once,
+    say), and is called right before that pass's warm-up, outside every window, so one built
+    model at a time is alive: a compiler that resets its caches per model (eaq.tasks.compile)
+    then never recompiles one measured earlier. Each warm-up runs the pass until latency and,
+    with a sensor, power settle, as the benchmark's; one that does not settle makes the
+    pass's figures invalid.
     """
     measuring = measures_energy(sampler)
-    windows: dict[str, WindowResult] = {}
+    windows: dict[str, tuple[WindowResult, bool | None]] = {}
     sampler.start()
     try:
         wait_for_sample(sampler)
@@ -371,10 +373,11 @@ def measure_passes(
         trace = sampler.stop()
     idle_w = idle.power_w if idle is not None else None
     found = {}
-    for name, window in windows.items():
+    for name, (window, settled) in windows.items():
         energy = window_energy(sampler.name, trace, window.t0, window.t1, window.counter_j)
+        reasons = check(window, energy, idle_w, settings.min_window_s).reasons
         found[name] = PassCost(window.duration_s / window.iterations, _per_pass(energy, window, idle_w)[0],
-                               check(window, energy, idle_w, settings.min_window_s).reasons)
+                               (*reasons, *(["warm-up did not settle"] if settled is False else [])))
     return found
 
 
@@ -389,4 +392,4 @@ def milli(value: float | None) -> float | None:
     return value * 1e3 if value is not None else None
 
 
-__all__ = ["milli", "without_cache", "without_full_mask", "BLOCK_OPS", "MODEL_GLUE", "OUTSIDE_BASIS", "ComponentEnergy", "OutsideWork", "Settings", "measure_components"]
+__all__ = ["milli", "without_cache", "without_full_mask", "BLOCK_OPS", "MODEL_GLUE", "OUTSIDE_BASIS", "ComponentEnergy", "OutsideWork", "PassCost", "Settings", "measure_components", "measure_passes"]

@@ -3,8 +3,10 @@
 1. Estimate. What lowering a component to the target format saves is either assumed
    or measured (``layers.saving``). Assumed: a fraction of its cost, the same for every
    component, so the saving is proportional to the cost of the components lowered.
-   Measured: its cost in the base minus its cost in the target, measured the same way;
-   a component the target makes no cheaper is never a candidate. On an H100, fp8
+   Measured: its cost in the base minus its cost in the target, measured the same way
+   on the eager components, or (``compiled``) its type's whole compiled pass in the base
+   minus the same with the type lowered, split over the type's components
+   (``split_type_savings``); a component the target makes no cheaper is never a candidate. On an H100, fp8
    lowered GPT-2-small's layers at no saving (docs/results/2026-11-25-h100-layers): the
    assumption does not hold for every format and shape. The cost is the component's
    energy per pass where it was measured, else its device time, else its Linear
@@ -101,7 +103,8 @@ def split_type_savings(members: dict[str, list[str]], saved: dict[str, float], c
     ``members``: per type, the components lowered together when that type was measured;
     ``saved``: per type, the whole pass's cost in the base minus with those components in the
     target (``layers.saving=compiled``: both compiled, so the casts around a lowered layer are
-    fused as in deployment); ``cost``: each component's cost in the base (its share of the pass).
+    fused as in deployment); ``cost``: each component's cost as the layers run measured it, in
+    the run's precision (only its proportions within a type matter).
     """
     found: dict[str, float] = {}
     for kind, names in members.items():
@@ -179,7 +182,8 @@ def choose_plan(
             if trial_loss <= budget.limit:
                 chosen, measured, loss = chosen + [name], trial, trial_loss
     if measured is None and saving is not None and not candidates:  # nothing to lower: the base is the plan
-        return Choice(Plan(base, {}, {"budget": budget.describe(), "saving": f"{how}, so none is lowered", "saving_basis": basis}),
+        return Choice(Plan(base, {}, {"budget": budget.describe(), "saving": f"{how}, so none is lowered", "saving_basis": basis,
+                                      "saving_share_estimated": 0.0}),
                       [], compare("plan", "sensitivity", reference, reference, data.head), steps)
     if measured is None:
         raise ConfigError(

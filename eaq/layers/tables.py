@@ -35,8 +35,10 @@ OUTSIDE_COLUMNS = ("entry", "basis", "time_ms_per_pass", "energy_replay_mj_per_p
 CORRELATION_COLUMNS = ("scope", "impact", "method", "r", "p_value", "n", "reason")
 # layers.saving=measured: each component's cost per pass in the plan's base and target, and the difference.
 SAVING_COLUMNS = ("component", "type", "basis", "unit", "base_per_pass", "target_per_pass", "saving_per_pass")
-# layers.saving=compiled: the whole compiled pass in the base, and with each type's lowerable layers in the target.
-TYPE_SAVING_COLUMNS = ("type", "layers", "basis", "unit", "base_per_pass", "lowered_per_pass", "saving_per_pass", "valid")
+# layers.saving=compiled: the whole compiled pass in the base (measured first and last: the mean, and how far
+# it moved), and with each type's lowerable layers in the target (layers: quantized Linear layers of that pass).
+TYPE_SAVING_COLUMNS = ("type", "layers", "basis", "unit", "base_per_pass", "base_drift", "lowered_per_pass", "saving_per_pass",
+                       "valid")
 
 Row = dict[str, object]
 
@@ -98,18 +100,30 @@ def saving_rows(components: list[Component], base: dict[str, float], target: dic
     ]
 
 
-def type_saving_rows(members: dict[str, list[str]], layers: dict[str, int], base: PassCost, lowered: dict[str, PassCost]) -> tuple[list[Row], str]:
-    """One row per type in TYPE_SAVING_COLUMNS, costs in mJ (every window with energy) or ms; and that basis."""
-    energy = base.joules is not None and all(c.joules is not None for c in lowered.values())
+def type_saving_rows(
+    layers: dict[str, int], base: tuple[PassCost, PassCost], lowered: dict[str, PassCost],
+) -> tuple[list[Row], str, dict[str, float]]:
+    """One row per lowered type in TYPE_SAVING_COLUMNS (costs in mJ where every window has energy, else ms), the
+    basis, and each type's saving per pass (J or s): against the mean of the base's first and last windows, which
+    bracket the lowered ones, so a device drifting through the sequence moves both sides alike."""
+    energy = all(c.joules is not None for c in (*base, *lowered.values()))
     cost = (lambda c: c.joules) if energy else (lambda c: c.seconds)
+    first, last = cost(base[0]), cost(base[1])
+    reference = (first + last) / 2
+    saved = {kind: reference - cost(found) for kind, found in lowered.items()}
+    base_reasons = [f"base: {r}" for c in base for r in c.reasons]
+
+    def valid(found: PassCost) -> str:
+        reasons = base_reasons + list(found.reasons)
+        return "; ".join(reasons) if reasons else "true" if energy else "not checked (no energy)"
+
     rows = [
         {"type": kind, "layers": layers[kind], "basis": "energy" if energy else "time", "unit": "mJ" if energy else "ms",
-         "base_per_pass": cost(base) * 1e3, "lowered_per_pass": cost(lowered[kind]) * 1e3,
-         "saving_per_pass": (cost(base) - cost(lowered[kind])) * 1e3,
-         "valid": "; ".join(base.reasons + lowered[kind].reasons) or "true"}
-        for kind in members
+         "base_per_pass": reference * 1e3, "base_drift": (last - first) / first if first else None,
+         "lowered_per_pass": cost(found) * 1e3, "saving_per_pass": saved[kind] * 1e3, "valid": valid(found)}
+        for kind, found in lowered.items()
     ]
-    return rows, "compiled_energy" if energy else "compiled_time"
+    return rows, "compiled_energy" if energy else "compiled_time", saved
 
 
 def component_rows(

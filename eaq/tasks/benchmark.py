@@ -22,6 +22,7 @@ from eaq.data import load_examples
 from eaq.device import describe_device, device_key, resolve_device
 from eaq.evaluate import accuracy, cached_figures, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key
 from eaq.evaluate.perplexity import perplexity
+from eaq.evaluate.fidelity import ARITHMETIC as FIDELITY_ARITHMETIC
 from eaq.measure.energy import PRIMARY_CHANNELS, energy_metrics, window_energy
 from eaq.measure.idle import idle_baseline
 from eaq.measure.memory import PeakMemory
@@ -162,6 +163,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
                 plan = hashlib.sha256(Path(cfg.precision.plan).read_bytes()).hexdigest() if cfg.precision.plan else None
                 quality_key = reference_key(
                     reference=key, precision=asdict(cfg.precision), plan=plan, batch_size=cfg.batch_size, device=device_key(device),
+                    fidelity=FIDELITY_ARITHMETIC,
                     **({"new_tokens": cfg.workload.new_tokens} if generating else {}),
                 )
                 quality, quality_reused = cached_figures(cfg.paths.cache_dir, "quality", quality_key, compute_quality)

@@ -37,7 +37,7 @@ from eaq.measure.samplers import Sampler, measures_energy, select_sampler
 from eaq.models import load_model
 from eaq.precision import get_precision, proof
 from eaq.precision.base import base_dtype, set_tf32
-from eaq.precision.mixed import Plan, apply_plan, save_plan
+from eaq.precision.mixed import LAYER_FORMATS, Plan, apply_plan, save_plan
 from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import compile_model
 from eaq.tasks.idle import idle_store
@@ -76,6 +76,11 @@ def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
 def _saving_mode(cfg: EaqConfig, base: str) -> str:
     """How the plan learns what lowering saves (``layers.saving``; its value is checked by eaq.config.validate),
     checked against the run before any model loads."""
+    if cfg.layers.target not in LAYER_FORMATS:
+        raise ConfigError(
+            f"layers.target={cfg.layers.target}: a plan's layers take one of {', '.join(LAYER_FORMATS)} (the rest runs the "
+            f"base, {base}); choose one of those, or layers.plan=false to measure {cfg.layers.target}'s impact without a plan."
+        )
     if cfg.layers.saving == "measured" and cfg.precision.name != base:
         also = f" (or set layers.base={cfg.precision.name})" if cfg.precision.name in FLOAT_NAMES.values() else ""
         raise ConfigError(
@@ -147,7 +152,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     else:
         tags["eaq.layers.impact"] = "not measured: layers.impact=false"
     # The float model, kept for the models whose costs tell the plan what lowering saves.
-    fp32_model = copy.deepcopy(model) if saving_mode != "assumed" else None
+    fp32_model = copy.deepcopy(model).cpu() if saving_mode != "assumed" else None  # on the host until needed
 
     model = precision.apply(model, device, rows)
     evidence = proof(model)
@@ -194,7 +199,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
         cost, saving = shares, None
         if saving_mode == "measured" and fp32_model is not None:  # the target, uniformly: each component's cost lowered
-            target_model = get_precision(cfg.layers.target, device).apply(fp32_model, device, rows)
+            target_model = get_precision(cfg.layers.target, device).apply(fp32_model.to(device), device, rows)
             lowered = measure_components(target_model, components, lambda: target_model(**timed), device, sampler, settings, cfg.batch_size)
             both, basis = component_costs(components, energy, lowered)
             if not both:
@@ -208,8 +213,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             saving = {name: cost[name] - cost_target[name] for name in cost}
             write_csv(folder / "plan_saving.csv", SAVING_COLUMNS, saving_rows(components, cost, cost_target, basis))
         elif saving_mode == "compiled" and fp32_model is not None:
-            saving, basis = _compiled_saving(cfg, fp32_model, base_model, components, shares, timed, device, sampler, settings,
-                                             base, rows, folder, tags)
+            cost, saving, basis = _compiled_saving(cfg, fp32_model, base_model, components, shares, timed, device, sampler,
+                                                   settings, base, rows, folder, tags)
         _plan(cfg, base_model, components, data, device, budget, per_component, cost, saving, basis, base, rows, reference, folder, tags)
     return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=[folder])
 
@@ -218,34 +223,43 @@ def _compiled_saving(
     cfg: EaqConfig, fp32_model: nn.Module, base_model: nn.Module, components: list[Component], cost: dict[str, float],
     inputs: dict[str, object], device: torch.device, sampler: Sampler, settings: Settings, base: str, rows: dict[str, int],
     folder: Path, tags: dict[str, str],
-) -> tuple[dict[str, float], str]:
+) -> tuple[dict[str, float], dict[str, float], str]:
     """``layers.saving=compiled``: the whole pass compiled in the base, then with each type's lowerable layers in the
-    target, each in its own window (eaq.layers.energy.measure_passes); each type's saving split over its components
-    by their cost in the run (eaq.layers.plan.split_type_savings). Writes layers/plan_saving_by_type.csv."""
+    target, then in the base again, each in its own window (eaq.layers.energy.measure_passes); each type's saving
+    split over its components by their cost in the run (eaq.layers.plan.split_type_savings). Returns each component's
+    cost (its share of the compiled base pass) and saving, in the same unit, and their basis. Writes
+    layers/plan_saving_by_type.csv; tags what was built and whether its windows are valid."""
     target = cfg.layers.target
     members = {kind: [c.name for c in components if c.type == kind and lowerable(base_model, [c], target, device, rows)]
                for kind in dict.fromkeys(c.type for c in components)}
     members = {kind: names for kind, names in members.items() if names}
+    if not members:  # nothing to lower: choose_plan says so, with no compilation spent
+        return cost, {}, "compiled_time"
     layers = {kind: lowerable(base_model, [c for c in components if c.name in names], target, device, rows)
               for kind, names in members.items()}
+    quantized: dict[str, int] = {}  # what each built pass holds, read from its weights (eaq.precision.proof)
 
-    def compiled(plan: Plan | None) -> Callable[[], Callable[[], object]]:
+    def compiled(name: str, plan: Plan | None) -> Callable[[], Callable[[], object]]:
         def build() -> Callable[[], object]:
-            fresh = copy.deepcopy(fp32_model)
+            fresh = copy.deepcopy(fp32_model).to(device)
             model = apply_plan(fresh, device, plan, rows) if plan else get_precision(base, device).apply(fresh, device, rows)
+            quantized[name] = proof(model)["quantized_linear_layers"]
             run = compile_model(model, cuda_graphs=False, tuning=cfg.compile_tuning)
-            run(**inputs)  # compiles here, before the warm-up's settling
+            run(**inputs)  # compiles here, outside every window and before the warm-up's settling
             return lambda: run(**inputs)
         return build
 
-    found = measure_passes({"base": compiled(None)} | {kind: compiled(Plan(base, dict.fromkeys(layers[kind], target)))
-                                                       for kind in members}, device, sampler, settings)
-    table, basis = type_saving_rows(members, {kind: len(names) for kind, names in layers.items()}, found["base"],
-                                    {kind: found[kind] for kind in members})
+    found = measure_passes({"base": compiled("base", None)}
+                           | {kind: compiled(kind, Plan(base, dict.fromkeys(layers[kind], target))) for kind in members}
+                           | {"base again": compiled("base again", None)}, device, sampler, settings)
+    table, basis, saved = type_saving_rows({kind: quantized[kind] for kind in members}, (found["base"], found["base again"]),
+                                           {kind: found[kind] for kind in members})
     write_csv(folder / "plan_saving_by_type.csv", TYPE_SAVING_COLUMNS, table)
-    invalid = [f"{row['type']}: {row['valid']}" for row in table if row["valid"] != "true"]
-    tags["eaq.layers.saving.valid"] = "false: " + "; ".join(invalid) if invalid else "true"
-    return split_type_savings(members, {row["type"]: row["saving_per_pass"] / 1e3 for row in table}, cost), basis
+    invalid = [f"{row['type']}: {row['valid']}" for row in table if row["valid"] not in ("true", "not checked (no energy)")]
+    tags["eaq.layers.saving.valid"] = "false" if invalid else "true" if basis == "compiled_energy" else "not checked (no energy)"
+    tags |= {"eaq.layers.saving.valid.reasons": "; ".join(invalid)} if invalid else {}
+    whole = table[0]["base_per_pass"] / 1e3  # the compiled base pass, J or s: each component's cost is its share of it
+    return {name: share * whole for name, share in cost.items()}, split_type_savings(members, saved, cost), basis
 
 
 def _plan(
