@@ -26,7 +26,7 @@
 #      The plan's own energy is measured in step 2 either way. PLAN_SAVING=compiled (the default since
 #      the night of 2026-11-25): the run also measures the whole pass compiled (COMPILE_TUNING, as the
 #      bench) in bf16 and with each component type's layers in fp8, one window each (with PLAN_SAMPLER=none:
-#      time), and lowers only components of types that came out cheaper; ~4 compilations more per model
+#      time), and lowers only components of types that came out cheaper; one compilation more per component type with a lowerable layer, plus two (the base first and last)
 #      (not yet timed on a GPU). `assumed`: ranks by bf16 cost share as if lowering saved it (GPT-2's plan
 #      came out off the front twice); `measured`: eager components in fp8 too, but every fp8 component took
 #      1.9-4.6x bf16's time eagerly (docs/results/2026-11-25-h100-layers/night-saving), so it lowers nothing.
