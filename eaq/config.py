@@ -267,6 +267,11 @@ class EaqConfig:
     # Compile with torchao's recommended Inductor settings (coordinate-descent tuning), the
     # same for every precision; false: Inductor's defaults for every precision (faster to compile).
     compile_tuning: bool = True
+    # Inductor's pattern matcher (its graph rewrites), for every precision alike; false turns it off,
+    # e.g. to see what its weight-only-int8 rewrite costs: it routes int8_weight_only's matmuls to
+    # aten._weight_int8pack_mm, whose CUDA kernel computes in fp32 (16.5 -> 2.70 ms a decode step on an
+    # H100 without it; docs/results/2026-11-25-h100-diag). A configuration of its own in reports.
+    compile_pattern_matcher: bool = True
     # Replay the compiled model as CUDA graphs (Inductor's triton.cudagraphs, as mode "reduce-overhead";
     # workload=generate records the whole decode step as one graph instead): fewer kernel launches and
     # no Python per step, which matters at small batches. Needs compile=true and a GPU.
@@ -364,6 +369,11 @@ def validate(cfg: DictConfig) -> EaqConfig:
     _one_of("layers.saving", obj.layers.saving, PLAN_SAVINGS)
     if obj.compile and obj.trials.warmup_iters < 1:
         raise ConfigError("compile=true needs trials.warmup_iters of at least 1: the first pass compiles the model, outside the window.")
+    if not obj.compile_pattern_matcher and not obj.compile and not (obj.task == "layers" and obj.layers.saving == "compiled"):
+        raise ConfigError(
+            "compile_pattern_matcher=false is a torch.compile setting: add compile=true (or, with task=layers, "
+            "layers.saving=compiled), or drop it."
+        )
     if obj.cuda_graphs and not obj.compile:
         raise ConfigError("cuda_graphs=true replays graphs that torch.compile captures: add compile=true, or drop cuda_graphs.")
     if obj.cuda_graphs and obj.precision.kernel_check:

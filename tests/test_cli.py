@@ -11,8 +11,8 @@ import pytest
 
 from conftest import FAST, all_runs, run_eaq
 from eaq.metrics import METRIC_NAMES
-from eaq.report.compare import main as compare_main
-from eaq.report.table import main as table_main
+from eaq.report.compare import COLUMNS as COMPARE_COLUMNS, compare, main as compare_main
+from eaq.report.table import main as table_main, runs_table
 
 REQUIRED = {
     "latency_mean_ms",
@@ -103,6 +103,32 @@ def test_compare_keeps_compiler_settings_apart(out: Path, capsys: pytest.Capture
     assert compare_main(["--uri", f"sqlite:///{out}/mlflow.db", "--baseline", "fp32", "--grid", "latency_ms", "--csv"]) == 0
     grid = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert sorted(r["compile_tuning"] for r in grid) == ["False", "True"] and "fp32 compiled" in grid[0]
+
+
+def test_inductors_pattern_matcher_can_be_turned_off_for_every_precision_and_is_its_own_configuration(out: Path) -> None:
+    import torch
+    from torch import nn
+
+    from eaq.precision import get_precision
+    from eaq.tasks.compile import compile_model
+
+    # The setting reaches Inductor: its rewrites of an int8_weight_only model happen, or none at all.
+    cpu = torch.device("cpu")
+    model = get_precision("int8_weight_only", cpu).apply(nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64)), cpu, None)
+    rewrites = []
+    for on in (True, False):
+        torch._dynamo.utils.counters.clear()
+        compile_model(model, cuda_graphs=False, tuning=False, pattern_matcher=on)(torch.randn(8, 64))
+        rewrites.append(torch._dynamo.utils.counters["inductor"]["pattern_matcher_count"])
+    assert rewrites[0] > 0 and rewrites[1] == 0
+    result = run_eaq(out, "-m", "compile=true", "compile_tuning=false", "compile_pattern_matcher=true,false", *FAST)
+    assert result.returncode == 0, result.stderr[-3000:]
+    tags = sorted(r.data.tags["eaq.compile.inductor"] for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark")
+    assert tags == ["inductor defaults", "inductor defaults, pattern matcher off"]
+    table = compare(runs_table([f"sqlite:///{out}/mlflow.db"], columns=COMPARE_COLUMNS), "fp32")
+    assert sorted(table["compile_pattern_matcher"].astype(str)) == ["False", "True"]  # never averaged together
+    refused = run_eaq(out, "compile_pattern_matcher=false", *FAST)  # eager: no compiler to set
+    assert refused.returncode == 2 and "compile_pattern_matcher=false is a torch.compile setting: add compile=true" in refused.stderr
 
 
 def test_named_sweep_composes(out: Path) -> None:

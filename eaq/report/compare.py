@@ -23,10 +23,11 @@ from eaq.report.table import runs_table
 
 SHAPE = ("model.name", "seq_len", "batch_size")
 # Compiled with torchao's tuned Inductor settings or with the defaults: two configurations, never averaged together.
-COMPILER = ("compile_tuning", "cuda_graphs")
+COMPILER = ("compile_tuning", "compile_pattern_matcher", "cuda_graphs")
 KEYS = (*SHAPE, "compile", *COMPILER)
 COLUMNS = (
-    "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.compile_tuning", "params.cuda_graphs",
+    "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.compile_tuning",
+    "params.compile_pattern_matcher", "params.cuda_graphs",
     "params.precision.name", "params.trial", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
     "metrics.energy_per_sample_mj", "metrics.roofline_efficiency", "metrics.quantized_linear_layers",
     "metrics.linear_layers", "tags.eaq.valid",

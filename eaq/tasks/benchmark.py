@@ -173,7 +173,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     # Compiled after quality is measured on the eager model; compilation happens in warm-up.
     # Generation compiles the decode step only, over a static KV cache (fixed shapes); prefill runs eager.
     # Its CUDA graph is the whole decode step's, recorded by measure_generate: not Inductor's, inside it.
-    runner = compile_model(model, cfg.cuda_graphs and not generating, cfg.compile_tuning) if cfg.compile else model
+    runner = compile_model(model, cfg.cuda_graphs and not generating, cfg.compile_tuning, cfg.compile_pattern_matcher) if cfg.compile else model
     step = lambda batch: runner(**batch)  # noqa: E731
     measured = generator(model, runner, static=cfg.compile) if generating else None
     memory = PeakMemory(device)
@@ -244,7 +244,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.energy": energy.status,
         "eaq.energy.sampler": energy.sampler,
         "eaq.compile": str(cfg.compile).lower(),
-        **({"eaq.compile.inductor": inductor_settings(cfg.compile_tuning)} if cfg.compile else {}),
+        **({"eaq.compile.inductor": inductor_settings(cfg.compile_tuning, cfg.compile_pattern_matcher)} if cfg.compile else {}),
         "eaq.cuda_graphs": str(cfg.cuda_graphs).lower(),
         "eaq.kernel_check": "not asked",
         "eaq.warmup.settled": str(settled).lower() if settled is not None else "not asked",

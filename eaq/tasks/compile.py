@@ -26,23 +26,26 @@ TUNED = {
 }
 
 
-def inductor_settings(tuning: bool) -> str:
+def inductor_settings(tuning: bool, pattern_matcher: bool = True) -> str:
     """The tag ``eaq.compile.inductor``: which settings a compiled run had."""
-    return "torchao recommended (coordinate-descent tuning)" if tuning else "inductor defaults"
+    chosen = "torchao recommended (coordinate-descent tuning)" if tuning else "inductor defaults"
+    return chosen if pattern_matcher else f"{chosen}, pattern matcher off"
 
 
-def compile_model(model: nn.Module, cuda_graphs: bool, tuning: bool = True) -> nn.Module:
+def compile_model(model: nn.Module, cuda_graphs: bool, tuning: bool = True, pattern_matcher: bool = True) -> nn.Module:
     """The compiled model; it compiles on its first call (in warm-up, outside the window).
 
     ``cuda_graphs``: Inductor records and replays its own CUDA graphs (cudagraph trees). A
     generated token's decode step is recorded whole by eaq instead (eaq.tasks.generate):
     Inductor's graph covers the model alone, and every call still ran dynamo's guards and the
     Python around the graph on the host: 3.7 ms a step on an H100 for 1.25 ms of kernels
-    (docs/results/2026-11-25-h100-diag).
+    (docs/results/2026-11-25-h100-diag). ``pattern_matcher`` False: none of Inductor's graph
+    rewrites (``compile_pattern_matcher``).
     """
     # Runs that share a process would share dynamo's caches and its recompile limit,
     # past which it runs the model eagerly with only a warning.
     torch._dynamo.reset()
     # mode="reduce-overhead" is these options plus CUDA graphs; torch.compile takes one or the other.
-    options = (TUNED if tuning else {}) | ({"triton.cudagraphs": True} if cuda_graphs else {})
+    options = ((TUNED if tuning else {}) | ({"triton.cudagraphs": True} if cuda_graphs else {})
+               | ({} if pattern_matcher else {"pattern_matcher": False}))
     return torch.compile(model, options=options)

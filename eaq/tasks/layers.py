@@ -244,7 +244,7 @@ def _compiled_saving(
             fresh = copy.deepcopy(fp32_model).to(device)
             model = apply_plan(fresh, device, plan, rows) if plan else get_precision(base, device).apply(fresh, device, rows)
             quantized[name] = proof(model)["quantized_linear_layers"]
-            run = compile_model(model, cuda_graphs=False, tuning=cfg.compile_tuning)
+            run = compile_model(model, cuda_graphs=False, tuning=cfg.compile_tuning, pattern_matcher=cfg.compile_pattern_matcher)
             run(**inputs)  # compiles here, outside every window and before the warm-up's settling
             return lambda: run(**inputs)
         return build
