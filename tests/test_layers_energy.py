@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -531,18 +532,20 @@ def test_task_layers_with_compiled_savings_measures_the_compiled_pass_per_type_l
 
 
 def test_passes_are_built_outside_their_windows_one_at_a_time() -> None:
-    alive: list[int] = []
+    built: list[weakref.ref] = []
 
     def builder(name: str):
         def build():
+            assert all(model() is None for model in built)  # every earlier pass (and its model) is gone by now
             time.sleep(0.3)  # a compilation: never inside a window
-            alive.append(len(alive))
-            return lambda: torch.ones(8).sum()
+            model = nn.Linear(8, 8)
+            built.append(weakref.ref(model))
+            return lambda: model(torch.ones(1, 8))
         return build
 
     found = measure_passes({name: builder(name) for name in ("base", "lowered", "base again")}, CPU,
                            NoSampler(reason="no sensor here"), SETTINGS)
-    assert list(found) == ["base", "lowered", "base again"] and len(alive) == 3
+    assert list(found) == ["base", "lowered", "base again"] and len(built) == 3
     for cost in found.values():  # 0.3 s windows of tiny passes: a build inside one would add 0.1 s or more a pass
         assert cost.seconds < 0.01 and cost.joules is None and cost.reasons == ()
 

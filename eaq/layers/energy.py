@@ -47,7 +47,7 @@ from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, w
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.samplers import Sampler, measures_energy, wait_for_sample
 from eaq.measure.validity import check
-from eaq.measure.warmup import warm_up
+from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import WindowResult
 
 log = logging.getLogger(__name__)
@@ -244,9 +244,7 @@ def measure_components(
     try:
         wait_for_sample(sampler)  # the trace starts before the idle window
         idle, _, idle_tags = idle_baseline(device, sampler, settings.idle_s, settings.idle_store)
-        # As the benchmark: fixed passes, then (with a sensor) until latency and power settle.
-        warm = warm_up(lambda _: whole_step.run(), [None], device, settings.warmup_iters, measuring,
-                       lambda t0, t1: _mean_power(sampler, t0, t1), settings.warmup_max_s, settings.warmup_rule)
+        warm = _warm_up(whole_step.run, device, sampler, settings, measuring)
         whole = metered(whole_step.run, device, sampler, settings.iters, settings.min_window_s)
         replays = replay_by_type(model, [*components, *blocks], calls, device, sampler, settings.replay_iters,
                                  settings.replay_min_s, settings.cuda_graphs)
@@ -337,14 +335,19 @@ class PassCost:
     reasons: tuple[str, ...] = ()
 
 
+def _warm_up(step: Callable[[], object], device: torch.device, sampler: Sampler, settings: Settings, measuring: bool) -> WarmupResult:
+    """As the benchmark's: fixed passes, then (with a sensor) until latency and power settle."""
+    return warm_up(lambda _: step(), [None], device, settings.warmup_iters, measuring,
+                   lambda t0, t1: _mean_power(sampler, t0, t1), settings.warmup_max_s, settings.warmup_rule)
+
+
 def _built_and_metered(
     build: Callable[[], Callable[[], object]], device: torch.device, sampler: Sampler, settings: Settings, measuring: bool,
 ) -> tuple[WindowResult, bool | None]:
     """One pass built, warmed up and measured, and whether its warm-up settled; the pass (and the model it
     holds) dies on return, before the next is built."""
     step = build()
-    warm = warm_up(lambda _: step(), [None], device, settings.warmup_iters, measuring,
-                   lambda t0, t1: _mean_power(sampler, t0, t1), settings.warmup_max_s, settings.warmup_rule)
+    warm = _warm_up(step, device, sampler, settings, measuring)
     return metered(step, device, sampler, settings.iters, settings.min_window_s), warm.settled
 
 

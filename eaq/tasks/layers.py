@@ -25,7 +25,7 @@ from eaq.device import describe_device, resolve_device
 from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
-from eaq.layers.energy import Settings, measure_components, measure_passes, without_cache, without_full_mask
+from eaq.layers.energy import ComponentEnergy, Settings, measure_components, measure_passes, without_cache, without_full_mask
 from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, lowerable, run_outputs, sensitivity
 from eaq.layers.plan import BUDGETS, Budget, choose_plan, default_budget, split_type_savings
 from eaq.layers.tables import (
@@ -198,25 +198,37 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
     if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
         cost, saving = shares, None
-        if saving_mode == "measured" and fp32_model is not None:  # the target, uniformly: each component's cost lowered
-            target_model = get_precision(cfg.layers.target, device).apply(fp32_model.to(device), device, rows)
-            lowered = measure_components(target_model, components, lambda: target_model(**timed), device, sampler, settings, cfg.batch_size)
-            both, basis = component_costs(components, energy, lowered)
-            if not both:
-                raise ConfigError(
-                    "layers.saving=measured found no cost basis (replay or attribution energy, or time) complete and positive "
-                    f"in both the {base} and the {cfg.layers.target} measurement; use layers.saving=assumed or compiled."
-                )
-            cost, cost_target = both
-            tags |= {f"eaq.layers.saving.{key.removeprefix('eaq.')}": value for key, value in lowered.tags.items()
-                     if key in ("eaq.energy", "eaq.valid", "eaq.valid.reasons", "eaq.layers.cuda_graphs")}
-            saving = {name: cost[name] - cost_target[name] for name in cost}
-            write_csv(folder / "plan_saving.csv", SAVING_COLUMNS, saving_rows(components, cost, cost_target, basis))
+        if saving_mode == "measured" and fp32_model is not None:
+            cost, saving, basis = _measured_saving(cfg, fp32_model, components, energy, timed, device, sampler, settings,
+                                                   base, rows, folder, tags)
         elif saving_mode == "compiled" and fp32_model is not None:
             cost, saving, basis = _compiled_saving(cfg, fp32_model, base_model, components, shares, timed, device, sampler,
                                                    settings, base, rows, folder, tags)
         _plan(cfg, base_model, components, data, device, budget, per_component, cost, saving, basis, base, rows, reference, folder, tags)
     return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=[folder])
+
+
+def _measured_saving(
+    cfg: EaqConfig, fp32_model: nn.Module, components: list[Component], energy: ComponentEnergy, inputs: dict[str, object],
+    device: torch.device, sampler: Sampler, settings: Settings, base: str, rows: dict[str, int], folder: Path,
+    tags: dict[str, str],
+) -> tuple[dict[str, float], dict[str, float], str]:
+    """``layers.saving=measured``: the components measured again with the target applied uniformly (the run's own
+    measurement is the base's). Returns each component's cost in the base and its saving (base - target), in the
+    same unit, and their basis. Writes layers/plan_saving.csv; tags the target windows' validity."""
+    target_model = get_precision(cfg.layers.target, device).apply(fp32_model.to(device), device, rows)
+    lowered = measure_components(target_model, components, lambda: target_model(**inputs), device, sampler, settings, cfg.batch_size)
+    both, basis = component_costs(components, energy, lowered)
+    if not both:
+        raise ConfigError(
+            "layers.saving=measured found no cost basis (replay or attribution energy, or time) complete and positive "
+            f"in both the {base} and the {cfg.layers.target} measurement; use layers.saving=assumed or compiled."
+        )
+    cost, cost_target = both
+    tags |= {f"eaq.layers.saving.{key.removeprefix('eaq.')}": value for key, value in lowered.tags.items()
+             if key in ("eaq.energy", "eaq.valid", "eaq.valid.reasons", "eaq.layers.cuda_graphs")}
+    write_csv(folder / "plan_saving.csv", SAVING_COLUMNS, saving_rows(components, cost, cost_target, basis))
+    return cost, {name: cost[name] - cost_target[name] for name in cost}, basis
 
 
 def _compiled_saving(
@@ -230,13 +242,12 @@ def _compiled_saving(
     cost (its share of the compiled base pass) and saving, in the same unit, and their basis. Writes
     layers/plan_saving_by_type.csv; tags what was built and whether its windows are valid."""
     target = cfg.layers.target
-    members = {kind: [c.name for c in components if c.type == kind and lowerable(base_model, [c], target, device, rows)]
-               for kind in dict.fromkeys(c.type for c in components)}
+    able = {c.name: lowerable(base_model, [c], target, device, rows) for c in components}
+    members = {kind: [c.name for c in components if c.type == kind and able[c.name]] for kind in dict.fromkeys(c.type for c in components)}
     members = {kind: names for kind, names in members.items() if names}
     if not members:  # nothing to lower: choose_plan says so, with no compilation spent
         return cost, {}, "compiled_time"
-    layers = {kind: lowerable(base_model, [c for c in components if c.name in names], target, device, rows)
-              for kind, names in members.items()}
+    layers = {kind: [layer for name in names for layer in able[name]] for kind, names in members.items()}
     quantized: dict[str, int] = {}  # what each built pass holds, read from its weights (eaq.precision.proof)
 
     def compiled(name: str, plan: Plan | None) -> Callable[[], Callable[[], object]]:
