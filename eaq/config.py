@@ -169,7 +169,8 @@ class LayersConfig:
     # On a CUDA device, capture the whole-model pass and each replay sequence as CUDA graphs
     # (outside the windows) and replay them inside: eager passes at these shapes are bound by the
     # host's kernel launches, not the GPU. Elsewhere, or where capture fails, eager, with the
-    # reason in the tag eaq.layers.cuda_graphs.
+    # reason in the tag eaq.layers.cuda_graphs. With saving=compiled, its compiled passes replay
+    # Inductor's CUDA graphs too (as the benchmark's cuda_graphs=true).
     cuda_graphs: bool = True
     # Profiled passes (outside every window) whose time shares split the whole-model window.
     profile_passes: int = 3
@@ -190,8 +191,9 @@ class LayersConfig:
     # saving are lowered. ``assumed``: proportional to its cost in the run. ``measured``: its eager
     # components measured again in the target (as many windows again), saving = cost in the base -
     # cost in the target; needs precision = the plan's base. ``compiled``: the whole pass compiled
-    # in the base and with each component type lowered, one window each; a type's saving is split
-    # over its components by their cost in the run (the casts a compiler fuses are counted as fused).
+    # in the base and with each component type lowered, one window each, on the benchmark's inputs
+    # (mask and KV cache as it passes them); a type's saving is split over its components by their
+    # cost in the run (the casts a compiler fuses are counted as fused).
     saving: str = "assumed"
 
 

@@ -234,10 +234,11 @@ def test_a_failed_run_is_counted_and_named_in_the_sweeps_report(out: Path, tmp_p
     assert "bert-tiny-random-fp32-b0-t1" in page and "FAILED" in page
 
 
-def test_workload_and_cuda_graphs_keep_configurations_apart(tmp_path: Path) -> None:
-    # A forward pass, a compiled one with and without CUDA graphs, and generation of 128 tokens at the
-    # same model and shape measure different things: none may be averaged into another. A run logged
-    # before the workload group and the cuda_graphs flag existed counts as the forward pass it was.
+def test_workload_cuda_graphs_and_compiler_settings_keep_configurations_apart(tmp_path: Path) -> None:
+    # A forward pass, a compiled one with and without CUDA graphs or with other compiler settings, and
+    # generation of 128 tokens at the same model and shape measure different things: none may be averaged
+    # into another. A run logged before the workload group and the cuda_graphs flag existed counts as the
+    # forward pass it was.
     from eaq.report.aggregate import aggregate, compact
     from eaq.report.frame import load
 
@@ -251,6 +252,11 @@ def test_workload_and_cuda_graphs_keep_configurations_apart(tmp_path: Path) -> N
                     "latency_mean_ms", [12.0, 14.0]),
         "compiled": ({"compile": "True", "cuda_graphs": "False", "workload.name": "forward"}, "latency_mean_ms", [5.0, 6.0]),
         "graphs": ({"compile": "True", "cuda_graphs": "True", "workload.name": "forward"}, "latency_mean_ms", [2.0, 3.0]),
+        # Inductor's defaults, its rewrites off: other compilations; an eager run's compiler settings do nothing.
+        "untuned": ({"compile": "True", "compile_tuning": "False", "workload.name": "forward"}, "latency_mean_ms", [7.0, 8.0]),
+        "no rewrites": ({"compile": "True", "compile_tuning": "True", "compile_pattern_matcher": "False",
+                         "workload.name": "forward"}, "latency_mean_ms", [9.0]),
+        "eager untuned": ({"compile": "False", "compile_tuning": "False", "workload.name": "forward"}, "latency_mean_ms", [16.0]),
         "generate": ({"compile": "False", "cuda_graphs": "False", "workload.name": "generate", "workload.new_tokens": "128"},
                      "time_per_output_token_mean_ms", [40.0, 44.0]),
         "generate compiled": ({"compile": "True", "cuda_graphs": "False", "workload.name": "generate", "workload.new_tokens": "128"},
@@ -267,8 +273,10 @@ def test_workload_and_cuda_graphs_keep_configurations_apart(tmp_path: Path) -> N
     means = {config_label(row): (row["metric"], row["n"], row["mean"]) for _, row in table.iterrows() if row["n"] > 0}
     prefix = "gpt2-tiny-random-bf16-b4-s32"
     assert means == {
-        prefix: ("latency_mean_ms", 3, pytest.approx(12.0)),  # the old run and the two new forward runs
+        prefix: ("latency_mean_ms", 4, pytest.approx(13.0)),  # the old run, the two new forward runs and the eager untuned one
         f"{prefix}-compiled": ("latency_mean_ms", 2, pytest.approx(5.5)),
+        f"{prefix}-compiled-untuned": ("latency_mean_ms", 2, pytest.approx(7.5)),
+        f"{prefix}-compiled-no-pattern-matcher": ("latency_mean_ms", 1, pytest.approx(9.0)),
         f"{prefix}-compiled-graphs": ("latency_mean_ms", 2, pytest.approx(2.5)),
         f"{prefix}-gen128": ("time_per_output_token_mean_ms", 2, pytest.approx(42.0)),
         f"{prefix}-compiled-gen128": ("time_per_output_token_mean_ms", 2, pytest.approx(21.0)),
@@ -277,8 +285,10 @@ def test_workload_and_cuda_graphs_keep_configurations_apart(tmp_path: Path) -> N
     # latency per batch, generation by time per output token, each blank in the other's rows.
     ranks = compact(table).set_index("configuration")[["latency_mean_vs_best", "time_per_output_token_mean_vs_best"]]
     assert ranks.to_dict("index") == {
-        prefix: {"latency_mean_vs_best": f"{12.0 / 2.5:.2f}x", "time_per_output_token_mean_vs_best": ""},
+        prefix: {"latency_mean_vs_best": f"{13.0 / 2.5:.2f}x", "time_per_output_token_mean_vs_best": ""},
         f"{prefix}-compiled": {"latency_mean_vs_best": f"{5.5 / 2.5:.2f}x", "time_per_output_token_mean_vs_best": ""},
+        f"{prefix}-compiled-untuned": {"latency_mean_vs_best": f"{7.5 / 2.5:.2f}x", "time_per_output_token_mean_vs_best": ""},
+        f"{prefix}-compiled-no-pattern-matcher": {"latency_mean_vs_best": f"{9.0 / 2.5:.2f}x", "time_per_output_token_mean_vs_best": ""},
         f"{prefix}-compiled-graphs": {"latency_mean_vs_best": "best", "time_per_output_token_mean_vs_best": ""},
         f"{prefix}-gen128": {"latency_mean_vs_best": "", "time_per_output_token_mean_vs_best": f"{42.0 / 21.0:.2f}x"},
         f"{prefix}-compiled-gen128": {"latency_mean_vs_best": "", "time_per_output_token_mean_vs_best": "best"},

@@ -26,8 +26,11 @@
 #      The plan's own energy is measured in step 2 either way. PLAN_SAVING=compiled (the default since
 #      the night of 2026-11-25): the run also measures the whole pass compiled (COMPILE_TUNING, as the
 #      bench) in bf16 and with each component type's layers in fp8, one window each (with PLAN_SAMPLER=none:
-#      time), and lowers only components of types that came out cheaper; one compilation more per component type with a lowerable layer, plus two (the base first and last)
-#      (not yet timed on a GPU). `assumed`: ranks by bf16 cost share as if lowering saved it (GPT-2's plan
+#      time), and lowers only components of types that came out cheaper; one compilation more per component type with a lowerable layer, plus two (the base first and last):
+#      the whole plan run took 162 s (GPT-2) and 61 s (DistilBERT) on 2026-11-25 (late). Its passes take the bench's inputs (mask, KV cache) and, with
+#      layers.cuda_graphs (default on), Inductor's CUDA graphs as the bench's CUDA_GRAPHS: that call had
+#      neither, and DistilBERT's base pass took 2.97 ms there against 1.95 in the bench (plan-vs-uniform.txt
+#      now ends with this comparison). `assumed`: ranks by bf16 cost share as if lowering saved it (GPT-2's plan
 #      came out off the front twice); `measured`: eager components in fp8 too, but every fp8 component took
 #      1.9-4.6x bf16's time eagerly (docs/results/2026-11-25-h100-layers/night-saving), so it lowers nothing.
 #      The budgets (PLAN_KL, "preset=limit,...,fallback") are per model because the drifts differ 46x.
@@ -168,7 +171,7 @@ fi
 
 if [[ $PARTS == *plan* ]]; then
   if [[ $PRECISIONS == *fp8* ]]; then TARGET=fp8 BASE=bf16 UNIFORM=bf16,fp8,int8; else TARGET=int8 BASE=${PRECISIONS%%,*} UNIFORM=${PRECISIONS%%,*},int8; fi
-  BENCH="compile=${COMPILE:-true} compile_tuning=${COMPILE_TUNING:-false} trials.fidelity_on_synthetic=true $COMMON"
+  BENCH="compile=${COMPILE:-true} compile_tuning=${COMPILE_TUNING:-false} cuda_graphs=${CUDA_GRAPHS:-true} trials.fidelity_on_synthetic=true $COMMON"
   BENCH="$BENCH sampler=$SAMPLER paths.output_dir=$WORK/plan-bench"
   PLANS=$WORK/plans PLAN_KL=${PLAN_KL:-distilbert_base_random=1.5e-5,gpt2_small_random=7e-4,0.01}
   # 1. Each model's plan, within its own budget.
@@ -212,6 +215,27 @@ EOF
     if ((n++ % 2 == 0)); then mixed $trial; uniform $trial $UNIFORM; else uniform $trial $REVERSED; mixed $trial; fi
   done
   python3 -m eaq.report.table --uri sqlite:///$WORK/plan-bench/mlflow.db --preset front | tee $OUT/plan-vs-uniform.txt
+  # Did the plan run's compiled savings measure the pass the bench runs? Its compiled base pass against the
+  # bench's base-precision runs (on 2026-11-25, late, without the bench's mask and graphs: 2.97 against 1.95 ms).
+  python3 - "$WORK" "$BASE" <<'EOF' | tee -a $OUT/plan-vs-uniform.txt
+import csv, sys, tempfile
+from mlflow.tracking import MlflowClient
+work, base = sys.argv[1], sys.argv[2]
+def runs(store, query):
+    client = MlflowClient(tracking_uri=f"sqlite:///{work}/{store}/mlflow.db")
+    return client, client.search_runs([e.experiment_id for e in client.search_experiments()], query)
+choice, planned = runs("plan-choice", "tags.`eaq.kind` = 'layers' and attributes.status = 'FINISHED'")
+_, bench = runs("plan-bench", f"params.`precision.name` = '{base}' and attributes.status = 'FINISHED'")
+for run in planned:
+    if "eaq.layers.saving.pass" not in run.data.tags:
+        continue
+    model = run.data.params["model.name"]
+    rows = list(csv.DictReader(open(choice.download_artifacts(run.info.run_id, "layers/plan_saving_by_type.csv", tempfile.mkdtemp()))))
+    benched = [r.data.metrics.get("latency_mean_ms") for r in bench if r.data.params.get("model.name") == model]
+    print(f"{model}: plan run's compiled {base} pass ({run.data.tags['eaq.layers.saving.pass']}): "
+          f"{float(rows[0]['base_per_pass']):.3f} {rows[0]['unit']} (basis {rows[0]['basis']}); bench {base} latency_mean_ms: "
+          + " ".join(f"{x:.3f}" for x in benched if x is not None))
+EOF
   keep plan-choice
   keep plan-bench
 fi

@@ -137,9 +137,13 @@ def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.D
 
 
 def config_label(row: pd.Series | dict) -> str:
-    """A configuration as one readable word, like the run names: ``bert-tiny-random-int8-b4-s32[-compiled][-graphs][-gen128]``."""
+    """A configuration as one readable word, like the run names:
+    ``bert-tiny-random-int8-b4-s32[-compiled[-untuned][-no-pattern-matcher]][-graphs][-gen128]``; the compiler's
+    settings are named where they are not the defaults, which the run names leave out."""
     label = f"{row['model']}-{row['precision']}-b{int(row['batch_size'])}-s{int(row['seq_len'])}"
     label += "-compiled" if bool(row["compile"]) else ""
+    label += "-untuned" if not bool(row.get("compile_tuning", True)) else ""
+    label += "-no-pattern-matcher" if not bool(row.get("compile_pattern_matcher", True)) else ""
     label += "-graphs" if bool(row.get("cuda_graphs", False)) else ""
     workload = str(row.get("workload", "forward"))
     return label + (f"-gen{workload.removeprefix('generate')}" if workload.startswith("generate") else "")
@@ -183,7 +187,7 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     generated = [m for m in ("time_per_output_token_mean_ms", "decode_energy_per_token_mj") if m in present]
     forward = ["latency_mean_ms", "energy_per_sample_mj"] if "latency_mean_ms" in present or not generated else []
     shown = [m for m in (*forward, *generated, quality) if m]
-    shape = [k for k in CONFIG_KEYS if k not in ("precision", "compile", "cuda_graphs")]
+    shape = [k for k in CONFIG_KEYS if k not in ("precision", "compile", "compile_tuning", "compile_pattern_matcher", "cuda_graphs")]
     # A sweep mixing forward and generate runs ranks each workload on its own cost, in its own column
     # (blank in the other workload's rows).
     ranked = {}

@@ -208,12 +208,13 @@ def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
         if metric not in rows or rows[metric].isna().all():
             _not_measured(ax, LABELS[metric])
             continue
-        lines = list(rows.groupby(["precision", "compile", "cuda_graphs", "workload"]))
-        for i, ((precision, compiled, graphs, workload), sub) in enumerate(lines):
+        lines = list(rows.groupby(["precision", "compile", "compile_tuning", "compile_pattern_matcher", "cuda_graphs", "workload"]))
+        for i, ((precision, compiled, tuned, rewrites, graphs, workload), sub) in enumerate(lines):
             sub = sub.sort_values("batch_size")
             dodge = 2 ** (0.04 * (i - (len(lines) - 1) / 2))  # side by side, so error bars at one batch size do not hide each other
             ax.errorbar(sub["batch_size"] * dodge, sub[metric], yerr=_yerr(sub, metric), marker="o", capsize=3,
-                        label=precision + (" compiled" if compiled else "") + (" graphs" if graphs else "")
+                        label=precision + (" compiled" if compiled else "") + ("" if tuned else " untuned")
+                        + ("" if rewrites else " no pattern matcher") + (" graphs" if graphs else "")
                         + ("" if workload == "forward" else f" {workload}"))
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(rows["batch_size"].unique()))

@@ -18,12 +18,17 @@ from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
 
 # The configuration of a run: what a row of an aggregate is keyed by (trial is what varies within one).
-# CUDA graphs and the workload (a forward pass, or generating N tokens) change what a run measures
-# as much as compiling does: runs that differ in them are never averaged together.
-CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile", "cuda_graphs", "workload")
+# CUDA graphs, the compiler's settings (tuned or Inductor's defaults, its pattern matcher on or off) and
+# the workload (a forward pass, or generating N tokens) change what a run measures as much as compiling
+# does: runs that differ in them are never averaged together.
+CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile", "compile_tuning", "compile_pattern_matcher",
+               "cuda_graphs", "workload")
+# The compiler's settings, with their defaults (eaq.config): runs logged before a setting existed, and
+# benchmark runs that compiled nothing (the settings do nothing there), read as the default.
+COMPILER_DEFAULTS = {"compile_tuning": True, "compile_pattern_matcher": True}
 PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "batch_size", "seq_len": "seq_len",
-          "compile": "compile", "cuda_graphs": "cuda_graphs", "trial": "trial", "workload.name": "workload",
-          "workload.new_tokens": "new_tokens"}
+          "compile": "compile", "compile_tuning": "compile_tuning", "compile_pattern_matcher": "compile_pattern_matcher",
+          "cuda_graphs": "cuda_graphs", "trial": "trial", "workload.name": "workload", "workload.new_tokens": "new_tokens"}
 TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_reasons", "eaq.energy": "energy",
         "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id"}
 KINDS = ("benchmark", "layers")
@@ -78,6 +83,10 @@ def runs_frame(runs: list) -> pd.DataFrame:
         frame[number] = pd.to_numeric(frame[number], errors="coerce")
     for flag in ("compile", "cuda_graphs"):  # runs logged before a flag existed ran without it
         frame[flag] = frame[flag].fillna("False").map({"True": True, "true": True}).fillna(False).astype(bool)
+    eager = ~frame["compile"] & (frame["kind"] == "benchmark")  # a layers run compiles its savings' passes without compile=true
+    for flag, default in COMPILER_DEFAULTS.items():
+        value = frame[flag].map({"True": True, "true": True, "False": False, "false": False}).fillna(default).astype(bool)
+        frame[flag] = value.mask(eager, default)
     # "forward", or "generate<new tokens>"; runs logged before the workload group were forward passes.
     tokens = pd.to_numeric(frame["new_tokens"], errors="coerce")
     generating = frame["workload"] == "generate"

@@ -1,30 +1,35 @@
 #!/usr/bin/env bash
-# Issue 13's H100 goal, in one device call (about 3-4 minutes with the install): the README's
+# Issue 13's H100 goal, in one device call (about 5 minutes with the install): the README's
 # sweep on the DistilBERT-base shape from an empty output folder and an empty device cache
 # (calibrations ahead of the runs, eaq/tasks/ahead.py; trace margins of one sample), then the
-# same sweep again into a fresh output folder with the device cache kept (calibrations and
-# the idle baseline as a repeated sweep on this machine finds them), and a summary of both
-# beside the 2026-11-24 sweep's runs (../2026-11-24-h100-sweep-time/new-runs.csv, 102.8 s).
-#   bash docs/results/2026-11-25-h100-sweep-time/sweep.sh [extra overrides for both sweeps...]
+# same sweep with the per-run protocol as the control (every run measures its own idle baseline
+# and its own peaks: trials.idle_reuse=false calibrate_ahead=false, a device cache of its own),
+# then the first sweep again into a fresh output folder with the device cache kept (calibrations
+# as a repeated sweep on this machine finds them), and a summary of the three beside the
+# 2026-11-24 sweep's runs (../2026-11-24-h100-sweep-time/new-runs.csv, 102.8 s). The control runs
+# on the same GPU between the two, so energy per configuration is compared within one call: across
+# calls (other machines, other temperatures) fp16 read 28.6-37.3 mJ in sweeps of the same protocol.
+#   bash docs/results/2026-11-25-h100-sweep-time/sweep.sh [extra overrides for every sweep...]
 #   (env: TRIALS=1,2  MODEL=distilbert_base_random  OUT=folder for the results;
-#    AHEAD=true forces the calibrations ahead on a CPU, for a dry run)
-# Writes $OUT/first.log, $OUT/repeat.log (each line prefixed with its epoch seconds, so the
-# time from the last run to the report and to the sweep's end can be read), $OUT/first-runs.csv,
-# $OUT/repeat-runs.csv, $OUT/calibrate_ahead.log (both sweeps' process ahead of the runs), $OUT/summary.md and
-# $OUT/idle-context.txt (idle power with and without a CUDA context; IDLE_CONTEXT=0 skips it).
+#    AHEAD=true forces the calibrations ahead on a CPU, for a dry run; CONTROL=0 skips the control;
+#    IDLE_CONTEXT=1 measures idle power with and without a CUDA context first, ~40 s: answered on
+#    the night of 2026-11-25, 76.1 against 130.8 W)
+# Writes $OUT/first.log, $OUT/control.log, $OUT/repeat.log (each line prefixed with its epoch seconds,
+# so the time from the last run to the report and to the sweep's end can be read), $OUT/<label>-runs.csv,
+# $OUT/calibrate_ahead.log (the sweeps' processes ahead of the runs), $OUT/summary.md and, with
+# IDLE_CONTEXT=1, $OUT/idle-context.txt.
 set -uo pipefail
 here=$(dirname "$0")
 python3 -c "import eaq, hydra, torchao" 2>/dev/null || bash docs/results/gpu-install.sh
-# Both sweeps start with the packages in the page cache: else the first pays the disk reads.
+# Every sweep starts with the packages in the page cache: else the first pays the disk reads.
 python3 -c "import eaq.tasks.preload, eaq.run, mlflow" >/dev/null 2>&1
-cache=/tmp/eaq-device-cache  # calibrations, idle baseline: shared by both sweeps, fresh for the first
-rm -rf "$cache"
-# Idle power with and without a CUDA context in the measuring process (about 40 s): the idle baseline taken
-# ahead of the repeat's runs reads NVML alone, without a context (eaq/tasks/idle.py).
-[[ ${IDLE_CONTEXT:-1} == 1 ]] && python3 "$here/idle_context.py" > "$OUT/idle-context.txt" 2>&1
+cache=/tmp/eaq-device-cache  # calibrations, idle baseline: shared by first and repeat, fresh for the first
+rm -rf "$cache" /tmp/eaq-control-cache
+# Idle power with and without a CUDA context in the measuring process (about 40 s).
+[[ ${IDLE_CONTEXT:-0} == 1 ]] && python3 "$here/idle_context.py" > "$OUT/idle-context.txt" 2>&1
 
-sweep() {  # LABEL [overrides...]: one sweep from an empty output folder; prints START:END epoch seconds
-  local label=$1; shift
+sweep() {  # LABEL CACHE [overrides...]: one sweep from an empty output folder; prints START:END epoch seconds
+  local label=$1 cache=$2; shift 2
   local out=/tmp/eaq-$label
   rm -rf "$out"
   local start end
@@ -36,13 +41,18 @@ sweep() {  # LABEL [overrides...]: one sweep from an empty output folder; prints
   echo "$start:$end"
 }
 
-first=$(sweep first calibrate_ahead=${AHEAD:-null} "$@")
-repeat=$(sweep repeat calibrate_ahead=${AHEAD:-null} "$@")
+first=$(sweep first $cache calibrate_ahead=${AHEAD:-null} "$@")
+sweeps=("first=/tmp/eaq-first/mlflow.db:$first")
+if [[ ${CONTROL:-1} == 1 ]]; then
+  control=$(sweep control /tmp/eaq-control-cache trials.idle_reuse=false calibrate_ahead=false "$@")
+  sweeps+=("control=/tmp/eaq-control/mlflow.db:$control")
+fi
+repeat=$(sweep repeat $cache calibrate_ahead=${AHEAD:-null} "$@")
+sweeps+=("repeat=/tmp/eaq-repeat/mlflow.db:$repeat")
 for label in first repeat; do  # what each sweep's process ahead of the runs did (calibrations, or the idle baseline)
   echo "== $label" >> "$OUT/calibrate_ahead.log"
   cat /tmp/eaq-$label/multirun/*/calibrate_ahead.log >> "$OUT/calibrate_ahead.log" 2>/dev/null || echo "(nothing done ahead)" >> "$OUT/calibrate_ahead.log"
 done
-python3 "$here/summarize.py" "first=/tmp/eaq-first/mlflow.db:$first" "repeat=/tmp/eaq-repeat/mlflow.db:$repeat" \
-  "2026-11-24=$here/../2026-11-24-h100-sweep-time/new-runs.csv:102.8" \
-  --settings "first: empty output folder and device cache (calibrations ahead, default); repeat: the same sweep again, fresh output folder, device cache kept; 2026-11-24: that day's new-runs.csv" \
+python3 "$here/summarize.py" "${sweeps[@]}" "2026-11-24=$here/../2026-11-24-h100-sweep-time/new-runs.csv:102.8" \
+  --settings "first: empty output folder and device cache (calibrations ahead, default); control (between them, same GPU): the per-run protocol, every run its own idle baseline and peaks (trials.idle_reuse=false calibrate_ahead=false, a fresh cache of its own); repeat: the first sweep again, fresh output folder, device cache kept; 2026-11-24: that day's new-runs.csv" \
   --csv-dir "$OUT" | tee "$OUT/summary.md"
