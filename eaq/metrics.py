@@ -191,7 +191,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.data.token_cache", "'hit' or 'miss': were the token tensors read from the cache."),
     ("eaq.compile", "'true' when the timed model ran through torch.compile (compiled during warm-up)."),
     ("eaq.compile.inductor", "The Inductor settings of a compiled run: torchao's recommended ones (compile_tuning=true) or Inductor's defaults, and whether its pattern matcher was off (compile_pattern_matcher=false), for every precision alike."),
-    ("eaq.cuda_graphs", "'true' when the compiled model replayed CUDA graphs: Inductor's triton.cudagraphs (as torch.compile mode reduce-overhead) for forward passes; for workload=generate one graph of the whole decode step (tag eaq.decode.cuda_graph)."),
+    ("eaq.cuda_graphs", "'true' when the compiled model replayed CUDA graphs: Inductor's triton.cudagraphs (as torch.compile mode reduce-overhead) for forward passes (a run in which Inductor skipped graphs for any compiled graph fails, naming how to see why); for workload=generate one graph of the whole decode step (tag eaq.decode.cuda_graph)."),
     ("eaq.decode.cuda_graph", "workload=generate: 'one CUDA graph per decode step' (the compiled model over its static cache, the greedy pick, the token's record and the position, replayed with one launch), or 'none: <reason>' (not asked for, or the recording failed and decode ran as it is)."),
     ("eaq.kernel_check", "'passed' (or 'passed, with N host<->device copies ...') when precision.kernel_check profiled the kernels; a failed check fails the run; else 'not asked'."),
     ("eaq.weights", "'pretrained' or 'random' (random-weight results measure speed and energy, not task quality)."),

@@ -131,6 +131,27 @@ def test_inductors_pattern_matcher_can_be_turned_off_for_every_precision_and_is_
     assert refused.returncode == 2 and "compile_pattern_matcher=false is a torch.compile setting: add compile=true" in refused.stderr
 
 
+def test_a_compiled_graph_inductor_ran_without_cuda_graphs_fails_the_run() -> None:
+    import torch
+    from torch import nn
+
+    from eaq.errors import EaqError
+    from eaq.tasks.compile import compile_model, graph_skips, require_graphs
+
+    # Inductor cannot graph a CPU model: asked to, it skips and only logs it (and counts it).
+    x = torch.randn(4, 16)
+    before = graph_skips()
+    with torch.inference_mode():
+        compile_model(nn.Linear(16, 16), cuda_graphs=True, tuning=False)(x)
+    with pytest.raises(EaqError, match=r"cuda_graphs=true asks for CUDA graphs, and Inductor ran 1 compiled graph\(s\) without them"):
+        require_graphs(before, "cuda_graphs=true", "Measure this configuration with cuda_graphs=false.")
+    # Not asked for graphs: nothing skipped, nothing to fail.
+    before = graph_skips()
+    with torch.inference_mode():
+        compile_model(nn.Linear(16, 16), cuda_graphs=False, tuning=False)(x)
+    require_graphs(before, "cuda_graphs=true", "")
+
+
 def test_named_sweep_composes(out: Path) -> None:
     result = run_eaq(out, "-cd", "sweeps", "-cn", "precision_trials", "--cfg", "hydra")
     assert result.returncode == 0, result.stderr

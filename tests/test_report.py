@@ -234,6 +234,19 @@ def test_a_failed_run_is_counted_and_named_in_the_sweeps_report(out: Path, tmp_p
     assert "bert-tiny-random-fp32-b0-t1" in page and "FAILED" in page
 
 
+def test_a_sweep_of_one_precision_eager_and_compiled_draws_each_apart(out: Path, tmp_path: Path) -> None:
+    # One precision at one batch size in two configurations: every per-model figure has two bars or points
+    # where a figure keyed by precision alone would have had one label twice (the report failed on it).
+    result = run_eaq(out, "-m", "compile=false,true", "compile_tuning=false", *FAST, "isolate=false")
+    assert result.returncode == 0, result.stderr[-3000:]
+    parent = next(r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "sweep")
+    folder = Path(store(out).download_artifacts(parent.info.run_id, "report", str(tmp_path)))
+    figures = {p.name for p in (folder / "figures").glob("*.png")}
+    assert {"overview_bert-tiny-random.png", "tradeoff_bert-tiny-random.png"} <= figures
+    table = pd.read_csv(folder / "aggregates.csv")
+    assert sorted(table.drop_duplicates(["compile"])["compile"]) == [False, True]
+
+
 def test_workload_cuda_graphs_and_compiler_settings_keep_configurations_apart(tmp_path: Path) -> None:
     # A forward pass, a compiled one with and without CUDA graphs or with other compiler settings, and
     # generation of 128 tokens at the same model and shape measure different things: none may be averaged

@@ -74,8 +74,30 @@ def _not_measured(ax: Axes, label: str) -> None:
     ax.set_yticks([])
 
 
-def _bars(ax: Axes, rows: pd.DataFrame, metric: str, precisions: list[str]) -> None:
-    """Grouped bars (dots for quality): precision on x, one per batch size, CI error bars."""
+def with_variants(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` (one model's configurations) with a ``variant`` column: the precision and how it ran, in words.
+
+    Within one model and batch size a precision can have several configurations (eager and compiled,
+    with and without CUDA graphs, other compiler settings, sequence lengths, workloads): each is its
+    own bar, point or line, never drawn over another. The words name only what is not the default,
+    so a sweep of precisions alone reads as the precisions' names."""
+    several_lengths = rows["seq_len"].nunique() > 1
+
+    def variant(row: pd.Series) -> str:
+        words = [str(row["precision"])]
+        words += [f"s{int(row['seq_len'])}"] if several_lengths else []
+        words += ["compiled"] if bool(row["compile"]) else []
+        words += ["untuned"] if not bool(row.get("compile_tuning", True)) else []
+        words += ["no pattern matcher"] if not bool(row.get("compile_pattern_matcher", True)) else []
+        words += ["graphs"] if bool(row.get("cuda_graphs", False)) else []
+        workload = str(row.get("workload", "forward"))
+        return " ".join(words + ([] if workload == "forward" else [workload]))
+
+    return rows.assign(variant=rows.apply(variant, axis=1) if not rows.empty else pd.Series(dtype=str))
+
+
+def _bars(ax: Axes, rows: pd.DataFrame, metric: str, variants: list[str]) -> None:
+    """Grouped bars (dots for quality): one per variant (precision and how it ran) on x, one per batch size, CI error bars."""
     if metric not in rows or rows[metric].isna().all():
         _not_measured(ax, LABELS.get(metric, metric))
         return
@@ -83,13 +105,13 @@ def _bars(ax: Axes, rows: pd.DataFrame, metric: str, precisions: list[str]) -> N
     width = 0.8 / len(batches)
     quality = metric.startswith("quality")
     for i, batch in enumerate(batches):
-        sub = rows[rows["batch_size"] == batch].set_index("precision").reindex(precisions)
-        x = np.arange(len(precisions)) + (i - (len(batches) - 1) / 2) * width
+        sub = rows[rows["batch_size"] == batch].set_index("variant").reindex(variants)
+        x = np.arange(len(variants)) + (i - (len(batches) - 1) / 2) * width
         if quality:  # dots: quality differs in the third decimal, a bar from 0 would hide it
             ax.errorbar(x, sub[metric], yerr=_yerr(sub, metric), fmt="o", capsize=3, color=f"C{i}", label=f"batch {batch}")
         else:
             ax.bar(x, sub[metric], width, yerr=_yerr(sub, metric), capsize=3, label=f"batch {batch}")
-    ax.set_xticks(np.arange(len(precisions)), precisions)
+    ax.set_xticks(np.arange(len(variants)), variants, rotation=30 if max(map(len, variants)) > 8 else 0, ha="right" if max(map(len, variants)) > 8 else "center")
     ax.set_xlabel("precision")
     ax.set_ylabel(LABELS.get(metric, metric))
     if not quality:
@@ -113,13 +135,13 @@ def speed_up(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str, out: Path) -> Figure:
     """Six panels for one model: latency, speed-up, energy per sample, throughput, quality, model size."""
-    rows = configs[configs["model"] == model].merge(ups, how="left", on=list(CONFIG_KEYS))
-    precisions = sorted(rows["precision"].unique(), key=lambda p: (p != baseline, p))
+    rows = with_variants(configs[configs["model"] == model].merge(ups, how="left", on=list(CONFIG_KEYS)))
+    variants = sorted(rows["variant"].unique(), key=lambda v: (v.split(" ")[0] != baseline, v))
     quality = next((m for m in LABELS if m.startswith("quality_") and m in rows and rows[m].notna().any()), "quality")
     fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
     for ax, metric in zip(axes.flat, ("latency_mean_ms", "speed_up", "energy_per_sample_mj",
                                       "throughput_samples_per_s", quality, "model_size_mb")):
-        _bars(ax, rows, metric, precisions)
+        _bars(ax, rows, metric, variants)
     axes.flat[1].axhline(1, color="0.3", lw=0.8, ls="--")
     axes.flat[1].set_ylabel(f"speed-up vs {baseline} (x)")
     handles, labels = axes.flat[0].get_legend_handles_labels()
@@ -141,7 +163,7 @@ def _scatter_ci(ax: Axes, rows: pd.DataFrame, x: str, y: str) -> None:
     for _, row in rows.sort_values(x).iterrows():
         px, py = ax.transData.transform((row[x], row[y]))
         near = sum(abs(px - qx) < 60 and abs(py - qy) < 14 for qx, qy in placed)
-        ax.annotate(f"{row['precision']} b{row['batch_size']:.0f}", (row[x], row[y]), textcoords="offset points",
+        ax.annotate(f"{row['variant']} b{row['batch_size']:.0f}", (row[x], row[y]), textcoords="offset points",
                     xytext=(4, 5 + 11 * near), fontsize=8)
         placed.append((px, py))
         stacked = max(stacked, near)
@@ -159,7 +181,7 @@ def tradeoff(configs: pd.DataFrame, model: str, quality: str | None, out: Path) 
     if quality is None:
         return Figure(title, note="no quality metric (synthetic data): speed vs quality not drawn.")
     fig, ax = plt.subplots(figsize=(7, 5))
-    _scatter_ci(ax, configs[configs["model"] == model], "throughput_samples_per_s", quality)
+    _scatter_ci(ax, with_variants(configs[configs["model"] == model]), "throughput_samples_per_s", quality)
     ax.set_title(title)
     return save(fig, out, f"tradeoff_{model}", title)
 
@@ -179,7 +201,7 @@ def pareto_front(points: pd.DataFrame, energy: str, quality: str) -> pd.DataFram
 def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) -> Figure:
     """Energy per sample against quality, one panel per batch size, the Pareto front drawn through the winners."""
     title = f"{model}: energy vs quality, Pareto front per batch size"
-    rows = configs[configs["model"] == model]
+    rows = with_variants(configs[configs["model"] == model])
     if quality is None:
         return Figure(title, note="no quality metric (synthetic data): energy vs quality not drawn.")
     if "energy_per_sample_mj" not in rows or rows["energy_per_sample_mj"].isna().all():
@@ -200,7 +222,7 @@ def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) ->
 def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
     """Latency and energy per sample against batch size, a line per precision and compile mode."""
     title = f"{model}: latency and energy per sample vs batch size"
-    rows = configs[configs["model"] == model]
+    rows = with_variants(configs[configs["model"] == model])
     if rows["batch_size"].nunique() < 2:
         return Figure(title, note=f"one batch size ({rows['batch_size'].iloc[0]}) for {model}: no batch-size curve.")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
@@ -208,14 +230,11 @@ def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
         if metric not in rows or rows[metric].isna().all():
             _not_measured(ax, LABELS[metric])
             continue
-        lines = list(rows.groupby(["precision", "compile", "compile_tuning", "compile_pattern_matcher", "cuda_graphs", "workload"]))
-        for i, ((precision, compiled, tuned, rewrites, graphs, workload), sub) in enumerate(lines):
+        lines = list(rows.groupby("variant"))
+        for i, (variant, sub) in enumerate(lines):
             sub = sub.sort_values("batch_size")
             dodge = 2 ** (0.04 * (i - (len(lines) - 1) / 2))  # side by side, so error bars at one batch size do not hide each other
-            ax.errorbar(sub["batch_size"] * dodge, sub[metric], yerr=_yerr(sub, metric), marker="o", capsize=3,
-                        label=precision + (" compiled" if compiled else "") + ("" if tuned else " untuned")
-                        + ("" if rewrites else " no pattern matcher") + (" graphs" if graphs else "")
-                        + ("" if workload == "forward" else f" {workload}"))
+            ax.errorbar(sub["batch_size"] * dodge, sub[metric], yerr=_yerr(sub, metric), marker="o", capsize=3, label=variant)
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(rows["batch_size"].unique()))
         ax.xaxis.set_major_formatter(ScalarFormatter())
@@ -228,7 +247,7 @@ def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
 
 
 def models(configs: pd.DataFrame, out: Path) -> Figure:
-    """Model against model: energy per sample (latency where energy was not measured) per precision."""
+    """Model against model: energy per sample (latency where energy was not measured) per precision and way it ran."""
     title = "model vs model"
     if configs["model"].nunique() < 2:
         return Figure(title, note="one model in these runs: no model comparison.")
@@ -236,13 +255,14 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
         else "latency_mean_ms"
     fig, ax = plt.subplots(figsize=(8, 4.5))
     names = sorted(configs["model"].unique())
-    precisions = sorted(configs["precision"].unique())
-    width = 0.8 / len(precisions)
-    for i, precision in enumerate(precisions):
+    rows = pd.concat([with_variants(group) for _, group in configs.groupby("model")])  # each model's own sequence lengths
+    variants = sorted(rows["variant"].unique())
+    width = 0.8 / len(variants)
+    for i, variant in enumerate(variants):
         # The largest batch of each model: where precisions differ most, one bar per model.
-        sub = configs[configs["precision"] == precision].sort_values("batch_size").groupby("model").last().reindex(names)
-        ax.bar(np.arange(len(names)) + (i - (len(precisions) - 1) / 2) * width, sub[metric], width,
-               yerr=_yerr(sub, metric), capsize=3, label=precision)
+        sub = rows[rows["variant"] == variant].sort_values("batch_size").groupby("model").last().reindex(names)
+        ax.bar(np.arange(len(names)) + (i - (len(variants) - 1) / 2) * width, sub[metric], width,
+               yerr=_yerr(sub, metric), capsize=3, label=variant)
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_xlabel("model (largest batch size measured)")
     ax.set_ylabel(LABELS[metric])

@@ -43,7 +43,7 @@ from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies
 from eaq.precision.mixed import MixedPrecision
 from eaq.precision.shapes import linear_rows
-from eaq.tasks.compile import compile_model, inductor_settings
+from eaq.tasks.compile import compile_model, graph_skips, inductor_settings, require_graphs
 from eaq.tasks.isolation import phase_listener
 from eaq.tasks.result import TaskResult
 from eaq.tasks.generate import generate_metrics, measure_generate
@@ -200,7 +200,10 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             step = windows.decoder.step  # the sampler-overhead check times decode steps
         else:
             with phases("warmup"):
-                warmed = warm(step, timed)
+                skips = graph_skips()
+                warmed = warm(step, timed)  # compiles the model on its first pass
+            if cfg.compile and cfg.cuda_graphs:
+                require_graphs(skips, "cuda_graphs=true", "Measure this configuration with cuda_graphs=false.")
             with phases("window"), MeasurementWindow(device, sampler) as window:
                 latencies = run_timed(step, timed, device, cfg.trials.iters, min_window_s)
                 window.iterations = len(latencies)

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch._dynamo.utils import counters
+
+from eaq.errors import EaqError
 
 # torchao 0.18's recommended_inductor_config_setter, as per-compilation options.
 TUNED = {
@@ -49,3 +52,25 @@ def compile_model(model: nn.Module, cuda_graphs: bool, tuning: bool = True, patt
     options = ((TUNED if tuning else {}) | ({"triton.cudagraphs": True} if cuda_graphs else {})
                | ({} if pattern_matcher else {"pattern_matcher": False}))
     return torch.compile(model, options=options)
+
+
+def graph_skips() -> int:
+    """Compiled graphs Inductor has run without the CUDA graphs it was asked for, so far in this process.
+
+    Inductor decides per compiled graph, when it compiles (in warm-up), and where a graph holds something
+    a CUDA graph cannot replay (a CPU op, a mutated input, ...) it only logs "skipping cudagraphs due to
+    ..." and bumps this counter: the run would then measure kernel launches, not the graphs its
+    configuration names. Reading it is a dictionary lookup, so callers read it around a compilation.
+    """
+    return counters["inductor"]["cudagraph_skips"]
+
+
+def require_graphs(skips_before: int, what: str, fix: str) -> None:
+    """Fail when Inductor skipped CUDA graphs since ``skips_before`` (``graph_skips()`` before compiling)."""
+    skipped = graph_skips() - skips_before
+    if skipped:
+        raise EaqError(
+            f"{what} asks for CUDA graphs, and Inductor ran {skipped} compiled graph(s) without them (its reasons: "
+            f"run again with TORCH_LOGS=cudagraphs), so the windows would measure the model's kernel launches instead "
+            f"of graphs. {fix}"
+        )

@@ -39,7 +39,7 @@ from eaq.precision import get_precision, proof
 from eaq.precision.base import base_dtype, set_tf32
 from eaq.precision.mixed import LAYER_FORMATS, Plan, apply_plan, save_plan
 from eaq.precision.shapes import linear_rows
-from eaq.tasks.compile import compile_model
+from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
 from eaq.tasks.shared import make_inputs
 from eaq.tasks.result import TaskResult
@@ -266,7 +266,11 @@ def _compiled_saving(
             model = apply_plan(fresh, device, plan, rows) if plan else get_precision(base, device).apply(fresh, device, rows)
             quantized[name] = proof(model)["quantized_linear_layers"]
             run = compile_model(model, cuda_graphs=graphs, tuning=cfg.compile_tuning, pattern_matcher=cfg.compile_pattern_matcher)
+            skips = graph_skips()
             run(**inputs)  # compiles here, outside every window and before the warm-up's settling
+            if graphs:  # every pass graphed or the run fails: a saving between a graphed and an ungraphed pass is none
+                require_graphs(skips, f"layers.saving=compiled's {name} pass (layers.cuda_graphs=true)",
+                               "Choose the plan with layers.cuda_graphs=false, and bench it with cuda_graphs=false.")
             return lambda: run(**inputs)
         return build
 
