@@ -506,8 +506,9 @@ def test_task_layers_with_measured_savings_plans_from_both_precisions_costs(out:
 
 
 def test_task_layers_with_compiled_savings_measures_the_compiled_pass_per_type_lowered(out: Path, tmp_path: Path) -> None:
-    done = run_eaq(out, "task=layers", *FAST, "layers.saving=compiled", "compile_tuning=false", "layers.budget=impact",
-                   "layers.budget_limit=1e9")
+    # Synthetic ids: an all-ones mask, which the eager analysis's passes drop and the compiled savings' keep.
+    done = run_eaq(out, "task=layers", *FAST, "dataset=synthetic", "layers.saving=compiled", "compile_tuning=false",
+                   "layers.budget=impact", "layers.budget_limit=1e9")
     assert done.returncode == 0, done.stderr[-3000:]
     (run,) = all_runs(out)
     client = store(out)
@@ -527,7 +528,7 @@ def test_task_layers_with_compiled_savings_measures_the_compiled_pass_per_type_l
     # Any quality fits: every component of the types compiled cheaper, and nothing else.
     assert set(plan["meta"].get("components", [])) == {c for c, kind in components.items() if kind in saving_types}
     assert run.data.tags["eaq.layers.saving.valid"] == "not checked (no energy)"
-    # The benchmark's pass, mask kept (the eager analysis drops an all-ones mask); no CUDA graphs on a CPU.
+    # The benchmark's pass, its all-ones mask kept; no CUDA graphs on a CPU.
     assert run.data.tags["eaq.layers.saving.pass"] == "compiled; inputs: attention_mask, input_ids"
     assert plan["meta"]["saving_share_estimated"] == pytest.approx(  # a share of the compiled base pass
         sum(max(float(r["saving_per_pass"]), 0) for r in by_type) / float(by_type[0]["base_per_pass"]), rel=1e-3)

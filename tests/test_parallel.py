@@ -228,7 +228,8 @@ def _frame(energies: dict[str, list[float]]) -> pd.DataFrame:
     """Benchmark runs as eaq.report.frame builds them: one row per trial of each precision."""
     rows = [
         {"kind": "benchmark", "status": "FINISHED", "valid": "true", "model": "m", "precision": precision,
-         "batch_size": 8, "seq_len": 128, "compile": False, "cuda_graphs": False, "workload": "forward", "trial": trial,
+         "batch_size": 8, "seq_len": 128, "compile": False, "compile_tuning": True, "compile_pattern_matcher": True,
+         "cuda_graphs": False, "workload": "forward", "trial": trial,
          "energy_per_sample_mj": value}
         for precision, values in energies.items()
         for trial, value in enumerate(values, 1)

@@ -235,6 +235,10 @@ def test_a_failed_run_is_counted_and_named_in_the_sweeps_report(out: Path, tmp_p
 
 
 def test_a_sweep_of_one_precision_eager_and_compiled_draws_each_apart(out: Path, tmp_path: Path) -> None:
+    from eaq.report.aggregate import aggregate, wide
+    from eaq.report.figures import with_variants
+    from eaq.report.frame import load
+
     # One precision at one batch size in two configurations: every per-model figure has two bars or points
     # where a figure keyed by precision alone would have had one label twice (the report failed on it).
     result = run_eaq(out, "-m", "compile=false,true", "compile_tuning=false", *FAST, "isolate=false")
@@ -244,7 +248,10 @@ def test_a_sweep_of_one_precision_eager_and_compiled_draws_each_apart(out: Path,
     figures = {p.name for p in (folder / "figures").glob("*.png")}
     assert {"overview_bert-tiny-random.png", "tradeoff_bert-tiny-random.png"} <= figures
     table = pd.read_csv(folder / "aggregates.csv")
-    assert sorted(table.drop_duplicates(["compile"])["compile"]) == [False, True]
+    # Exactly the two configurations that ran: eager (its compiler settings read as the defaults: they did
+    # nothing) and compiled with Inductor's defaults, and nothing the keys' values could combine into.
+    assert sorted(map(tuple, table[["compile", "compile_tuning"]].drop_duplicates().values.tolist())) == [(False, True), (True, False)]
+    assert set(with_variants(wide(aggregate(load(f"sqlite:///{out}/mlflow.db"))))["variant"]) == {"fp32", "fp32 compiled untuned"}
 
 
 def test_workload_cuda_graphs_and_compiler_settings_keep_configurations_apart(tmp_path: Path) -> None:

@@ -75,6 +75,9 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=list(CONFIG_KEYS))
     pivot = table.pivot_table(index=list(CONFIG_KEYS), columns="metric", values=["mean", "ci_low", "ci_high", "n"],
                               dropna=False, sort=True)
+    # dropna=False keeps metrics no run measured, and also spans every combination of the keys' values:
+    # only the configurations that ran (or failed) are rows.
+    pivot = pivot.loc[pivot.index.isin(table.groupby(list(CONFIG_KEYS), dropna=False).size().index)]
     out = pivot["mean"].copy()
     for stat in ("ci_low", "ci_high", "n"):
         out = out.join(pivot[stat].add_suffix(f"_{stat}"))
@@ -136,17 +139,24 @@ def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.D
     return pd.DataFrame(rows, columns=[*same, "precision", "baseline", "metric", "ratio", "ci_low", "ci_high"])
 
 
+def mode_words(row: pd.Series | dict) -> list[str]:
+    """How a configuration ran, beyond its model, precision and shape, as words, naming only what is not the
+    default: ``compiled`` (and the compiler's settings where not the defaults: ``untuned``, ``no pattern
+    matcher``), ``graphs``, ``gen128`` for generation. The run names leave the compiler's settings out."""
+    compiled = bool(row["compile"])
+    workload = str(row.get("workload", "forward"))
+    return ((["compiled"] if compiled else [])
+            + (["untuned"] if compiled and not bool(row.get("compile_tuning", True)) else [])
+            + (["no pattern matcher"] if compiled and not bool(row.get("compile_pattern_matcher", True)) else [])
+            + (["graphs"] if bool(row.get("cuda_graphs", False)) else [])
+            + ([f"gen{workload.removeprefix('generate')}"] if workload.startswith("generate") else []))
+
+
 def config_label(row: pd.Series | dict) -> str:
     """A configuration as one readable word, like the run names:
-    ``bert-tiny-random-int8-b4-s32[-compiled[-untuned][-no-pattern-matcher]][-graphs][-gen128]``; the compiler's
-    settings are named where they are not the defaults, which the run names leave out."""
-    label = f"{row['model']}-{row['precision']}-b{int(row['batch_size'])}-s{int(row['seq_len'])}"
-    label += "-compiled" if bool(row["compile"]) else ""
-    label += "-untuned" if not bool(row.get("compile_tuning", True)) else ""
-    label += "-no-pattern-matcher" if not bool(row.get("compile_pattern_matcher", True)) else ""
-    label += "-graphs" if bool(row.get("cuda_graphs", False)) else ""
-    workload = str(row.get("workload", "forward"))
-    return label + (f"-gen{workload.removeprefix('generate')}" if workload.startswith("generate") else "")
+    ``bert-tiny-random-int8-b4-s32[-compiled[-untuned][-no-pattern-matcher]][-graphs][-gen128]``."""
+    words = [f"{row['model']}-{row['precision']}-b{int(row['batch_size'])}-s{int(row['seq_len'])}", *mode_words(row)]
+    return "-".join(word.replace(" ", "-") for word in words)
 
 
 def format_ci(mean: float, low: float, high: float) -> str:

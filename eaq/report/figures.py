@@ -25,7 +25,7 @@ from mlflow.tracking import MlflowClient
 import numpy as np
 import pandas as pd
 
-from eaq.report.aggregate import quality_metric, ratio_interval, wide
+from eaq.report.aggregate import mode_words, quality_metric, ratio_interval, wide
 from eaq.report.frame import CONFIG_KEYS
 
 DPI = 300
@@ -84,14 +84,7 @@ def with_variants(rows: pd.DataFrame) -> pd.DataFrame:
     several_lengths = rows["seq_len"].nunique() > 1
 
     def variant(row: pd.Series) -> str:
-        words = [str(row["precision"])]
-        words += [f"s{int(row['seq_len'])}"] if several_lengths else []
-        words += ["compiled"] if bool(row["compile"]) else []
-        words += ["untuned"] if not bool(row.get("compile_tuning", True)) else []
-        words += ["no pattern matcher"] if not bool(row.get("compile_pattern_matcher", True)) else []
-        words += ["graphs"] if bool(row.get("cuda_graphs", False)) else []
-        workload = str(row.get("workload", "forward"))
-        return " ".join(words + ([] if workload == "forward" else [workload]))
+        return " ".join([str(row["precision"]), *([f"s{int(row['seq_len'])}"] if several_lengths else []), *mode_words(row)])
 
     return rows.assign(variant=rows.apply(variant, axis=1) if not rows.empty else pd.Series(dtype=str))
 
@@ -111,8 +104,9 @@ def _bars(ax: Axes, rows: pd.DataFrame, metric: str, variants: list[str]) -> Non
             ax.errorbar(x, sub[metric], yerr=_yerr(sub, metric), fmt="o", capsize=3, color=f"C{i}", label=f"batch {batch}")
         else:
             ax.bar(x, sub[metric], width, yerr=_yerr(sub, metric), capsize=3, label=f"batch {batch}")
-    ax.set_xticks(np.arange(len(variants)), variants, rotation=30 if max(map(len, variants)) > 8 else 0, ha="right" if max(map(len, variants)) > 8 else "center")
-    ax.set_xlabel("precision")
+    long = max(map(len, variants)) > 8  # "int8 compiled graphs": slanted, so neighbours do not overlap
+    ax.set_xticks(np.arange(len(variants)), variants, rotation=30 if long else 0, ha="right" if long else "center")
+    ax.set_xlabel("precision (and how it ran)")
     ax.set_ylabel(LABELS.get(metric, metric))
     if not quality:
         ax.set_ylim(bottom=0)  # every figure here is positive: an interval reaching below 0 is cut at the axis
@@ -152,7 +146,7 @@ def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str
 
 
 def _scatter_ci(ax: Axes, rows: pd.DataFrame, x: str, y: str) -> None:
-    """One point per configuration with CIs on both axes, colour by batch size, labelled with its precision."""
+    """One point per configuration with CIs on both axes, colour by batch size, labelled with its variant (precision and how it ran)."""
     for batch, sub in rows.groupby("batch_size"):
         ax.errorbar(sub[x], sub[y], xerr=_yerr(sub, x), yerr=_yerr(sub, y), fmt="o", capsize=3, label=f"batch {batch}")
     # A label that would overlap earlier ones (measured on screen, at the final limits) goes one line higher.
@@ -220,7 +214,7 @@ def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) ->
 
 
 def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
-    """Latency and energy per sample against batch size, a line per precision and compile mode."""
+    """Latency and energy per sample against batch size, a line per variant (precision and how it ran)."""
     title = f"{model}: latency and energy per sample vs batch size"
     rows = with_variants(configs[configs["model"] == model])
     if rows["batch_size"].nunique() < 2:
@@ -241,7 +235,7 @@ def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
         ax.set_ylim(bottom=0)
         ax.set_xlabel("batch size (samples)")
         ax.set_ylabel(LABELS[metric])
-        ax.legend(title="precision", fontsize=8)
+        ax.legend(title="precision (and how it ran)", fontsize=8)
     fig.suptitle(title)
     return save(fig, out, f"batch_{model}", title)
 
@@ -266,7 +260,7 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_xlabel("model (largest batch size measured)")
     ax.set_ylabel(LABELS[metric])
-    ax.legend(title="precision", fontsize=8)
+    ax.legend(title="precision (and how it ran)", fontsize=8)
     ax.set_title(title)
     return save(fig, out, "models", title)
 

@@ -2,7 +2,8 @@
 
 Everything else in the report (aggregates, figures, HTML) starts from this frame, so
 what a run "is" for the report is decided once here: its configuration (model,
-precision, shape, compile mode, CUDA graphs, workload, trial), its status and validity, and its metrics.
+precision, shape, compile mode and compiler settings, CUDA graphs, workload, trial), its status and
+validity, and its metrics.
 Unlike ``runs_table`` (finished runs only, for tables), the frame keeps FAILED and KILLED
 runs too, because the report must say how many of each configuration did not finish.
 """
@@ -24,7 +25,7 @@ from eaq.metrics import METRIC_NAMES
 CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile", "compile_tuning", "compile_pattern_matcher",
                "cuda_graphs", "workload")
 # The compiler's settings, with their defaults (eaq.config): runs logged before a setting existed, and
-# benchmark runs that compiled nothing (the settings do nothing there), read as the default.
+# runs that compiled nothing they measured (the settings do nothing there), read as the default.
 COMPILER_DEFAULTS = {"compile_tuning": True, "compile_pattern_matcher": True}
 PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "batch_size", "seq_len": "seq_len",
           "compile": "compile", "compile_tuning": "compile_tuning", "compile_pattern_matcher": "compile_pattern_matcher",
@@ -83,7 +84,7 @@ def runs_frame(runs: list) -> pd.DataFrame:
         frame[number] = pd.to_numeric(frame[number], errors="coerce")
     for flag in ("compile", "cuda_graphs"):  # runs logged before a flag existed ran without it
         frame[flag] = frame[flag].fillna("False").map({"True": True, "true": True}).fillna(False).astype(bool)
-    eager = ~frame["compile"] & (frame["kind"] == "benchmark")  # a layers run compiles its savings' passes without compile=true
+    eager = ~frame["compile"]  # the settings did nothing to what the run measured (a layers run's compiled savings: its plan)
     for flag, default in COMPILER_DEFAULTS.items():
         value = frame[flag].map({"True": True, "true": True, "False": False, "false": False}).fillna(default).astype(bool)
         frame[flag] = value.mask(eager, default)

@@ -199,14 +199,19 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             windows = measure_generate(measured, prompts, device, sampler, cfg.trials.iters, min_window_s, warm, phases, cfg.cuda_graphs)
             step = windows.decoder.step  # the sampler-overhead check times decode steps
         else:
+            skips = graph_skips()
+
+            def graphs_kept() -> None:  # after warm-up, and after the window: a graph first recorded there may be skipped too
+                if cfg.compile and cfg.cuda_graphs:
+                    require_graphs(skips, "cuda_graphs=true", "Measure this configuration with cuda_graphs=false.")
+
             with phases("warmup"):
-                skips = graph_skips()
                 warmed = warm(step, timed)  # compiles the model on its first pass
-            if cfg.compile and cfg.cuda_graphs:
-                require_graphs(skips, "cuda_graphs=true", "Measure this configuration with cuda_graphs=false.")
+            graphs_kept()
             with phases("window"), MeasurementWindow(device, sampler) as window:
                 latencies = run_timed(step, timed, device, cfg.trials.iters, min_window_s)
                 window.iterations = len(latencies)
+            graphs_kept()
         with phases("sampler"):
             wait_for_sample(sampler)  # ... and ends after the last window
     finally:

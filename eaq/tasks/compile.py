@@ -57,10 +57,13 @@ def compile_model(model: nn.Module, cuda_graphs: bool, tuning: bool = True, patt
 def graph_skips() -> int:
     """Compiled graphs Inductor has run without the CUDA graphs it was asked for, so far in this process.
 
-    Inductor decides per compiled graph, when it compiles (in warm-up), and where a graph holds something
-    a CUDA graph cannot replay (a CPU op, a mutated input, ...) it only logs "skipping cudagraphs due to
-    ..." and bumps this counter: the run would then measure kernel launches, not the graphs its
-    configuration names. Reading it is a dictionary lookup, so callers read it around a compilation.
+    Inductor decides per compiled graph, when it compiles or first records one (in warm-up, or in a
+    window when warm-up ran it only once), and where a graph holds what a CUDA graph cannot replay (a
+    mutated input, a graph on no CUDA device, too many re-recordings, ...) it only logs "skipping
+    cudagraphs due to ..." and bumps this counter: the run would then measure kernel launches, not the
+    graphs its configuration names. (Ops it can split off, graph partitions, and dynamo's graph breaks
+    are not counted: they leave the rest graphed.) Reading it is a dictionary lookup, so callers read it
+    around a compilation and again after the window.
     """
     return counters["inductor"]["cudagraph_skips"]
 
@@ -68,7 +71,7 @@ def graph_skips() -> int:
 def require_graphs(skips_before: int, what: str, fix: str) -> None:
     """Fail when Inductor skipped CUDA graphs since ``skips_before`` (``graph_skips()`` before compiling)."""
     skipped = graph_skips() - skips_before
-    if skipped:
+    if skipped > 0:
         raise EaqError(
             f"{what} asks for CUDA graphs, and Inductor ran {skipped} compiled graph(s) without them (its reasons: "
             f"run again with TORCH_LOGS=cudagraphs), so the windows would measure the model's kernel launches instead "

@@ -266,17 +266,18 @@ def _compiled_saving(
             model = apply_plan(fresh, device, plan, rows) if plan else get_precision(base, device).apply(fresh, device, rows)
             quantized[name] = proof(model)["quantized_linear_layers"]
             run = compile_model(model, cuda_graphs=graphs, tuning=cfg.compile_tuning, pattern_matcher=cfg.compile_pattern_matcher)
-            skips = graph_skips()
             run(**inputs)  # compiles here, outside every window and before the warm-up's settling
-            if graphs:  # every pass graphed or the run fails: a saving between a graphed and an ungraphed pass is none
-                require_graphs(skips, f"layers.saving=compiled's {name} pass (layers.cuda_graphs=true)",
-                               "Choose the plan with layers.cuda_graphs=false, and bench it with cuda_graphs=false.")
             return lambda: run(**inputs)
         return build
 
+    skips = graph_skips()
     found = measure_passes({"base": compiled("base", None)}
                            | {kind: compiled(kind, Plan(base, dict.fromkeys(layers[kind], target))) for kind in members}
                            | {"base again": compiled("base again", None)}, device, sampler, settings)
+    if graphs:  # every pass graphed or the run fails: a saving between a graphed and an ungraphed pass is none
+        require_graphs(skips, "layers.saving=compiled with layers.cuda_graphs=true",
+                       "Choose the plan with layers.cuda_graphs=false (its replays then run without graphs too), "
+                       "and bench it with cuda_graphs=false.")
     table, basis, saved = type_saving_rows({kind: quantized[kind] for kind in members}, (found["base"], found["base again"]),
                                            {kind: found[kind] for kind in members})
     write_csv(folder / "plan_saving_by_type.csv", TYPE_SAVING_COLUMNS, table)
