@@ -315,6 +315,58 @@ def test_workload_cuda_graphs_and_compiler_settings_keep_configurations_apart(tm
     }
 
 
+def test_the_front_says_what_dominates_and_whether_the_trials_separate_it(tmp_path: Path) -> None:
+    # The H100's figures of 2026-11-25 (docs/results/2026-11-25-h100-layers/late): energy per sample of 3 trials
+    # and drift from fp32, per model (a classifier's agreement, a causal LM's top-1 agreement).
+    from eaq.report.front import verdicts
+    from eaq.report.frame import load
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("eaq")
+    measured = {
+        ("distilbert-base-random", "quality_agreement_with_fp32"): {
+            "bf16": (1.0, [20.68, 21.36, 20.86]), "fp8": (0.9688, [21.38, 22.54, 21.75]),
+            "int8": (1.0, [34.65, 33.80, 35.54]), "mixed": (1.0, [22.38, 22.50, 22.42])},
+        ("gpt2-small-random", "quality_top1_agreement_with_fp32"): {
+            "bf16": (0.9601, [56.77, 56.94, 54.94]), "fp8": (0.7802, [55.12, 57.31, 55.23]),
+            "int8": (0.9164, [75.06, 75.27, 75.15]), "mixed": (0.8708, [57.11, 55.31, 55.18])},
+    }
+    for (model, quality), precisions in measured.items():
+        for precision, (drift, energies) in precisions.items():
+            for trial, energy in enumerate(energies, 1):
+                run = client.create_run(experiment, tags={"eaq.kind": "benchmark", "eaq.valid": "true"})
+                params = {"model.name": model, "precision.name": precision, "batch_size": "64", "seq_len": "128",
+                          "compile": "True", "compile_tuning": "False", "workload.name": "forward", "trial": str(trial)}
+                for key, value in params.items():
+                    client.log_param(run.info.run_id, key, value)
+                client.log_metric(run.info.run_id, "energy_per_sample_mj", energy)
+                client.log_metric(run.info.run_id, quality, drift)
+                client.set_terminated(run.info.run_id)
+    found = verdicts(load(uri, experiment="eaq")).set_index("configuration")
+    short = {label: (row["verdict"], row["versus"].split("-b64")[0].rsplit("-", 1)[-1]) for label, row in found.iterrows()}
+    name = lambda model, precision: f"{model}-{precision}-b64-s128-compiled-untuned"  # noqa: E731
+    assert short == {
+        # DistilBERT: bf16 as faithful and cheaper than the plan in every trial: the plan is dominated, and the
+        # interval of 22.43 / 20.97 lies above 1; fp8 drifts more and costs more, but its trials overlap bf16's.
+        name("distilbert-base-random", "bf16"): ("on the front", ""),
+        name("distilbert-base-random", "mixed"): ("dominated", "bf16"),
+        name("distilbert-base-random", "int8"): ("dominated", "bf16"),
+        name("distilbert-base-random", "fp8"): ("dominated on the means only", "bf16"),
+        # GPT-2: the plan is below bf16 on the means (55.87 against 56.22) with more drift, so on the front,
+        # but 0.6% is not outside three trials' spread; fp8 drifts more than the plan at the same cost.
+        name("gpt2-small-random", "bf16"): ("on the front", ""),
+        name("gpt2-small-random", "mixed"): ("on the front, not separated from it", "bf16"),
+        name("gpt2-small-random", "int8"): ("dominated", "bf16"),
+        name("gpt2-small-random", "fp8"): ("dominated on the means only", "mixed"),
+    }
+    mixed = found.loc[name("distilbert-base-random", "mixed")]
+    assert mixed["ratio"] == pytest.approx(statistics.mean([22.38, 22.50, 22.42]) / statistics.mean([20.68, 21.36, 20.86]))
+    assert 1 < mixed["ratio_ci_low"] < mixed["ratio"] < mixed["ratio_ci_high"]
+    assert verdicts(load(uri, experiment="eaq").drop(columns=[c for c in ("quality_agreement_with_fp32",
+                    "quality_top1_agreement_with_fp32")])).startswith("no quality metric")
+
+
 CAPTURE_METRICS = {("time", "components only"): "layers_time_capture_ratio",
                    ("time", "with blocks"): "layers_time_capture_ratio_with_blocks"}
 

@@ -215,6 +215,8 @@ EOF
     if ((n++ % 2 == 0)); then mixed $trial; uniform $trial $UNIFORM; else uniform $trial $REVERSED; mixed $trial; fi
   done
   python3 -m eaq.report.table --uri sqlite:///$WORK/plan-bench/mlflow.db --preset front | tee $OUT/plan-vs-uniform.txt
+  # Each configuration's place on the front, and whether the trials separate it (eaq/report/front.py).
+  python3 -m eaq.report.front --uri sqlite:///$WORK/plan-bench/mlflow.db | tee -a $OUT/plan-vs-uniform.txt
   # Did the plan run's compiled savings measure the pass the bench runs? Its compiled base pass against the
   # bench's base-precision runs (on 2026-11-25, late, without the bench's mask and graphs: 2.97 against 1.95 ms).
   python3 - "$WORK" "$BASE" <<'EOF' | tee -a $OUT/plan-vs-uniform.txt

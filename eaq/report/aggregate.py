@@ -24,6 +24,8 @@ METRICS = (*REPORTED, "quality_accuracy", "quality_perplexity", "quality_cosine_
 # The quality figure a configuration is judged by: the first of these its runs logged.
 QUALITY = ("quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mean", "quality_agreement_with_fp32",
            "quality_top1_agreement_with_fp32")
+# Quality figures where less is better (the rest: more is better).
+LOWER_IS_BETTER = {"quality_perplexity", "quality_kl_from_fp32"}
 STATS = ("n", "mean", "std", "ci_low", "ci_high", "cv", "runs", "invalid", "failed")
 
 

@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 import pandas as pd
 
 from eaq.errors import EaqError
-from eaq.report import aggregate, figures, frame as frames, html, layers
+from eaq.report import aggregate, figures, frame as frames, front, html, layers
 from eaq.rerun import logged_overrides
 from eaq.tracking.redact import redact
 
@@ -73,6 +73,9 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     baseline = baseline if baseline in precisions else ("fp32" if "fp32" in precisions else precisions[0])
     ratio = aggregate.ratios(frame, baseline, ("latency_mean_ms", "energy_per_sample_mj"))
     ratio.to_csv(out / "ratios.csv", index=False)
+    judged = front.verdicts(frame)
+    if isinstance(judged, pd.DataFrame):
+        judged.to_csv(out / "front.csv", index=False)
     capture = layers.capture_table(frame)
     if isinstance(capture, pd.DataFrame):
         capture.to_csv(out / "layers_capture.csv", index=False)
@@ -81,6 +84,8 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     scope = f"sweep {sweep}" if sweep else f"experiment {experiment or 'eaq'}"
     sections = {"Summary (mean ± 95% CI half-width)": aggregate.compact(table),
                 "All aggregates": table, f"Ratios to {baseline} (delta-method 95% CI)": ratio,
+                "Energy-quality front per model and shape: dominated, or on it, and whether the trials separate it "
+                "(energy ratio, delta-method 95% CI)": judged,
                 "Layer analysis: capture ratio per method, components only and with blocks (mean ± 95% CI half-width)":
                     capture}
     page = html.render(f"eaq report: {scope}", f"{scope} at {redact(uri)}", frame, sections, drawn,

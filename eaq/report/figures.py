@@ -25,7 +25,7 @@ from mlflow.tracking import MlflowClient
 import numpy as np
 import pandas as pd
 
-from eaq.report.aggregate import mode_words, quality_metric, ratio_interval, wide
+from eaq.report.aggregate import LOWER_IS_BETTER, mode_words, quality_metric, ratio_interval, wide
 from eaq.report.frame import CONFIG_KEYS
 
 DPI = 300
@@ -36,7 +36,6 @@ LABELS = {
     "quality_cosine_to_fp32_mean": "cosine to fp32 (1 = same)", "quality_agreement_with_fp32": "agreement with fp32 (fraction)",
     "quality_top1_agreement_with_fp32": "top-1 agreement with fp32 (fraction)", "speed_up": "speed-up vs baseline (x)", "quality": "quality (synthetic data: none)",
 }
-LOWER_IS_BETTER = {"quality_perplexity", "quality_kl_from_fp32"}
 
 
 @dataclass(frozen=True)

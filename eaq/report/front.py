@@ -1,0 +1,113 @@
+"""Which configurations are on the energy-quality front, and whether the trials separate them.
+
+The Pareto figure draws the front through the means. A reader choosing what to deploy (a
+mixed-precision plan against uniform bf16 or fp8, say) also needs to know whether the means' order
+holds beyond the trials' spread: on an H100, two trials of one bf16 run differed by 18%, and a plan
+0.6% below bf16 on the means was below it in one of three trials. Within one model, batch size,
+sequence length and workload (every precision and way of running), each configuration gets a verdict:
+
+- ``dominated``: another configuration is at least as good in quality and cheaper, and the 95%
+  interval of their energy ratio (delta method, Welch; ``aggregate.ratio_interval``) lies above 1;
+- ``dominated on the means only``: the same, but the interval reaches 1, so the trials do not
+  separate them;
+- ``on the front``: nothing at least as good in quality is cheaper on the means. Beside it, the
+  cheapest configuration of strictly better quality (what the saving is paid against) and the ratio
+  to it: ``beyond it`` when the interval lies below 1, ``not separated from it`` when it reaches 1.
+
+The cost is energy per sample (per output token for generation), else time, where no sensor
+measured energy, as the report's summary ranks configurations; quality is the report's quality
+figure (the first of ``aggregate.QUALITY`` the scope's runs logged). Without one there is no front to judge.
+
+    python -m eaq.report.front --uri sqlite:///outputs/mlflow.db [--experiment eaq | --sweep PARENT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import pandas as pd
+
+from eaq.errors import EaqError
+from eaq.report.aggregate import COSTS, LOWER_IS_BETTER, QUALITY, aggregate, benchmark_runs, config_label, quality_metric, ratio_interval, wide
+from eaq.report.frame import CONFIG_KEYS, load
+
+# A front is drawn within one of these; precision and how it ran (compiled, graphs, compiler settings) vary along it.
+SCOPE = ("model", "batch_size", "seq_len", "workload")
+COLUMNS = ("configuration", "cost", "cost_mean", "quality", "quality_mean", "verdict", "versus", "ratio", "ratio_ci_low",
+           "ratio_ci_high")
+
+
+def verdicts(frame: pd.DataFrame) -> pd.DataFrame | str:
+    """One row per configuration (COLUMNS), or why there is no front to judge."""
+    table = aggregate(frame)
+    if quality_metric(table) is None:
+        return "no quality metric in these runs (synthetic ids without trials.fidelity_on_synthetic): no front to judge."
+    configs = wide(table)
+    runs = benchmark_runs(frame)
+    runs = runs[(runs["status"] == "FINISHED") & (runs["valid"] != "false")]
+    rows = []
+    for _, group in configs.groupby(list(SCOPE), sort=True, dropna=False):
+        # Each scope on its own figures: a classifier logs agreement, a causal LM top-1 agreement.
+        cost = next((m for m in COSTS if m in group and group[m].notna().any()), None)
+        quality = next((m for m in QUALITY if m in group and group[m].notna().any()), None)
+        if cost is None or quality is None:
+            continue
+        better = (lambda a, b: a <= b) if quality in LOWER_IS_BETTER else (lambda a, b: a >= b)
+        points = group[group[quality].notna() & group[cost].notna()]
+        trials = {config_label(p): _trials(runs, p, cost) for _, p in points.iterrows()}
+        for _, point in points.iterrows():
+            rows.append(_verdict(point, points, trials, cost, quality, better))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _trials(runs: pd.DataFrame, point: pd.Series, cost: str) -> pd.Series:
+    """The counted runs' ``cost`` of the configuration ``point`` is the mean of."""
+    same = pd.Series(True, index=runs.index)
+    for key in CONFIG_KEYS:
+        same &= runs[key] == point[key]
+    return runs.loc[same, cost]
+
+
+def _verdict(point: pd.Series, points: pd.DataFrame, trials: dict[str, pd.Series], cost: str, quality: str,
+             better) -> dict[str, object]:
+    """One configuration's verdict against the others of its scope."""
+    name = config_label(point)
+    row = {"configuration": name, "cost": cost, "cost_mean": point[cost], "quality": quality, "quality_mean": point[quality]}
+    others = points[points.apply(config_label, axis=1) != name]
+    dominators = others[better(others[quality], point[quality]) & (others[cost] < point[cost])]
+    if not dominators.empty:
+        # Against the dominator the trials separate best: the highest lower bound of the energy ratio.
+        ratios = {config_label(d): ratio_interval(trials[name], trials[config_label(d)]) for _, d in dominators.iterrows()}
+        versus, (ratio, low, high) = max(ratios.items(), key=lambda item: -math.inf if math.isnan(item[1][1]) else item[1][1])
+        verdict = "dominated" if low > 1 else "dominated on the means only"
+        return row | {"verdict": verdict, "versus": versus, "ratio": ratio, "ratio_ci_low": low, "ratio_ci_high": high}
+    finer = others[better(others[quality], point[quality]) & (others[quality] != point[quality])]
+    if finer.empty:
+        return row | {"verdict": "on the front", "versus": "", "ratio": math.nan, "ratio_ci_low": math.nan,
+                      "ratio_ci_high": math.nan}
+    nearest = config_label(finer.loc[finer[cost].idxmin()])
+    ratio, low, high = ratio_interval(trials[name], trials[nearest])
+    verdict = "on the front, beyond it" if high < 1 else "on the front, not separated from it"
+    return row | {"verdict": verdict, "versus": nearest, "ratio": ratio, "ratio_ci_low": low, "ratio_ci_high": high}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eaq.report.front", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db")
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument("--sweep", help="a sweep's parent run id")
+    scope.add_argument("--experiment", help="an experiment's name (default: eaq)")
+    args = parser.parse_args(argv)
+    try:
+        found = verdicts(load(args.uri, args.experiment, args.sweep))
+    except EaqError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(found if isinstance(found, str) else found.to_markdown(index=False, floatfmt=".4g"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
