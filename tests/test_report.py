@@ -331,6 +331,9 @@ def test_the_front_says_what_dominates_and_whether_the_trials_separate_it(tmp_pa
         ("gpt2-small-random", "quality_top1_agreement_with_fp32"): {
             "bf16": (0.9601, [56.77, 56.94, 54.94]), "fp8": (0.7802, [55.12, 57.31, 55.23]),
             "int8": (0.9164, [75.06, 75.27, 75.15]), "mixed": (0.8708, [57.11, 55.31, 55.18])},
+        # And a plan whose saving the trials do separate: 20% cheaper than bf16 in every trial, drifting more.
+        ("gpt2-tiny-random", "quality_top1_agreement_with_fp32"): {
+            "bf16": (0.99, [10.0, 10.1, 10.2]), "mixed": (0.95, [8.0, 8.1, 8.2])},
     }
     for (model, quality), precisions in measured.items():
         for precision, (drift, energies) in precisions.items():
@@ -359,7 +362,11 @@ def test_the_front_says_what_dominates_and_whether_the_trials_separate_it(tmp_pa
         name("gpt2-small-random", "mixed"): ("on the front, not separated from it", "bf16"),
         name("gpt2-small-random", "int8"): ("dominated", "bf16"),
         name("gpt2-small-random", "fp8"): ("dominated on the means only", "mixed"),
+        name("gpt2-tiny-random", "bf16"): ("on the front", ""),
+        name("gpt2-tiny-random", "mixed"): ("on the front, beyond it", "bf16"),
     }
+    beyond = found.loc[name("gpt2-tiny-random", "mixed")]
+    assert beyond["ratio"] == pytest.approx(8.1 / 10.1) and beyond["ratio_ci_high"] < 1
     mixed = found.loc[name("distilbert-base-random", "mixed")]
     assert mixed["ratio"] == pytest.approx(statistics.mean([22.38, 22.50, 22.42]) / statistics.mean([20.68, 21.36, 20.86]))
     assert 1 < mixed["ratio_ci_low"] < mixed["ratio"] < mixed["ratio_ci_high"]
