@@ -334,6 +334,10 @@ def test_the_front_says_what_dominates_and_whether_the_trials_separate_it(tmp_pa
         # And a plan whose saving the trials do separate: 20% cheaper than bf16 in every trial, drifting more.
         ("gpt2-tiny-random", "quality_top1_agreement_with_fp32"): {
             "bf16": (0.99, [10.0, 10.1, 10.2]), "mixed": (0.95, [8.0, 8.1, 8.2])},
+        # Equal quality: the cheapest on the means (a wide spread) dominates only on the means; the dominator the
+        # trials separate is the steady one, not the cheapest.
+        ("bert-tiny-random", "quality_agreement_with_fp32"): {
+            "bf16": (1.0, [6.0, 10.0, 14.0]), "fp16": (1.0, [10.0, 10.1, 10.2]), "int8": (1.0, [10.3, 10.4, 10.5])},
     }
     for (model, quality), precisions in measured.items():
         for precision, (drift, energies) in precisions.items():
@@ -346,6 +350,16 @@ def test_the_front_says_what_dominates_and_whether_the_trials_separate_it(tmp_pa
                 client.log_metric(run.info.run_id, "energy_per_sample_mj", energy)
                 client.log_metric(run.info.run_id, quality, drift)
                 client.set_terminated(run.info.run_id)
+    # Neither an invalid run nor another configuration of the same precision (eager) enters int8's trials.
+    for tags, params, energy in (({"eaq.valid": "false"}, {"compile": "True", "compile_tuning": "False"}, 99.0),
+                                 ({"eaq.valid": "true"}, {"compile": "False"}, 30.0)):
+        run = client.create_run(experiment, tags={"eaq.kind": "benchmark", **tags})
+        for key, value in {"model.name": "bert-tiny-random", "precision.name": "int8", "batch_size": "64", "seq_len": "128",
+                           "workload.name": "forward", "trial": "4", **params}.items():
+            client.log_param(run.info.run_id, key, value)
+        client.log_metric(run.info.run_id, "energy_per_sample_mj", energy)
+        client.log_metric(run.info.run_id, "quality_agreement_with_fp32", 1.0)
+        client.set_terminated(run.info.run_id)
     found = verdicts(load(uri, experiment="eaq")).set_index("configuration")
     short = {label: (row["verdict"], row["versus"].split("-b64")[0].rsplit("-", 1)[-1]) for label, row in found.iterrows()}
     name = lambda model, precision: f"{model}-{precision}-b64-s128-compiled-untuned"  # noqa: E731
@@ -364,7 +378,14 @@ def test_the_front_says_what_dominates_and_whether_the_trials_separate_it(tmp_pa
         name("gpt2-small-random", "fp8"): ("dominated on the means only", "mixed"),
         name("gpt2-tiny-random", "bf16"): ("on the front", ""),
         name("gpt2-tiny-random", "mixed"): ("on the front, beyond it", "bf16"),
+        name("bert-tiny-random", "bf16"): ("on the front", ""),
+        name("bert-tiny-random", "fp16"): ("dominated on the means only", "bf16"),
+        name("bert-tiny-random", "int8"): ("dominated", "fp16"),
+        # Eager int8, its own configuration: one trial, so no interval, and against the cheapest dominator.
+        "bert-tiny-random-int8-b64-s128": ("dominated on the means only", "bf16"),
     }
+    steady = found.loc[name("bert-tiny-random", "int8")]
+    assert steady["ratio"] == pytest.approx(10.4 / 10.1) and steady["ratio_ci_low"] > 1
     beyond = found.loc[name("gpt2-tiny-random", "mixed")]
     assert beyond["ratio"] == pytest.approx(8.1 / 10.1) and beyond["ratio_ci_high"] < 1
     mixed = found.loc[name("distilbert-base-random", "mixed")]

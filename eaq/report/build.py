@@ -85,7 +85,8 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     sections = {"Summary (mean ± 95% CI half-width)": aggregate.compact(table),
                 "All aggregates": table, f"Ratios to {baseline} (delta-method 95% CI)": ratio,
                 "Energy-quality front per model and shape: dominated, or on it, and whether the trials separate it "
-                "(energy ratio, delta-method 95% CI)": judged,
+                "(cost ratio, energy where measured; delta-method 95% CI)":
+                    judged.astype(object).where(judged.notna(), "") if isinstance(judged, pd.DataFrame) else judged,
                 "Layer analysis: capture ratio per method, components only and with blocks (mean ± 95% CI half-width)":
                     capture}
     page = html.render(f"eaq report: {scope}", f"{scope} at {redact(uri)}", frame, sections, drawn,

@@ -6,17 +6,22 @@ holds beyond the trials' spread: on an H100, two trials of one bf16 run differed
 0.6% below bf16 on the means was below it in one of three trials. Within one model, batch size,
 sequence length and workload (every precision and way of running), each configuration gets a verdict:
 
-- ``dominated``: another configuration is at least as good in quality and cheaper, and the 95%
-  interval of their energy ratio (delta method, Welch; ``aggregate.ratio_interval``) lies above 1;
-- ``dominated on the means only``: the same, but the interval reaches 1, so the trials do not
-  separate them;
+- ``dominated``: another configuration is at least as good in quality and cheaper on the means (or
+  better at the same cost), and the 95% interval of their cost ratio (delta method, Welch;
+  ``aggregate.ratio_interval``) lies above 1;
+- ``dominated on the means only``: the same, but the interval reaches 1 (or one of them has a single
+  trial, so there is no interval): the trials do not separate them;
 - ``on the front``: nothing at least as good in quality is cheaper on the means. Beside it, the
   cheapest configuration of strictly better quality (what the saving is paid against) and the ratio
-  to it: ``beyond it`` when the interval lies below 1, ``not separated from it`` when it reaches 1.
+  to it: ``beyond it`` when the interval lies below 1, ``not separated from it`` otherwise;
+- ``not judged``: its counted runs lack the scope's cost or quality figure (said, not left out).
 
-The cost is energy per sample (per output token for generation), else time, where no sensor
-measured energy, as the report's summary ranks configurations; quality is the report's quality
-figure (the first of ``aggregate.QUALITY`` the scope's runs logged). Without one there is no front to judge.
+The cost is energy per sample (decode energy per output token for generation, prefill excluded),
+else time where no sensor measured energy, as the report's summary ranks configurations; quality is
+the first of ``aggregate.QUALITY`` the scope's runs logged, taken as its mean with no interval (on
+fixed synthetic ids it is the same in every trial). Without one there is no front to judge. A plan
+file is not part of a configuration: bench one plan per model in a store, or two plans average into
+one ``mixed`` point.
 
     python -m eaq.report.front --uri sqlite:///outputs/mlflow.db [--experiment eaq | --sweep PARENT]
 """
@@ -48,17 +53,23 @@ def verdicts(frame: pd.DataFrame) -> pd.DataFrame | str:
     runs = benchmark_runs(frame)
     runs = runs[(runs["status"] == "FINISHED") & (runs["valid"] != "false")]
     rows = []
-    for _, group in configs.groupby(list(SCOPE), sort=True, dropna=False):
+    configs = configs.dropna(subset=list(CONFIG_KEYS))  # a run logged without a shape is no point of any front
+    for _, group in configs.groupby(list(SCOPE), sort=True):
         # Each scope on its own figures: a classifier logs agreement, a causal LM top-1 agreement.
         cost = next((m for m in COSTS if m in group and group[m].notna().any()), None)
         quality = next((m for m in QUALITY if m in group and group[m].notna().any()), None)
-        if cost is None or quality is None:
+        judged = group[group[quality].notna() & group[cost].notna()] if cost and quality else group.iloc[0:0]
+        for _, point in group.drop(judged.index).iterrows():  # said, not dropped: "absent" and "not judged" differ
+            rows.append({"configuration": config_label(point), "cost": cost or "", "cost_mean": point[cost] if cost else math.nan,
+                         "quality": quality or "", "quality_mean": point[quality] if quality else math.nan,
+                         "verdict": f"not judged: no {cost or 'cost'} or {quality or 'quality figure'} in its counted runs",
+                         "versus": "", "ratio": math.nan, "ratio_ci_low": math.nan, "ratio_ci_high": math.nan})
+        if judged.empty:
             continue
         better = (lambda a, b: a <= b) if quality in LOWER_IS_BETTER else (lambda a, b: a >= b)
-        points = group[group[quality].notna() & group[cost].notna()]
-        trials = {config_label(p): _trials(runs, p, cost) for _, p in points.iterrows()}
-        for _, point in points.iterrows():
-            rows.append(_verdict(point, points, trials, cost, quality, better))
+        trials = {config_label(p): _trials(runs, p, cost) for _, p in judged.iterrows()}
+        for _, point in judged.iterrows():
+            rows.append(_verdict(point, judged, trials, cost, quality, better))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -76,14 +87,17 @@ def _verdict(point: pd.Series, points: pd.DataFrame, trials: dict[str, pd.Series
     name = config_label(point)
     row = {"configuration": name, "cost": cost, "cost_mean": point[cost], "quality": quality, "quality_mean": point[quality]}
     others = points[points.apply(config_label, axis=1) != name]
-    dominators = others[better(others[quality], point[quality]) & (others[cost] < point[cost])]
+    finer = others[better(others[quality], point[quality]) & (others[quality] != point[quality])]
+    # Pareto dominance: at least as good and cheaper, or better at the same cost.
+    dominators = others[better(others[quality], point[quality]) & (others[cost] < point[cost])
+                        | others.index.isin(finer.index) & (others[cost] == point[cost])]
     if not dominators.empty:
-        # Against the dominator the trials separate best: the highest lower bound of the energy ratio.
+        # Against the dominator the trials separate best (the highest lower bound of the cost ratio; with one
+        # trial, no bound: the cheapest).
         ratios = {config_label(d): ratio_interval(trials[name], trials[config_label(d)]) for _, d in dominators.iterrows()}
-        versus, (ratio, low, high) = max(ratios.items(), key=lambda item: -math.inf if math.isnan(item[1][1]) else item[1][1])
+        versus, (ratio, low, high) = max(ratios.items(), key=lambda item: (-math.inf if math.isnan(item[1][1]) else item[1][1], item[1][0]))
         verdict = "dominated" if low > 1 else "dominated on the means only"
         return row | {"verdict": verdict, "versus": versus, "ratio": ratio, "ratio_ci_low": low, "ratio_ci_high": high}
-    finer = others[better(others[quality], point[quality]) & (others[quality] != point[quality])]
     if finer.empty:
         return row | {"verdict": "on the front", "versus": "", "ratio": math.nan, "ratio_ci_low": math.nan,
                       "ratio_ci_high": math.nan}
