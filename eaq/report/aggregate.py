@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from eaq.report.frame import CONFIG_KEYS, REPORTED
+from eaq.report.frame import COMPILER_DEFAULTS, CONFIG_KEYS, REPORTED, SCOPE_KEYS
 
 LEVEL = 0.95
 # What the report aggregates; a metric absent from every run (energy on a CPU) is "not measured", not 0.
@@ -148,8 +148,9 @@ def mode_words(row: pd.Series | dict) -> list[str]:
     compiled = bool(row["compile"])
     workload = str(row.get("workload", "forward"))
     return ((["compiled"] if compiled else [])
-            + (["untuned"] if compiled and not bool(row.get("compile_tuning", True)) else [])
-            + (["no pattern matcher"] if compiled and not bool(row.get("compile_pattern_matcher", True)) else [])
+            + (["untuned"] if compiled and not bool(row.get("compile_tuning", COMPILER_DEFAULTS["compile_tuning"])) else [])
+            + (["no pattern matcher"] if compiled and not bool(row.get("compile_pattern_matcher",
+                                                                      COMPILER_DEFAULTS["compile_pattern_matcher"])) else [])
             + (["graphs"] if bool(row.get("cuda_graphs", False)) else [])
             + ([f"gen{workload.removeprefix('generate')}"] if workload.startswith("generate") else []))
 
@@ -199,7 +200,7 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     generated = [m for m in ("time_per_output_token_mean_ms", "decode_energy_per_token_mj") if m in present]
     forward = ["latency_mean_ms", "energy_per_sample_mj"] if "latency_mean_ms" in present or not generated else []
     shown = [m for m in (*forward, *generated, quality) if m]
-    shape = [k for k in CONFIG_KEYS if k not in ("precision", "compile", "compile_tuning", "compile_pattern_matcher", "cuda_graphs")]
+    shape = list(SCOPE_KEYS)
     # A sweep mixing forward and generate runs ranks each workload on its own cost, in its own column
     # (blank in the other workload's rows).
     ranked = {}

@@ -24,6 +24,8 @@ from eaq.metrics import METRIC_NAMES
 # does: runs that differ in them are never averaged together.
 CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile", "compile_tuning", "compile_pattern_matcher",
                "cuda_graphs", "workload")
+# Where configurations compete (a ranking, a front): the keys but the precision and how it ran.
+SCOPE_KEYS = ("model", "batch_size", "seq_len", "workload")
 # The compiler's settings, with their defaults (eaq.config): runs logged before a setting existed, and
 # runs that compiled nothing they measured (the settings do nothing there), read as the default.
 COMPILER_DEFAULTS = {"compile_tuning": True, "compile_pattern_matcher": True}

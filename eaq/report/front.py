@@ -36,10 +36,8 @@ import pandas as pd
 
 from eaq.errors import EaqError
 from eaq.report.aggregate import COSTS, LOWER_IS_BETTER, QUALITY, aggregate, benchmark_runs, config_label, quality_metric, ratio_interval, wide
-from eaq.report.frame import CONFIG_KEYS, load
+from eaq.report.frame import CONFIG_KEYS, SCOPE_KEYS, load
 
-# A front is drawn within one of these; precision and how it ran (compiled, graphs, compiler settings) vary along it.
-SCOPE = ("model", "batch_size", "seq_len", "workload")
 COLUMNS = ("configuration", "cost", "cost_mean", "quality", "quality_mean", "verdict", "versus", "ratio", "ratio_ci_low",
            "ratio_ci_high")
 
@@ -54,7 +52,7 @@ def verdicts(frame: pd.DataFrame) -> pd.DataFrame | str:
     runs = runs[(runs["status"] == "FINISHED") & (runs["valid"] != "false")]
     rows = []
     configs = configs.dropna(subset=list(CONFIG_KEYS))  # a run logged without a shape is no point of any front
-    for _, group in configs.groupby(list(SCOPE), sort=True):
+    for _, group in configs.groupby(list(SCOPE_KEYS), sort=True):  # precision and how it ran vary along a front
         # Each scope on its own figures: a classifier logs agreement, a causal LM top-1 agreement.
         cost = next((m for m in COSTS if m in group and group[m].notna().any()), None)
         quality = next((m for m in QUALITY if m in group and group[m].notna().any()), None)
