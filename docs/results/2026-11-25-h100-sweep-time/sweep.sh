@@ -12,9 +12,11 @@
 #   bash docs/results/2026-11-25-h100-sweep-time/sweep.sh [extra overrides for every sweep...]
 #   (env: TRIALS=1,2  MODEL=distilbert_base_random  OUT=folder for the results;
 #    AHEAD=true forces the calibrations ahead on a CPU, for a dry run; CONTROL=0 skips the control;
+#    SEQUENCE='control1 first control2 repeat' runs the sweeps in that order, labels starting with
+#    'control' with the per-run protocol, the others with the default one;
 #    IDLE_CONTEXT=1 measures idle power with and without a CUDA context first, ~40 s: answered on
 #    the night of 2026-11-25, 76.1 against 130.8 W)
-# Writes $OUT/first.log, $OUT/control.log, $OUT/repeat.log (each line prefixed with its epoch seconds,
+# Writes $OUT/<label>.log per sweep (each line prefixed with its epoch seconds,
 # so the time from the last run to the report and to the sweep's end can be read), $OUT/<label>-runs.csv,
 # $OUT/calibrate_ahead.log (the sweeps' processes ahead of the runs), $OUT/summary.md and, with
 # IDLE_CONTEXT=1, $OUT/idle-context.txt.
@@ -24,7 +26,7 @@ python3 -c "import eaq, hydra, torchao" 2>/dev/null || bash docs/results/gpu-ins
 # Every sweep starts with the packages in the page cache: else the first pays the disk reads.
 python3 -c "import eaq.tasks.preload, eaq.run, mlflow" >/dev/null 2>&1
 cache=/tmp/eaq-device-cache  # calibrations, idle baseline: shared by first and repeat, fresh for the first
-rm -rf "$cache" /tmp/eaq-control-cache
+rm -rf "$cache"
 # Idle power with and without a CUDA context in the measuring process (about 40 s).
 [[ ${IDLE_CONTEXT:-0} == 1 ]] && python3 "$here/idle_context.py" > "$OUT/idle-context.txt" 2>&1
 
@@ -41,18 +43,20 @@ sweep() {  # LABEL CACHE [overrides...]: one sweep from an empty output folder; 
   echo "$start:$end"
 }
 
-first=$(sweep first $cache calibrate_ahead=${AHEAD:-null} "$@")
-sweeps=("first=/tmp/eaq-first/mlflow.db:$first")
-if [[ ${CONTROL:-1} == 1 ]]; then
-  control=$(sweep control /tmp/eaq-control-cache trials.idle_reuse=false calibrate_ahead=false "$@")
-  sweeps+=("control=/tmp/eaq-control/mlflow.db:$control")
-fi
-repeat=$(sweep repeat $cache calibrate_ahead=${AHEAD:-null} "$@")
-sweeps+=("repeat=/tmp/eaq-repeat/mlflow.db:$repeat")
-for label in first repeat; do  # what each sweep's process ahead of the runs did (calibrations, or the idle baseline)
-  echo "== $label" >> "$OUT/calibrate_ahead.log"
-  cat /tmp/eaq-$label/multirun/*/calibrate_ahead.log >> "$OUT/calibrate_ahead.log" 2>/dev/null || echo "(nothing done ahead)" >> "$OUT/calibrate_ahead.log"
+sweeps=()
+for label in ${SEQUENCE:-first control repeat}; do  # control*: today's per-run protocol, each with a fresh cache of its own
+  if [[ $label == control* ]]; then
+    [[ ${CONTROL:-1} == 1 ]] || continue
+    rm -rf /tmp/eaq-$label-cache
+    span=$(sweep $label /tmp/eaq-$label-cache trials.idle_reuse=false calibrate_ahead=false "$@")
+  else
+    span=$(sweep $label $cache calibrate_ahead=${AHEAD:-null} "$@")
+    # what this sweep's process ahead of the runs did (calibrations, or nothing with the cache filled)
+    echo "== $label" >> "$OUT/calibrate_ahead.log"
+    cat /tmp/eaq-$label/multirun/*/calibrate_ahead.log >> "$OUT/calibrate_ahead.log" 2>/dev/null || echo "(nothing done ahead)" >> "$OUT/calibrate_ahead.log"
+  fi
+  sweeps+=("$label=/tmp/eaq-$label/mlflow.db:$span")
 done
 python3 "$here/summarize.py" "${sweeps[@]}" "2026-11-24=$here/../2026-11-24-h100-sweep-time/new-runs.csv:102.8" \
-  --settings "first: empty output folder and device cache (calibrations ahead, default); control (between them, same GPU): the per-run protocol, every run its own idle baseline and peaks (trials.idle_reuse=false calibrate_ahead=false, a fresh cache of its own); repeat: the first sweep again, fresh output folder, device cache kept; 2026-11-24: that day's new-runs.csv" \
+  --settings "in this order on one GPU: ${SEQUENCE:-first control repeat}. control*: the per-run protocol, every run its own idle baseline and peaks (trials.idle_reuse=false calibrate_ahead=false, a fresh cache of its own); the others: the default protocol, the first of them from an empty device cache (calibrations ahead), the later ones with that cache kept, each from a fresh output folder; 2026-11-24: that day's new-runs.csv" \
   --csv-dir "$OUT" | tee "$OUT/summary.md"
