@@ -107,7 +107,7 @@ def test_gpu_requirements_name_the_capability_and_what_would_work(monkeypatch: p
     assert rows["distilbert.transformer.layer.0.attention.q_lin"] == 64 and rows["pre_classifier"] == 2
     kept = [fqn for fqn, m in model.named_modules() if isinstance(m, nn.Linear) and not int8.eligible(m, fqn, rows)]
     assert kept == ["pre_classifier", "classifier"]  # 2 rows; and 2 output features, not a multiple of 16
-    with pytest.raises(UnsupportedPrecisionError, match="precision=int8 quantizes no layer of this model at this shape: .* the largest layer input has 8 rows; raise batch_size or seq_len"):
+    with pytest.raises(UnsupportedPrecisionError, match="precision=int8 quantizes no layer of this model at this shape: .* the largest layer input has 8 rows; raise the rows the layers see to 17 or more \\(batch_size x seq_len in a forward pass, batch_size alone in a generation's decode step\\)"):
         int8.apply(model, t4, linear_rows(model, lambda: model(input_ids=ids[:1, :8])))
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
     h100 = get_precision("fp8", t4)

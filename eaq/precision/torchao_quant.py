@@ -72,8 +72,11 @@ class TorchaoQuant:
                 shape += f" and in features in multiples of {self.group}"
             if self.requirements.min_rows > 1:
                 most = max(rows.values(), default=0) if rows else 0
+                # Which setting raises the rows depends on the pass: batch x length in a forward pass, the
+                # batch alone in a generation's decode step (one new token per sequence).
                 fix = (f", seeing at least {self.requirements.min_rows} rows, and the largest layer input has "
-                       f"{most} rows; raise batch_size or seq_len, or use another precision.")
+                       f"{most} rows; raise the rows the layers see to {self.requirements.min_rows} or more (batch_size "
+                       "x seq_len in a forward pass, batch_size alone in a generation's decode step), or use another precision.")
             else:
                 fix = ", and this model has none; use another precision."
             raise UnsupportedPrecisionError(

@@ -4,7 +4,8 @@
 
 Each store is one machine's (its file name is the machine's id); a cell run on two machines has a
 row per run in the store listing (``--runs``) and its range here. Only FINISHED runs of the
-generate workload; int8 (refused before any decode step) is listed from its failures on 2026-11-24.
+generate workload in the grid; below it, the refusals: runs that failed with an UnsupportedPrecisionError
+(int8, refused before any step), from these stores and 2026-11-24's.
 Eager runs from stores before WHOLE_SEQUENCE_WARMUP are left out of the grid (``--runs`` lists them,
 marked superseded): their decode warm-up did not run every KV length the window runs, so their windows
 measured cuDNN building an attention graph per new length (the night of 2026-11-25: 76.72 against 15.05
@@ -45,6 +46,16 @@ def frame() -> pd.DataFrame:
     return runs
 
 
+def refusals() -> pd.DataFrame:
+    """Runs refused for their precision, with the sentence they failed with."""
+    stores = [*HERE.glob("generate-*.db"), *HERE.parent.glob("2026-11-24-h100-generate/generate-*.db")]
+    runs = pd.concat([runs_frame(fetch_runs(f"sqlite:///{store}")).assign(store=store.stem.removeprefix("generate-"))
+                      for store in sorted(stores)], ignore_index=True)
+    refused = runs[(runs["status"] == "FAILED") & runs["error"].fillna("").str.startswith("UnsupportedPrecisionError")]
+    refused = refused.assign(mode=refused["compile"].map({True: "compiled", False: "eager"}))
+    return refused[["model", "mode", "batch_size", "precision", "store", "error"]].sort_values(["model", "batch_size"])
+
+
 def cell(values: pd.Series) -> str:
     low, high = values.min(), values.max()
     return f"{low:.4g}" if low == high else f"{low:.4g}-{high:.4g}"
@@ -61,6 +72,8 @@ def main() -> None:
         **{name: (column, cell) for column, name in COLUMNS.items()},
     )
     print(table.reset_index().rename(columns={"batch_size": "batch"}).to_markdown(index=False))
+    print("\nRefused (no step measured; the error each run failed with):\n")
+    print(refusals().rename(columns={"batch_size": "batch"}).to_markdown(index=False))
 
 
 if __name__ == "__main__":

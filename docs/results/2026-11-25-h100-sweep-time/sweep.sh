@@ -18,7 +18,8 @@
 #    the night of 2026-11-25, 76.1 against 130.8 W)
 # Writes $OUT/<label>.log per sweep (each line prefixed with its epoch seconds,
 # so the time from the last run to the report and to the sweep's end can be read), $OUT/<label>-runs.csv,
-# $OUT/calibrate_ahead.log (the sweeps' processes ahead of the runs), $OUT/summary.md and, with
+# $OUT/calibrate_ahead.log (the sweeps' processes ahead of the runs), $OUT/top.txt.gz (the busy processes of the host every
+# 0.5 s), $OUT/traces.tgz (every run's power_trace.csv), $OUT/summary.md and, with
 # IDLE_CONTEXT=1, $OUT/idle-context.txt.
 set -uo pipefail
 here=$(dirname "$0")
@@ -43,6 +44,10 @@ sweep() {  # LABEL CACHE [overrides...]: one sweep from an empty output folder; 
   echo "$start:$end"
 }
 
+# What holds the host's CPUs while the sweeps run (host-bound configurations read the host as much as the GPU:
+# 2026-11-26-h100-sweep-agreement), every half second; each frame's header has the time of day, to the second.
+top -b -c -i -d 0.5 -w 250 > "$OUT/top.txt" 2>&1 &
+top_pid=$!
 sweeps=()
 for label in ${SEQUENCE:-first control repeat}; do  # control*: today's per-run protocol, each with a fresh cache of its own
   if [[ $label == control* ]]; then
@@ -57,6 +62,9 @@ for label in ${SEQUENCE:-first control repeat}; do  # control*: today's per-run 
   fi
   sweeps+=("$label=/tmp/eaq-$label/mlflow.db:$span")
 done
+kill $top_pid 2>/dev/null; gzip -f "$OUT/top.txt"
+# Every run's power trace (window and margins), to see whether a slow run's window dips throughout or in bursts.
+(cd /tmp && tar czf "$OUT/traces.tgz" eaq-*/mlartifacts/*/artifacts/power_trace.csv 2>/dev/null)
 python3 "$here/summarize.py" "${sweeps[@]}" "2026-11-24=$here/../2026-11-24-h100-sweep-time/new-runs.csv:102.8" \
   --settings "in this order on one GPU: ${SEQUENCE:-first control repeat}. control*: the per-run protocol, every run its own idle baseline and peaks (trials.idle_reuse=false calibrate_ahead=false, a fresh cache of its own); the others: the default protocol, the first of them from an empty device cache (calibrations ahead), the later ones with that cache kept, each from a fresh output folder; 2026-11-24: that day's new-runs.csv" \
   --csv-dir "$OUT" | tee "$OUT/summary.md"
