@@ -64,7 +64,7 @@ for label in ${SEQUENCE:-first control repeat}; do  # control*: today's per-run 
 done
 kill $top_pid 2>/dev/null; gzip -f "$OUT/top.txt"
 # Every run's power trace (window and margins), to see whether a slow run's window dips throughout or in bursts.
-(cd /tmp && tar czf "$OUT/traces.tgz" eaq-*/mlartifacts/*/artifacts/power_trace.csv 2>/dev/null)
+(cd /tmp && find $(printf 'eaq-%s ' ${SEQUENCE:-first control repeat}) -name power_trace.csv 2>/dev/null | tar czf "$OUT/traces.tgz" -T -)
 python3 "$here/summarize.py" "${sweeps[@]}" "2026-11-24=$here/../2026-11-24-h100-sweep-time/new-runs.csv:102.8" \
   --settings "in this order on one GPU: ${SEQUENCE:-first control repeat}. control*: the per-run protocol, every run its own idle baseline and peaks (trials.idle_reuse=false calibrate_ahead=false, a fresh cache of its own); the others: the default protocol, the first of them from an empty device cache (calibrations ahead), the later ones with that cache kept, each from a fresh output folder; 2026-11-24: that day's new-runs.csv" \
   --csv-dir "$OUT" | tee "$OUT/summary.md"
