@@ -80,14 +80,22 @@ def _bert_tiny() -> dict:
     return yaml.safe_load((CONF / "model" / "bert_tiny_random.yaml").read_text())
 
 
-def test_apply_plan_stores_each_format_and_the_kernel_check_sees_each_gemm() -> None:
+def test_apply_plan_stores_each_format_in_its_layer() -> None:  # the kernel check per format: further below
     model = load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model
-    batch = {"input_ids": torch.randint(0, 1000, (4, 32)), "attention_mask": torch.ones(4, 32, dtype=torch.long)}
     model = apply_plan(model, CPU, PLAN)
     formats = layer_formats(model)
     assert formats["encoder.layer.0.intermediate.dense"] == "Int8Tensor int8 + activations"
     assert formats["encoder.layer.1.output.dense"] == "Int8Tensor int8"
     assert formats["encoder.layer.0.output.dense"] == "float32"
+
+
+def test_an_empty_plan_runs_the_base_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    model = apply_plan(load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model, CPU, Plan(base="fp32", layers={}))
+    assert set(layer_formats(model).values()) == {"float32"}
+    assert "the plan lowers no layer: every layer runs the base, fp32, so this run measures uniform fp32" in caplog.text
+    caplog.clear()
+    apply_plan(load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model, CPU, PLAN)
+    assert "lowers no layer" not in caplog.text
 
 
 def test_a_plan_naming_a_missing_or_unfit_layer_is_refused_before_running() -> None:

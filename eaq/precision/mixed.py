@@ -20,6 +20,7 @@ model runs, naming the layer and why: nothing is silently left in the base forma
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,8 @@ from eaq.precision.kernel_check import FLOAT_GEMMS, PROFILER_DTYPES, KernelCheck
 from eaq.precision.native import bf16, fp16, fp32
 from eaq.precision.requirements import Requirements
 from eaq.precision.torchao_quant import ALIGNMENT, TorchaoQuant, _quantization, fp8, int4_weight_only, int8, int8_weight_only
+
+log = logging.getLogger(__name__)
 
 MIXED = "mixed"
 # The float formats a plan's base can be (weights and math cast, as the uniform precisions).
@@ -155,6 +158,9 @@ def apply_plan(model: nn.Module, device: torch.device, plan: Plan, rows: dict[st
     where a format's kernel has a limit on them (int8 on CUDA).
     """
     check_plan(model, plan, device, rows)
+    if not plan.layers:  # a valid plan (the layers task writes one when no component is cheaper lowered)
+        # Said, so that a front with this run beside uniform base runs reads as one model measured twice.
+        log.warning("the plan lowers no layer: every layer runs the base, %s, so this run measures uniform %s", plan.base, plan.base)
     set_tf32(False)
     model = model.to(device=device, dtype=BASES[plan.base](device).dtype)
     for fmt_name, fmt in _formats(plan, device).items():
