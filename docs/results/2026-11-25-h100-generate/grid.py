@@ -33,26 +33,27 @@ COLUMNS = {
 }
 
 
-def frame() -> pd.DataFrame:
-    rows = []
-    for store in sorted(HERE.glob("generate-*.db")):
-        runs = runs_frame(fetch_runs(f"sqlite:///{store}"))
-        runs = runs[(runs["status"] == "FINISHED") & runs["workload"].str.startswith("generate")]
-        rows.append(runs.assign(store=store.stem.removeprefix("generate-")))
-    runs = pd.concat(rows, ignore_index=True)
+def stores(*folders: Path) -> pd.DataFrame:
+    """Every run of the folders' stores, named by its store (the machine's id) and the mode it ran in."""
+    found = sorted(store for folder in folders for store in folder.glob("generate-*.db"))
+    runs = pd.concat([runs_frame(fetch_runs(f"sqlite:///{store}")).assign(store=store.stem.removeprefix("generate-"))
+                      for store in found], ignore_index=True)
     runs["mode"] = runs["compile"].map({True: "compiled", False: "eager"})
     runs.loc[runs["compile"] & ~runs["compile_pattern_matcher"], "mode"] = "compiled, no pattern matcher"
+    return runs
+
+
+def frame() -> pd.DataFrame:
+    runs = stores(HERE)
+    runs = runs[(runs["status"] == "FINISHED") & runs["workload"].str.startswith("generate")].copy()
     runs["superseded"] = ~runs["compile"] & (runs["store"] < WHOLE_SEQUENCE_WARMUP)
     return runs
 
 
 def refusals() -> pd.DataFrame:
     """Runs refused for their precision, with the sentence they failed with."""
-    stores = [*HERE.glob("generate-*.db"), *HERE.parent.glob("2026-11-24-h100-generate/generate-*.db")]
-    runs = pd.concat([runs_frame(fetch_runs(f"sqlite:///{store}")).assign(store=store.stem.removeprefix("generate-"))
-                      for store in sorted(stores)], ignore_index=True)
+    runs = stores(HERE, HERE.parent / "2026-11-24-h100-generate")
     refused = runs[(runs["status"] == "FAILED") & runs["error"].fillna("").str.startswith("UnsupportedPrecisionError")]
-    refused = refused.assign(mode=refused["compile"].map({True: "compiled", False: "eager"}))
     return refused[["model", "mode", "batch_size", "precision", "store", "error"]].sort_values(["model", "batch_size"])
 
 

@@ -46,6 +46,7 @@ sweep() {  # LABEL CACHE [overrides...]: one sweep from an empty output folder; 
 
 # What holds the host's CPUs while the sweeps run (host-bound configurations read the host as much as the GPU:
 # 2026-11-26-h100-sweep-agreement), every half second; each frame's header has the time of day, to the second.
+# top's own cost (a few % of one core) falls on every sweep of the call alike.
 top -b -c -i -d 0.5 -w 250 > "$OUT/top.txt" 2>&1 &
 top_pid=$!
 sweeps=()
