@@ -9,7 +9,9 @@ generate workload in the grid; below it, the refusals: runs that failed with an 
 Eager runs from stores before WHOLE_SEQUENCE_WARMUP are left out of the grid (``--runs`` lists them,
 marked superseded): their decode warm-up did not run every KV length the window runs, so their windows
 measured cuDNN building an attention graph per new length (the night of 2026-11-25: 76.72 against 15.05
-ms per token for one cell). Compiled runs with Inductor's pattern matcher off are a mode of their own.
+ms per token for one cell). Compiled runs with Inductor's pattern matcher off, and those with torchao's recommended
+Inductor settings (``compile_tuning=true``: coordinate-descent tuning; the grid's compiled runs have Inductor's
+defaults), are modes of their own.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def stores(*folders: Path) -> pd.DataFrame:
     runs = pd.concat([runs_frame(fetch_runs(f"sqlite:///{store}")).assign(store=store.stem.removeprefix("generate-"))
                       for store in found], ignore_index=True)
     runs["mode"] = runs["compile"].map({True: "compiled", False: "eager"})
+    runs.loc[runs["compile"] & runs["compile_tuning"], "mode"] = "compiled, coordinate-descent tuning"
     runs.loc[runs["compile"] & ~runs["compile_pattern_matcher"], "mode"] = "compiled, no pattern matcher"
     return runs
 

@@ -13,7 +13,12 @@
 #   (env: TRIALS=1,2  MODEL=distilbert_base_random  OUT=folder for the results;
 #    AHEAD=true forces the calibrations ahead on a CPU, for a dry run; CONTROL=0 skips the control;
 #    SEQUENCE='control1 first control2 repeat' runs the sweeps in that order, labels starting with
-#    'control' with the per-run protocol, the others with the default one;
+#    'control' with the per-run protocol, 'noreuse' with the default one but an idle baseline measured
+#    by every run (trials.idle_reuse=false, peaks from the shared cache), 'cool' with the default one and
+#    a 5 s pause after every run (trials.cooldown_s=5: the GPU idles between runs as under the per-run
+#    protocol, but each run's process reaches its warm-up as soon as under the default), the others
+#    with the default one;
+#    PRECISIONS=fp32,fp16,int8 the precisions each sweep runs;
 #    IDLE_CONTEXT=1 measures idle power with and without a CUDA context first, ~40 s: answered on
 #    the night of 2026-11-25, 76.1 against 130.8 W)
 # Writes $OUT/<label>.log per sweep (each line prefixed with its epoch seconds,
@@ -38,7 +43,7 @@ sweep() {  # LABEL CACHE [overrides...]: one sweep from an empty output folder; 
   local start end
   start=$(date +%s.%N)
   PYTHONUNBUFFERED=1 python3 -m eaq.run -m model=${MODEL:-distilbert_base_random} dataset=synthetic \
-    precision=fp32,fp16,int8 trial=${TRIALS:-1,2} paths.output_dir="$out" paths.cache_dir="$cache" "$@" 2>&1 \
+    precision=${PRECISIONS:-fp32,fp16,int8} trial=${TRIALS:-1,2} paths.output_dir="$out" paths.cache_dir="$cache" "$@" 2>&1 \
     | grep --line-buffered -v "Warning\|warn(" | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done > "$OUT/$label.log"
   end=$(date +%s.%N)
   echo "$start:$end"
@@ -56,7 +61,12 @@ for label in ${SEQUENCE:-first control repeat}; do  # control*: today's per-run 
     rm -rf /tmp/eaq-$label-cache
     span=$(sweep $label /tmp/eaq-$label-cache trials.idle_reuse=false calibrate_ahead=false "$@")
   else
-    span=$(sweep $label $cache calibrate_ahead=${AHEAD:-null} "$@")
+    variant=()
+    case $label in
+      noreuse*) variant=(trials.idle_reuse=false) ;;
+      cool*) variant=(trials.cooldown_s=5) ;;
+    esac
+    span=$(sweep $label $cache calibrate_ahead=${AHEAD:-null} "${variant[@]}" "$@")
     # what this sweep's process ahead of the runs did (calibrations, or nothing with the cache filled)
     echo "== $label" >> "$OUT/calibrate_ahead.log"
     cat /tmp/eaq-$label/multirun/*/calibrate_ahead.log >> "$OUT/calibrate_ahead.log" 2>/dev/null || echo "(nothing done ahead)" >> "$OUT/calibrate_ahead.log"
@@ -67,5 +77,5 @@ kill $top_pid 2>/dev/null; gzip -f "$OUT/top.txt"
 # Every run's power trace (window and margins), to see whether a slow run's window dips throughout or in bursts.
 (cd /tmp && find $(printf 'eaq-%s ' ${SEQUENCE:-first control repeat}) -name power_trace.csv 2>/dev/null | tar czf "$OUT/traces.tgz" -T -)
 python3 "$here/summarize.py" "${sweeps[@]}" "2026-11-24=$here/../2026-11-24-h100-sweep-time/new-runs.csv:102.8" \
-  --settings "in this order on one GPU: ${SEQUENCE:-first control repeat}. control*: the per-run protocol, every run its own idle baseline and peaks (trials.idle_reuse=false calibrate_ahead=false, a fresh cache of its own); the others: the default protocol, the first of them from an empty device cache (calibrations ahead), the later ones with that cache kept, each from a fresh output folder; 2026-11-24: that day's new-runs.csv" \
+  --settings "in this order on one GPU: ${SEQUENCE:-first control repeat}. control*: the per-run protocol, every run its own idle baseline and peaks (trials.idle_reuse=false calibrate_ahead=false, a fresh cache of its own); noreuse*: the default protocol with trials.idle_reuse=false; cool*: the default protocol with trials.cooldown_s=5; the others: the default protocol, the first of them from an empty device cache (calibrations ahead), the later ones with that cache kept, each from a fresh output folder; 2026-11-24: that day's new-runs.csv" \
   --csv-dir "$OUT" | tee "$OUT/summary.md"
