@@ -178,6 +178,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.energy.notes", "Sampler fallbacks and failed reads (a missing power field, a counter error mid-run)."),
     ("eaq.valid", "'true' or 'false': did every validity check pass (energy runs only)."),
     ("eaq.valid.reasons", "Each failed validity check, in words."),
+    ("eaq.valid.notes", "What a validity check saw and judged benign, in words (an SM clock drift while the software power cap held the clocks)."),
     ("eaq.quality.reason", "Why quality metrics are absent (synthetic data), or only fidelity to fp32 (synthetic data with trials.fidelity_on_synthetic)."),
     ("eaq.roofline.calibration", "The matmul calibration the roofline metrics compare with."),
     ("eaq.roofline.calibration.measured_unix_s", "When that calibration was measured (Unix seconds): in this run, an earlier one, or ahead of the sweep's runs (calibrate_ahead)."),

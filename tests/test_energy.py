@@ -194,6 +194,20 @@ def test_each_validity_check_flags_with_a_reason(window, energy, idle, expected)
     assert not validity.valid and any(expected in r for r in validity.reasons), validity.reasons
 
 
+@pytest.mark.parametrize("cap_at", ["before", "after"])
+def test_a_clock_drift_while_the_power_cap_holds_the_clocks_is_a_note_not_a_reason(cap_at: str) -> None:
+    """At the power limit the driver moves the SM clock between any two reads: benign, but said."""
+    before, after = {"sm_clock_mhz": 1845, "clock_event_reasons": 0}, {"sm_clock_mhz": 1635, "clock_event_reasons": 0}
+    (before if cap_at == "before" else after)["clock_event_reasons"] = 0x4
+    validity = check(_window(6.0, before, after), _energy(1800.0, 6.0), idle_power_w=None, min_window_s=5.0)
+    assert validity.valid, validity.reasons
+    assert validity.notes == ("SM clock drifted from 1845 to 1635 MHz while the software power cap held the clocks",)
+    # The same drift with a thermal slowdown beside the cap still flags the window (the slowdown's reason).
+    after = after | {"clock_event_reasons": 0x4 | 0x20}
+    flagged = check(_window(6.0, before, after), _energy(1800.0, 6.0), idle_power_w=None, min_window_s=5.0)
+    assert not flagged.valid and any("software thermal slowdown" in r for r in flagged.reasons)
+
+
 def test_net_energy_subtracts_the_idle_baseline() -> None:
     metrics = energy_metrics(_energy(1800.0, 6.0), 80.0, duration_s=6.0, samples=600)
     assert metrics["idle_power_w"] == pytest.approx(80.0)

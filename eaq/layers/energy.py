@@ -261,7 +261,9 @@ def measure_components(
     found = ComponentEnergy(times, whole.duration_s / whole.iterations, whole_j, whole_net_j)
     found.attribution_j = _split_or_none(whole_j, times.components, times.whole_s)
     found.attribution_net_j = _split_or_none(whole_net_j, times.components, times.whole_s)
-    reasons = [f"whole model: {r}" for r in check(whole, whole_energy, idle_w, settings.min_window_s).reasons]
+    whole_check = check(whole, whole_energy, idle_w, settings.min_window_s)
+    reasons = [f"whole model: {r}" for r in whole_check.reasons]
+    notes = [f"whole model: {n}" for n in whole_check.notes]
     reasons += _graph_mismatch(whole_step.reason is None, found.whole_s_per_pass, times.whole_s)
     block_j: dict[str, float | None] = {}
     block_net_j: dict[str, float | None] = {}
@@ -275,7 +277,9 @@ def measure_components(
         (block_j if is_block else found.replay_j).update(_split_or_none(total, replayed.seconds_alone))
         (block_net_j if is_block else found.replay_net_j).update(_split_or_none(net, replayed.seconds_alone))
         eager |= replayed.eager
-        reasons += [f"replay {replayed.type}: {r}" for r in check(replayed.window, energy, idle_w, settings.replay_min_s).reasons]
+        replay_check = check(replayed.window, energy, idle_w, settings.replay_min_s)
+        reasons += [f"replay {replayed.type}: {r}" for r in replay_check.reasons]
+        notes += [f"replay {replayed.type}: {n}" for n in replay_check.notes]
     in_blocks = {c.name for c in components if c.block is not None}
     found.outside = OutsideWork(
         time_s=_outside(times.components, times.blocks, in_blocks, times.whole_s),
@@ -322,6 +326,7 @@ def measure_components(
     else:
         found.tags |= {"eaq.energy.source": whole_energy.source, "eaq.valid": str(not reasons).lower()}
         found.tags |= {"eaq.valid.reasons": "; ".join(reasons)} if reasons else {}
+        found.tags |= {"eaq.valid.notes": "; ".join(notes)} if notes else {}
     return found
 
 

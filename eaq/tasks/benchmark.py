@@ -279,6 +279,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     else:
         tags |= {"eaq.energy.source": energy.source, "eaq.valid": str(validity.valid).lower()}
         tags |= {"eaq.valid.reasons": "; ".join(validity.reasons)} if validity.reasons else {}
+        tags |= {"eaq.valid.notes": "; ".join(validity.notes)} if validity.notes else {}
         tags |= {"eaq.energy.notes": "; ".join(energy.notes)} if energy.notes else {}
         metrics |= {"valid": float(validity.valid), **validity.facts}
     files = []

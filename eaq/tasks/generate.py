@@ -133,6 +133,8 @@ def generate_metrics(
     metrics |= prefill_figures | decode_figures
     prefill_check = check(w.prefill, prefill_energy, idle_w, min_window_s)
     decode_check = check(w.decode, decode_energy, idle_w, min_window_s)
-    reasons = tuple(f"prefill: {r}" for r in prefill_check.reasons) + tuple(f"decode: {r}" for r in decode_check.reasons)
+    checks = {"prefill": prefill_check, "decode": decode_check}
+    reasons = tuple(f"{name}: {r}" for name, c in checks.items() for r in c.reasons)
+    notes = tuple(f"{name}: {n}" for name, c in checks.items() for n in c.notes)
     # Both windows must hold; the facts (sensor updates, coverage, clocks) are the decode window's.
-    return metrics, decode_energy, Validity(reasons, decode_check.facts)
+    return metrics, decode_energy, Validity(reasons, decode_check.facts, notes)

@@ -227,7 +227,7 @@ def _measured_saving(
         )
     cost, cost_target = both
     tags |= {f"eaq.layers.saving.{key.removeprefix('eaq.')}": value for key, value in lowered.tags.items()
-             if key in ("eaq.energy", "eaq.valid", "eaq.valid.reasons", "eaq.layers.cuda_graphs")}
+             if key in ("eaq.energy", "eaq.valid", "eaq.valid.reasons", "eaq.valid.notes", "eaq.layers.cuda_graphs")}
     write_csv(folder / "plan_saving.csv", SAVING_COLUMNS, saving_rows(components, cost, cost_target, basis))
     return cost, {name: cost[name] - cost_target[name] for name in cost}, basis
 
