@@ -330,9 +330,20 @@ def _validate_workload(obj: EaqConfig) -> None:
         )
 
 
-def auto_seconds(value: float | None, measuring: bool) -> float:
-    """Protocol durations left null (``trials.min_duration_s``, ``trials.idle_s``): 5 s when energy is measured, none otherwise."""
-    return value if value is not None else (5.0 if measuring else 0.0)
+# What a null protocol duration means when energy is measured. The window: 5 s, so the ~100 ms
+# sensors update 50 times. The idle baseline: 2 s. Idle power is flat, unlike a loaded window's:
+# over 45 five-second idle windows on three H100s (2026-11-26, docs/results/2026-11-26-h100-sweep-agreement)
+# the first 2 s read 0.25% above the whole 5 s on average (sd 0.21%, at most 0.87%: the GPU still
+# cooling from the run before), against the 3.3 W (2.6%) a baseline is let drift by its reuse rule
+# (3 C at ~1.1 W/C); and a sweep re-measures it one to three times, 3 s saved each.
+AUTO_WINDOW_S = 5.0
+AUTO_IDLE_S = 2.0
+
+
+def auto_seconds(value: float | None, measuring: bool, default: float = AUTO_WINDOW_S) -> float:
+    """A protocol duration left null (``trials.min_duration_s``, ``trials.idle_s``): ``default`` when energy
+    is measured, none otherwise."""
+    return value if value is not None else (default if measuring else 0.0)
 
 
 def validate(cfg: DictConfig) -> EaqConfig:
