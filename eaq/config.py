@@ -120,7 +120,8 @@ class TrialsConfig:
     # ... and keeps going until this many seconds have passed (null: 5 s when energy is
     # measured, so the ~100 ms sensor updates at least 50 times; else 0).
     min_duration_s: float | None = None
-    # Idle baseline before the run, device idle, sensor on (null: 5 s when energy is measured, else 0).
+    # Idle baseline before the run, device idle, sensor on (null: 2 s when energy is measured, else 0:
+    # AUTO_IDLE_S says why). A stored baseline shorter than this is not reused.
     idle_s: float | None = None
     # Reuse the last idle baseline of this device (cached in paths.cache_dir) while it is
     # younger than idle_max_age_s and temperature and SM clock are near what they were then
@@ -332,7 +333,7 @@ def _validate_workload(obj: EaqConfig) -> None:
 
 # What a null protocol duration means when energy is measured. The window: 5 s, so the ~100 ms
 # sensors update 50 times. The idle baseline: 2 s. Idle power is flat, unlike a loaded window's:
-# over 45 five-second idle windows on three H100s (2026-11-26, docs/results/2026-11-26-h100-sweep-agreement)
+# over 45 five-second idle windows on two H100s (2026-11-26, docs/results/2026-11-26-h100-sweep-agreement)
 # the first 2 s read 0.25% above the whole 5 s on average (sd 0.21%, at most 0.87%: the GPU still
 # cooling from the run before), against the 3.3 W (2.6%) a baseline is let drift by its reuse rule
 # (3 C at ~1.1 W/C); and a sweep re-measures it one to three times, 3 s saved each.

@@ -189,7 +189,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.layers.impact", "task=layers: the impact measured (target precision, base format, ablation), or why none."),
     ("eaq.layers.plan", "task=layers: the mixed-precision plan written to layers/plan.yaml (layers lowered, budget)."),
     ("eaq.layers.cuda_graphs", "task=layers: whether the whole-model pass and the replays ran as CUDA graphs (layers.cuda_graphs), or why they ran eagerly."),
-    ("eaq.layers.saving.<tag>", "task=layers with layers.saving=measured or compiled: the savings' own windows. valid and valid.reasons: their validity ('not checked (no energy)' without a sensor); energy and layers.cuda_graphs: the target's windows (measured); pass: what compiled savings compiled and fed it, 'compiled[, CUDA graphs]; inputs: ...' (the batch as the benchmark passes it)."),
+    ("eaq.layers.saving.<tag>", "task=layers with layers.saving=measured or compiled: the savings' own windows. valid, valid.reasons and valid.notes: their validity ('not checked (no energy)' without a sensor); energy and layers.cuda_graphs: the target's windows (measured); pass: what compiled savings compiled and fed it, 'compiled[, CUDA graphs]; inputs: ...' (the batch as the benchmark passes it)."),
     ("eaq.memory.rss_peak", "What memory_peak_rss_mb spans: 'warm-up and window', or the whole process where the high-water mark could not be reset."),
     ("eaq.data.token_cache", "'hit' or 'miss': were the token tensors read from the cache."),
     ("eaq.compile", "'true' when the timed model ran through torch.compile (compiled during warm-up)."),

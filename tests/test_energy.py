@@ -197,14 +197,19 @@ def test_each_validity_check_flags_with_a_reason(window, energy, idle, expected)
 @pytest.mark.parametrize("cap_at", ["before", "after"])
 def test_a_clock_drift_while_the_power_cap_holds_the_clocks_is_a_note_not_a_reason(cap_at: str) -> None:
     """At the power limit the driver moves the SM clock between any two reads: benign, but said."""
-    before, after = {"sm_clock_mhz": 1845, "clock_event_reasons": 0}, {"sm_clock_mhz": 1635, "clock_event_reasons": 0}
+    before = {"sm_clock_mhz": 1845, "clock_event_reasons": 0, "power_limit_w": 700}
+    after = {"sm_clock_mhz": 1635, "clock_event_reasons": 0, "power_limit_w": 700}
     (before if cap_at == "before" else after)["clock_event_reasons"] = 0x4
-    validity = check(_window(6.0, before, after), _energy(1800.0, 6.0), idle_power_w=None, min_window_s=5.0)
+    at_limit = _energy(6.0 * 690, 6.0)  # 690 W on average against a 700 W limit
+    validity = check(_window(6.0, before, after), at_limit, idle_power_w=None, min_window_s=5.0)
     assert validity.valid, validity.reasons
-    assert validity.notes == ("SM clock drifted from 1845 to 1635 MHz while the software power cap held the clocks",)
+    assert validity.notes == ("SM clock drifted from 1845 to 1635 MHz while the software power cap held the clocks at 690 W (limit 700 W)",)
+    # The cap's bit in a window well below the limit does not explain a drift: flagged.
+    below = check(_window(6.0, before, after), _energy(6.0 * 300, 6.0), idle_power_w=None, min_window_s=5.0)
+    assert not below.valid and below.reasons == ("SM clock drifted from 1845 to 1635 MHz",) and not below.notes
     # The same drift with a thermal slowdown beside the cap still flags the window (the slowdown's reason).
     after = after | {"clock_event_reasons": 0x4 | 0x20}
-    flagged = check(_window(6.0, before, after), _energy(1800.0, 6.0), idle_power_w=None, min_window_s=5.0)
+    flagged = check(_window(6.0, before, after), at_limit, idle_power_w=None, min_window_s=5.0)
     assert not flagged.valid and any("software thermal slowdown" in r for r in flagged.reasons)
 
 

@@ -135,6 +135,13 @@ def test_a_stale_idle_baseline_is_measured_again(tmp_path: Path) -> None:
 
         _, window, tags = idle_baseline(cpu, sampler, 0.3, idle_store(_config(tmp_path, idle_reuse=False), cpu, sampler))
         assert window is not None and "reuse off" in tags["eaq.idle"]
+
+        # A protocol asking for a longer idle does not take the shorter baseline stored by another.
+        longer, window, tags = idle_baseline(cpu, sampler, 0.6, idle_store(cfg, cpu, sampler))
+        assert window is not None and "asks for 0.6 s" in tags["eaq.idle"]
+        assert longer is not None and longer.duration_s >= 0.6
+        _, window, tags = idle_baseline(cpu, sampler, 0.3, idle_store(cfg, cpu, sampler))
+        assert window is None and tags["eaq.idle"].startswith("reused")  # a shorter ask takes the longer one
     finally:
         sampler.stop()
 

@@ -338,6 +338,8 @@ class PassCost:
     joules: float | None
     # Why the window is not to be trusted (eaq.measure.validity); empty: valid or no energy.
     reasons: tuple[str, ...] = ()
+    # What the validity check judged benign (eaq.measure.validity.Validity.notes).
+    notes: tuple[str, ...] = ()
 
 
 def _warm_up(step: Callable[[], object], device: torch.device, sampler: Sampler, settings: Settings, measuring: bool) -> WarmupResult:
@@ -383,9 +385,9 @@ def measure_passes(
     found = {}
     for name, (window, settled) in windows.items():
         energy = window_energy(sampler.name, trace, window.t0, window.t1, window.counter_j)
-        reasons = check(window, energy, idle_w, settings.min_window_s).reasons
+        validity = check(window, energy, idle_w, settings.min_window_s)
         found[name] = PassCost(window.duration_s / window.iterations, _per_pass(energy, window, idle_w)[0],
-                               (*reasons, *(["warm-up did not settle"] if settled is False else [])))
+                               (*validity.reasons, *(["warm-up did not settle"] if settled is False else [])), validity.notes)
     return found
 
 

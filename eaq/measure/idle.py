@@ -73,12 +73,17 @@ def save_baseline(path: Path, baseline: IdleBaseline) -> None:
     atomic_write_text(path, json.dumps(asdict(baseline), indent=2))
 
 
-def stale_reason(baseline: IdleBaseline | None, sampler: str, facts: dict[str, float], policy: ReusePolicy) -> str | None:
-    """Why ``baseline`` cannot stand for the device now (None: reuse it)."""
+def stale_reason(
+    baseline: IdleBaseline | None, sampler: str, facts: dict[str, float], policy: ReusePolicy, idle_s: float = 0.0
+) -> str | None:
+    """Why ``baseline`` cannot stand for the device now (None: reuse it). ``idle_s``: the length the run asks for;
+    a baseline measured over less (the 2 s default's, for a protocol that asks 5 s) is not what it asked."""
     if baseline is None:
         return "no stored baseline for this device"
     if baseline.sampler != sampler:
         return f"stored baseline was measured with sampler {baseline.sampler}, not {sampler}"
+    if baseline.duration_s < 0.99 * idle_s:
+        return f"stored baseline was measured over {baseline.duration_s:.1f} s, this run asks for {idle_s:g} s"
     age = baseline.age_s()
     if not 0 <= age <= policy.max_age_s:
         return f"stored baseline is {age:.0f} s old (reused up to {policy.max_age_s:.0f} s)"
@@ -111,7 +116,7 @@ def idle_baseline(
     if idle_s <= 0:
         return None, None, {"eaq.idle": "none (no idle time asked for)"}
     stored = load_baseline(store[0]) if store else None
-    reason = stale_reason(stored, sampler.name, sampler.snapshot(), store[1]) if store else "reuse off"
+    reason = stale_reason(stored, sampler.name, sampler.snapshot(), store[1], idle_s) if store else "reuse off"
     if reason is None and stored is not None:
         tags = {"eaq.idle": f"reused, measured {stored.age_s():.0f} s earlier", "eaq.idle.measured_unix_s": f"{stored.measured_unix_s:.3f}"}
         return stored, None, tags

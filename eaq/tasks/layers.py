@@ -284,6 +284,8 @@ def _compiled_saving(
     invalid = [f"{row['type']}: {row['valid']}" for row in table if row["valid"] not in ("true", "not checked (no energy)")]
     tags["eaq.layers.saving.valid"] = "false" if invalid else "true" if basis == "compiled_energy" else "not checked (no energy)"
     tags |= {"eaq.layers.saving.valid.reasons": "; ".join(invalid)} if invalid else {}
+    notes = [f"{name}: {note}" for name, cost in found.items() for note in cost.notes]
+    tags |= {"eaq.layers.saving.valid.notes": "; ".join(notes)} if notes else {}
     whole = table[0]["base_per_pass"] / 1e3  # the compiled base pass, J or s: each component's cost is its share of it
     return {name: share * whole for name, share in cost.items()}, split_type_savings(members, saved, cost), basis
 
