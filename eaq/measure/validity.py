@@ -94,10 +94,12 @@ def _device_reasons(
         # the device's normal state at that load, whose energy the counter still integrates. Only
         # there: a drift with no power-cap event, or in a window well below the limit, is a change
         # of operating point, and flags the window.
+        at = f" at {mean_w:.0f} W (limit {limit:.0f} W)" if mean_w is not None and limit else ""
         if events & POWER_CAP and mean_w is not None and limit and mean_w >= AT_POWER_LIMIT * limit:
-            notes.append(f"{drift} while the software power cap held the clocks at {mean_w:.0f} W (limit {limit:.0f} W)")
+            notes.append(f"{drift} while the software power cap held the clocks{at}")
         else:
-            reasons.append(drift)
+            # The window's power and whether the cap showed say which case a reader is looking at.
+            reasons.append(f"{drift}{at}{', power-cap event seen' if events & POWER_CAP else ''}")
     others = max(before.get("other_processes", 0), after.get("other_processes", 0))
     if others:
         reasons.append(f"{others:.0f} other process(es) were using the GPU")
