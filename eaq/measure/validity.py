@@ -88,12 +88,11 @@ def _device_reasons(
     if clock0 and clock1 and abs(clock1 - clock0) / clock0 > MAX_CLOCK_DRIFT:
         drift = f"SM clock drifted from {clock0:.0f} to {clock1:.0f} MHz"
         # Holding the power limit, the driver moves the SM clock all the time: two point reads of it
-        # differed by 10-15% in DistilBERT's bf16 replay windows, a model whose whole pass drew 694 W
-        # against a 700 W limit, with the power-cap event at one end (H100, 2026-11-26,
-        # docs/results/2026-11-25-h100-layers):
-        # the device's normal state at that load, whose energy the counter still integrates. Only
-        # there: a drift with no power-cap event, or in a window well below the limit, is a change
-        # of operating point, and flags the window.
+        # differed by 10-15% in DistilBERT's bf16 replay windows (its whole pass drew 694 W against a
+        # 700 W limit), the power-cap event at one end (H100, 2026-11-26, docs/results/2026-11-25-h100-layers).
+        # That is the device's normal state at that load, and the counter still integrates its energy.
+        # A drift with no power-cap event, or in a window well below the limit, is a change of
+        # operating point, and flags the window.
         at = f" at {mean_w:.0f} W (limit {limit:.0f} W)" if mean_w is not None and limit else ""
         if events & POWER_CAP and mean_w is not None and limit and mean_w >= AT_POWER_LIMIT * limit:
             notes.append(f"{drift} while the software power cap held the clocks{at}")

@@ -41,8 +41,9 @@ def stores(*folders: Path) -> pd.DataFrame:
     runs = pd.concat([runs_frame(fetch_runs(f"sqlite:///{store}")).assign(store=store.stem.removeprefix("generate-"))
                       for store in found], ignore_index=True)
     runs["mode"] = runs["compile"].map({True: "compiled", False: "eager"})
-    runs.loc[runs["compile"] & runs["compile_tuning"], "mode"] = "compiled, coordinate-descent tuning"
-    runs.loc[runs["compile"] & ~runs["compile_pattern_matcher"], "mode"] = "compiled, no pattern matcher"
+    # Each compiler setting away from the grid's adds its words, so a run with both is named by both.
+    runs.loc[runs["compile"] & runs["compile_tuning"], "mode"] += ", coordinate-descent tuning"
+    runs.loc[runs["compile"] & ~runs["compile_pattern_matcher"], "mode"] += ", no pattern matcher"
     return runs
 
 
