@@ -69,9 +69,20 @@ def by_call() -> pd.DataFrame:
     return pd.DataFrame(rows).fillna("")
 
 
-def pooled() -> pd.DataFrame:
-    """Every call's valid runs, each divided by its call's valid control mean; per configuration and protocol."""
+def control_idle_s(frame: pd.DataFrame) -> pd.Series:
+    """Per call, the idle baseline its control runs measured (s, rounded): 5 before the 2 s default of
+    ``8568f33``, 2 since. The shipped protocol is the one with 2."""
+    control = frame[frame["protocol"] == "control"]
+    return control.groupby("call")["metrics.phase_idle_s"].max().round()
+
+
+def pooled(idle_s: float | None = None) -> pd.DataFrame:
+    """Every call's valid runs, each divided by its call's valid control mean; per configuration and protocol.
+    With ``idle_s``, only the calls whose control measured an idle baseline of that length."""
     frame = runs()
+    if idle_s is not None:
+        idle = control_idle_s(frame)
+        frame = frame[frame["call"].isin(idle[idle == idle_s].index)]
     frame = frame[frame["tags.eaq.valid"].astype(str).str.lower() == "true"]
     keys = ["call", "params.model.name", "params.precision.name"]
     control_mean = frame[frame["protocol"] == "control"].groupby(keys)["metrics.energy_per_sample_mj"].mean()
@@ -115,6 +126,8 @@ def main() -> None:
     print(by_call().to_markdown(index=False))
     print("\nPooled over the calls (valid runs only; each run's energy over its call's control mean):\n")
     print(pooled().to_markdown(index=False))
+    print("\nThe same, only the calls under the shipped protocol (the control's idle baseline 2 s, since `8568f33`):\n")
+    print(pooled(idle_s=2.0).to_markdown(index=False))
 
 
 if __name__ == "__main__":
