@@ -25,7 +25,7 @@ from eaq.layers.energy import (
     without_full_mask,
 )
 from eaq.measure.graphs import Step, as_graph
-from eaq.layers.replay import capture, replay
+from eaq.layers.replay import capture, recording_outputs, replay, stubbed
 from eaq.models.masks import eager_mask_decisions
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.nvml import NvmlSampler
@@ -93,7 +93,7 @@ BLOCK_ROOTS = {"bert_tiny_random": "encoder.layer", "gpt2_tiny_random": "transfo
 
 
 @pytest.mark.parametrize("kind", list(BLOCK_ROOTS))
-def test_a_block_replayed_whole_runs_its_own_ops_too(kind: str) -> None:
+def test_a_block_replayed_with_its_components_stubbed_runs_its_own_ops_alone(kind: str) -> None:
     model = tiny(kind)
     batch = _batch(model)
     components = find_components(model)
@@ -104,13 +104,26 @@ def test_a_block_replayed_whole_runs_its_own_ops_too(kind: str) -> None:
     seen: dict[str, object] = {}
     handles = [model.get_submodule(b.roots[0]).register_forward_hook(lambda _m, _a, out, r=b.name: seen.setdefault(r, out))
                for b in blocks]
-    calls = capture(model, [*components, *blocks], lambda: model(**batch))
+    outputs: dict[str, list[object]] = {}
+    with recording_outputs(model, [c for c in components if c.block is not None], outputs):
+        calls = capture(model, [*components, *blocks], lambda: model(**batch))
     for handle in handles:
         handle.remove()
     with torch.inference_mode():
-        for block in blocks:
-            (replayed,) = replay(model, calls[block.name])
-            torch.testing.assert_close(replayed, seen[block.name], rtol=0, atol=0)
+        whole_ops = _ops(lambda: replay(model, calls[blocks[0].name]))
+        with stubbed(model, outputs):
+            for block in blocks:  # the block's own ops on its components' real outputs: its real output, exactly
+                (replayed,) = replay(model, calls[block.name])
+                torch.testing.assert_close(replayed, seen[block.name], rtol=0, atol=0)
+            own_ops = _ops(lambda: replay(model, calls[blocks[0].name]))
+        # ... and none of its components' work: no matrix product, softmax or normalisation runs.
+        work = ("mm", "addmm", "bmm", "softmax", "layer_norm", "scaled_dot_product")
+        assert any(w in op for op in whole_ops for w in work)
+        assert own_ops and not [op for op in own_ops if any(w in op for w in work)], own_ops
+        assert any("add" in op for op in own_ops)  # the residual adds
+    # Stubs are removed on exit: the block computes again.
+    with torch.inference_mode():
+        assert _ops(lambda: replay(model, calls[blocks[0].name])) == whole_ops
 
 
 def test_cuda_graphs_fall_back_to_eager_off_cuda_and_say_why() -> None:
@@ -352,8 +365,9 @@ def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> No
     assert outside.time_s[BLOCK_OPS] + outside.time_s[MODEL_GLUE] == pytest.approx(
         found.times.whole_s - sum(found.times.components.values()))
     assert outside.time_s[BLOCK_OPS] > 0  # BERT's residual adds run in the block, outside its components' roots
+    assert outside.replay_j[BLOCK_OPS] > 0  # replayed alone (components stubbed), not a difference of two windows
     assert all(v is not None for v in [*outside.replay_j.values(), *outside.replay_net_j.values()])
-    # With the blocks replayed whole, capture = 1 - glue / whole, a measurement (never 1 by construction).
+    # With the blocks' own ops, capture = 1 - glue / whole, a measurement (never 1 by construction).
     assert found.metrics["layers_capture_ratio_replay_with_blocks"] == pytest.approx(
         1 - outside.replay_j[MODEL_GLUE] / found.whole_j)
     assert found.metrics["layers_time_capture_ratio_with_blocks"] > found.times.captured

@@ -31,8 +31,9 @@ modules belong to it (``attention.self`` and ``attention.output.dense`` for a BE
 every root (residual adds, activations between modules) belongs to no component, and the
 capture ratio shows how much that is. To measure that work rather than infer it, each
 numbered block is also a *block* (``find_blocks``): the module that holds the block (the
-name up to its index, ``transformer.h.3``), replayed whole; the block minus its components
-is the block's own work (residual adds, masks prepared in the block's ``forward``).
+name up to its index, ``transformer.h.3``), replayed with its components stubbed
+(eaq.layers.replay.stubbed), which runs the block's own work alone (residual adds, masks
+prepared in the block's ``forward``).
 """
 
 from __future__ import annotations

@@ -10,17 +10,18 @@ time per pass); where no sensor exists they are None, never 0.
 
 Work outside every component is its own entry (``OutsideWork``), by both methods:
 
-- ``block_ops``, measured: each numbered block replayed whole (eaq.layers.components.find_blocks)
-  minus its components' replay; for attribution, the profiled time inside blocks but outside
-  their components. The residual adds and masks a block's own ``forward`` runs.
-- ``model_glue``, a remainder: the whole pass minus the blocks replayed whole minus the
-  components outside blocks (embeddings, head, a final norm). Not a measurement of its own:
-  it holds the model's own ops (mask preparation) and whatever the other figures miss.
+- ``block_ops``, measured: each numbered block (eaq.layers.components.find_blocks) replayed with
+  its components stubbed (eaq.layers.replay.stubbed), so the window runs the block's own ops
+  alone; for attribution, the profiled time inside blocks but outside their components. The
+  residual adds and masks a block's own ``forward`` runs.
+- ``model_glue``, a remainder: the whole pass minus every component minus the block ops. Not a
+  measurement of its own: it holds the model's own ops (mask preparation) and whatever the other
+  figures miss.
 
 So the capture ratio comes twice: components only (``layers_capture_ratio_<method>``), and
-with the blocks' own ops (``..._with_blocks`` = (components outside blocks + blocks replayed
-whole) / whole pass = 1 - glue / whole). Both are measurements; adding the glue would give 1
-by construction, so no ratio includes it.
+with the blocks' own ops (``..._with_blocks`` = (components + block ops) / whole pass = 1 - glue
+/ whole). Both are measurements; adding the glue would give 1 by construction, so no ratio
+includes it.
 
 With ``Settings.cuda_graphs`` on a GPU, the whole-model pass and every replay sequence run as
 CUDA graphs captured outside the windows (eaq.measure.graphs), so the GPU, not the host's
@@ -42,7 +43,7 @@ from torch import nn
 
 from eaq.layers.attribution import OUTSIDE, PassTimes, profile_times, split
 from eaq.layers.components import Component, find_blocks
-from eaq.layers.replay import capture, graphed, metered, replay_by_type
+from eaq.layers.replay import capture, graphed, metered, recording_outputs, replay_by_type, stubbed
 from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, window_energy
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.samplers import Sampler, measures_energy, wait_for_sample
@@ -76,10 +77,9 @@ class Settings:
 BLOCK_OPS, MODEL_GLUE = "block_ops", "model_glue"
 # How each entry of OutsideWork is obtained (layers/outside.csv's basis column).
 OUTSIDE_BASIS = {
-    BLOCK_OPS: "measured: blocks replayed whole minus their components' replay; attribution: profiled time "
-               "inside blocks outside their components",
-    MODEL_GLUE: "remainder: whole pass minus blocks replayed whole minus components outside blocks; "
-                "not a measurement of its own",
+    BLOCK_OPS: "measured: blocks replayed with their components stubbed (their own ops alone); attribution: "
+               "profiled time inside blocks outside their components",
+    MODEL_GLUE: "remainder: whole pass minus every component minus the block ops; not a measurement of its own",
 }
 
 
@@ -94,22 +94,30 @@ class OutsideWork:
     attribution_net_j: dict[str, float | None]
 
 
-def _outside(parts: dict[str, float | None], blocks: dict[str, float | None], in_blocks: set[str],
-             whole: float | None) -> dict[str, float | None]:
-    """{BLOCK_OPS, MODEL_GLUE} from per-component figures, per-block figures and the whole pass's.
+def _outside(parts: dict[str, float | None], block_ops: float | None, whole: float | None) -> dict[str, float | None]:
+    """{BLOCK_OPS, MODEL_GLUE} from per-component figures, the blocks' own ops and the whole pass's.
 
-    Both may carry attribution's OUTSIDE entry (``split`` with a total adds it: the whole pass's
-    energy beyond the parts). It is no block: counted as one, the blocks would sum to the whole
-    pass, and the glue would come out as minus the components outside blocks (the 2026-11-24 H100
-    run: GPT-2's LM head, -3.6 J, and an attribution capture with blocks of 1.46)."""
-    blocks = {k: v for k, v in blocks.items() if k != OUTSIDE}
-    values = [v for k, v in parts.items() if k != OUTSIDE] + list(blocks.values())
-    if whole is None or any(v is None for v in values):
+    ``parts`` may carry attribution's OUTSIDE entry (``split`` with a total adds it: the whole pass's
+    energy beyond the parts): it is the block ops and the glue together, so it is left out here."""
+    values = [v for k, v in parts.items() if k != OUTSIDE]
+    if whole is None or block_ops is None or any(v is None for v in values):
         return {BLOCK_OPS: None, MODEL_GLUE: None}
-    blocks_sum = sum(blocks.values())  # type: ignore[arg-type]
-    inside = sum(v for k, v in parts.items() if k in in_blocks)  # type: ignore[misc]
-    beside = sum(v for k, v in parts.items() if k != OUTSIDE and k not in in_blocks)  # type: ignore[misc]
-    return {BLOCK_OPS: blocks_sum - inside, MODEL_GLUE: whole - blocks_sum - beside}
+    return {BLOCK_OPS: block_ops, MODEL_GLUE: whole - block_ops - sum(values)}  # type: ignore[arg-type]
+
+
+def _profiled_block_ops(parts: dict[str, float | None], blocks: dict[str, float | None], in_blocks: set[str]) -> float | None:
+    """The blocks' own ops as the profile sees them: the blocks' figures (each holding its components') minus
+    their components'. ``blocks`` may carry attribution's OUTSIDE entry too; it is no block: counted as one,
+    the blocks would sum to the whole pass and the glue come out as minus the components outside blocks (the
+    2026-11-24 H100 run: GPT-2's LM head, -3.6 J, and an attribution capture with blocks of 1.46)."""
+    values = [v for k, v in blocks.items() if k != OUTSIDE] + [v for k, v in parts.items() if k in in_blocks]
+    if any(v is None for v in values):
+        return None
+    return sum(v for k, v in blocks.items() if k != OUTSIDE) - sum(v for k, v in parts.items() if k in in_blocks)  # type: ignore[misc]
+
+
+def _summed(values: dict[str, float | None]) -> float | None:
+    return None if any(v is None for v in values.values()) else sum(values.values())  # type: ignore[arg-type]
 
 
 @dataclass
@@ -236,7 +244,9 @@ def measure_components(
 ) -> ComponentEnergy:
     """Both methods for every component, on the model as it is (the run's precision applied)."""
     blocks = find_blocks(components)
-    calls = capture(model, [*components, *blocks], forward)
+    outputs: dict[str, list[object]] = {}  # what the blocks' components return, for their stubs
+    with recording_outputs(model, [c for c in components if c.block is not None], outputs):
+        calls = capture(model, [*components, *blocks], forward)
     times = profile_times(model, components, forward, device, settings.profile_passes, blocks)
     whole_step = graphed(forward, device, settings.cuda_graphs)
     measuring = measures_energy(sampler)
@@ -246,8 +256,11 @@ def measure_components(
         idle, _, idle_tags = idle_baseline(device, sampler, settings.idle_s, settings.idle_store)
         warm = _warm_up(whole_step.run, device, sampler, settings, measuring)
         whole = metered(whole_step.run, device, sampler, settings.iters, settings.min_window_s)
-        replays = replay_by_type(model, [*components, *blocks], calls, device, sampler, settings.replay_iters,
+        replays = replay_by_type(model, components, calls, device, sampler, settings.replay_iters,
                                  settings.replay_min_s, settings.cuda_graphs)
+        with stubbed(model, outputs):  # the blocks' own ops alone
+            replays += replay_by_type(model, blocks, calls, device, sampler, settings.replay_iters,
+                                      settings.replay_min_s, settings.cuda_graphs)
         wait_for_sample(sampler)  # ... and ends after the last window
     finally:
         trace = sampler.stop()
@@ -281,13 +294,17 @@ def measure_components(
         reasons += [f"replay {replayed.type}: {r}" for r in replay_check.reasons]
         notes += [f"replay {replayed.type}: {n}" for n in replay_check.notes]
     in_blocks = {c.name for c in components if c.block is not None}
+
+    def profiled(parts: dict[str, float | None], joules: float | None) -> dict[str, float | None]:
+        blocks_j = _split_or_none(joules, times.blocks, times.whole_s)
+        return _outside(parts, _profiled_block_ops(parts, blocks_j, in_blocks), joules)
+
     found.outside = OutsideWork(
-        time_s=_outside(times.components, times.blocks, in_blocks, times.whole_s),
-        replay_j=_outside(found.replay_j, block_j, in_blocks, whole_j),
-        replay_net_j=_outside(found.replay_net_j, block_net_j, in_blocks, whole_net_j),
-        attribution_j=_outside(found.attribution_j, _split_or_none(whole_j, times.blocks, times.whole_s), in_blocks, whole_j),
-        attribution_net_j=_outside(found.attribution_net_j, _split_or_none(whole_net_j, times.blocks, times.whole_s),
-                                   in_blocks, whole_net_j),
+        time_s=_outside(times.components, _profiled_block_ops(times.components, times.blocks, in_blocks), times.whole_s),
+        replay_j=_outside(found.replay_j, _summed(block_j), whole_j),
+        replay_net_j=_outside(found.replay_net_j, _summed(block_net_j), whole_net_j),
+        attribution_j=profiled(found.attribution_j, whole_j),
+        attribution_net_j=profiled(found.attribution_net_j, whole_net_j),
     )
     found.metrics = {
         "layers_whole_model_time_ms": found.whole_s_per_pass * 1e3,
@@ -392,7 +409,7 @@ def measure_passes(
 
 
 def _with_blocks(outside: dict[str, float | None], whole: float | None) -> float | None:
-    """(Components outside blocks + blocks replayed whole) / whole = 1 - glue / whole."""
+    """(Components + the blocks' own ops) / whole = 1 - glue / whole."""
     glue = outside[MODEL_GLUE]
     return 1 - glue / whole if glue is not None and whole else None
 

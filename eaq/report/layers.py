@@ -24,7 +24,7 @@ from eaq.report.figures import Figure, save
 from eaq.report.frame import CONFIG_KEYS
 
 ARTIFACTS = ("components.csv", "component_types.csv", "correlation.csv")
-OUTSIDE = "outside.csv"  # logged since the blocks were replayed whole; older runs lack it
+OUTSIDE = "outside.csv"  # logged since the blocks' own ops are measured; older runs lack it
 IMPACTS = ("sensitivity_impact", "ablation_impact")
 # The column of component_types.csv and outside.csv that each eaq.layers.share_basis is a share of.
 BASIS_COLUMN = {"replay": "energy_replay_mj_per_pass", "attribution": "energy_attribution_mj_per_pass",
