@@ -216,6 +216,20 @@ def test_every_graph_task_layers_captures_takes_the_eager_mask_decisions(monkeyp
     assert len(seen) == 1 + len(components) + len(blocks) + len(types) and not any(seen)
 
 
+def test_stubs_leave_a_module_as_they_found_it_even_when_the_replay_fails() -> None:
+    model = tiny("gpt2_tiny_random")
+    wrapped = model.get_submodule("transformer.h.0.mlp")
+    wrapper = wrapped.forward  # an instance-level forward, as a wrapper (accelerate's hooks) sets one
+    wrapped.forward = wrapper
+    plain = model.get_submodule("transformer.h.0.attn")
+    with pytest.raises(RuntimeError, match="replay failed"):
+        with stubbed(model, {"transformer.h.0.mlp": ["mlp out"], "transformer.h.0.attn": [("a", None), ("b", None)]}):
+            assert wrapped(torch.zeros(1)) == "mlp out"
+            assert [plain(None)[0], plain(None)[0], plain(None)[0]] == ["a", "b", "a"]  # in turn, as recorded
+            raise RuntimeError("replay failed")
+    assert wrapped.__dict__["forward"] is wrapper and "forward" not in plain.__dict__
+
+
 def _attention_ops(model: nn.Module, batch: dict[str, object]) -> tuple[list[str], list[str]]:
     """The operations of the first attention in the pass, and of its replay on the captured inputs."""
     components = find_components(model)
@@ -366,6 +380,9 @@ def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> No
         found.times.whole_s - sum(found.times.components.values()))
     assert outside.time_s[BLOCK_OPS] > 0  # BERT's residual adds run in the block, outside its components' roots
     assert outside.replay_j[BLOCK_OPS] > 0  # replayed alone (components stubbed), not a difference of two windows
+    # The glue is what the components and the block ops leave of the whole pass, by replay too.
+    assert outside.replay_j[MODEL_GLUE] == pytest.approx(
+        found.whole_j - sum(found.replay_j.values()) - outside.replay_j[BLOCK_OPS])
     assert all(v is not None for v in [*outside.replay_j.values(), *outside.replay_net_j.values()])
     # With the blocks' own ops, capture = 1 - glue / whole, a measurement (never 1 by construction).
     assert found.metrics["layers_capture_ratio_replay_with_blocks"] == pytest.approx(

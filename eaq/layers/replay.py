@@ -22,7 +22,8 @@ A block's own ops (the residual adds between its components) belong to no compon
 are replayed directly: the block is called on its captured inputs with each of its components'
 roots ``stubbed`` to return the output it returned in the captured pass, so the replay runs the
 block's own ops and nothing else. (Measured as the block replayed whole minus its components, the
-difference of two windows, they spread 16-20% between trials on the H100, 2026-11-25-h100-layers.)
+difference of two windows, they spread 16-22% between trials on the H100 in bf16 and 96-994% in fp8,
+at times below zero: 2026-11-25-h100-layers.)
 """
 
 from __future__ import annotations
@@ -80,12 +81,17 @@ def capture(model: nn.Module, components: list[Component], forward: Callable[[],
 @contextmanager
 def recording_outputs(model: nn.Module, components: list[Component], outputs: dict[str, list[object]]) -> Iterator[None]:
     """While open, append every output of the components' roots to ``outputs[root]``, in call order
-    (cloned, as ``capture``'s inputs): what ``stubbed`` returns in their place."""
+    (cloned, as ``capture``'s inputs): what ``stubbed`` returns in their place. A module reached by
+    two root names (a layer shared between blocks) is recorded once, under the first."""
     handles = []
+    hooked: set[int] = set()
     for root in dict.fromkeys(r for c in components for r in c.roots):
+        module = model.get_submodule(root)
+        if id(module) in hooked:
+            continue
+        hooked.add(id(module))
         outputs[root] = []
-        handles.append(model.get_submodule(root).register_forward_hook(
-            lambda _m, _a, out, r=root: outputs[r].append(tree_map(_detach, out))))
+        handles.append(module.register_forward_hook(lambda _m, _a, out, r=root: outputs[r].append(tree_map(_detach, out))))
     try:
         yield
     finally:
@@ -95,18 +101,27 @@ def recording_outputs(model: nn.Module, components: list[Component], outputs: di
 
 @contextmanager
 def stubbed(model: nn.Module, outputs: dict[str, list[object]]) -> Iterator[None]:
-    """While open, each root in ``outputs`` computes nothing and returns its recorded outputs in turn
-    (the same tensors each time: what runs around it costs the same whatever their values). A module
-    called several times per pass returns its outputs in the order it returned them."""
-    modules = [model.get_submodule(root) for root in outputs]
-    for module, values in zip(modules, outputs.values(), strict=True):
-        turns = itertools.cycle(values)
-        module.forward = lambda *_args, _turns=turns, **_kwargs: next(_turns)
+    """While open, each root in ``outputs`` computes nothing and returns its recorded outputs in turn.
+    A module called several times per pass returns its outputs in the order it returned them.
+
+    The same tensors come back at every call, so the ops around a stub must not change them in place
+    (``h += residual``): their values would drift over thousands of replays, and power depends on the
+    data. The blocks of BERT, DistilBERT, GPT-2 and Llama add out of place. A ``forward`` set on the
+    instance before (a wrapper's) is put back on exit."""
+    saved = {}
     try:
+        for root, values in outputs.items():
+            module = model.get_submodule(root)
+            saved[root] = (module, module.__dict__.get("forward"))
+            turns = itertools.cycle(values)
+            module.forward = lambda *_args, _turns=turns, **_kwargs: next(_turns)
         yield
     finally:
-        for module in modules:
-            del module.forward
+        for module, before in reversed(list(saved.values())):
+            if before is None:
+                del module.forward
+            else:
+                module.forward = before
 
 
 def replay(model: nn.Module, calls: Sequence[Call]) -> list[object]:
