@@ -341,10 +341,13 @@ AUTO_WINDOW_S = 5.0
 AUTO_IDLE_S = 2.0
 
 
-def auto_seconds(value: float | None, measuring: bool, default: float = AUTO_WINDOW_S) -> float:
-    """A protocol duration left null (``trials.min_duration_s``, ``trials.idle_s``): ``default`` when energy
-    is measured, none otherwise."""
-    return value if value is not None else (default if measuring else 0.0)
+def protocol_seconds(trials: TrialsConfig, measuring: bool) -> tuple[float, float]:
+    """(Least window seconds, idle baseline seconds) of ``trials``, each left null resolved: AUTO_WINDOW_S and
+    AUTO_IDLE_S when energy is measured, none otherwise. One place, so every task resolves both alike."""
+    def resolved(value: float | None, default: float) -> float:
+        return value if value is not None else (default if measuring else 0.0)
+
+    return resolved(trials.min_duration_s, AUTO_WINDOW_S), resolved(trials.idle_s, AUTO_IDLE_S)
 
 
 def validate(cfg: DictConfig) -> EaqConfig:

@@ -110,10 +110,11 @@ def _profiled_block_ops(parts: dict[str, float | None], blocks: dict[str, float 
     their components'. ``blocks`` may carry attribution's OUTSIDE entry too; it is no block: counted as one,
     the blocks would sum to the whole pass and the glue come out as minus the components outside blocks (the
     2026-11-24 H100 run: GPT-2's LM head, -3.6 J, and an attribution capture with blocks of 1.46)."""
-    values = [v for k, v in blocks.items() if k != OUTSIDE] + [v for k, v in parts.items() if k in in_blocks]
-    if any(v is None for v in values):
+    whole_blocks = [v for k, v in blocks.items() if k != OUTSIDE]
+    inside = [v for k, v in parts.items() if k in in_blocks]
+    if any(v is None for v in [*whole_blocks, *inside]):
         return None
-    return sum(v for k, v in blocks.items() if k != OUTSIDE) - sum(v for k, v in parts.items() if k in in_blocks)  # type: ignore[misc]
+    return sum(whole_blocks) - sum(inside)  # type: ignore[arg-type]
 
 
 def _summed(values: dict[str, float | None]) -> float | None:

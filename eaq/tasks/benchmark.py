@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 import transformers
 
-from eaq.config import AUTO_IDLE_S, EaqConfig, auto_seconds
+from eaq.config import EaqConfig, protocol_seconds
 from eaq.data import load_examples
 from eaq.device import describe_device, device_key, resolve_device
 from eaq.evaluate import accuracy, cached_figures, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key
@@ -91,7 +91,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             raise ConfigError(f"cuda_graphs=true needs a CUDA device and this run is on {device}; drop cuda_graphs or use device=cuda.")
         sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
         measuring = measures_energy(sampler)
-        min_window_s, idle_s = auto_seconds(cfg.trials.min_duration_s, measuring), auto_seconds(cfg.trials.idle_s, measuring, AUTO_IDLE_S)
+        min_window_s, idle_s = protocol_seconds(cfg.trials, measuring)
         # A bad data file fails now, not after loading the model.
         examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
         text = examples is not None

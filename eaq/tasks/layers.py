@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from eaq.config import AUTO_IDLE_S, EaqConfig, auto_seconds
+from eaq.config import EaqConfig, protocol_seconds
 from eaq.data import load_examples
 from eaq.device import describe_device, resolve_device
 from eaq.errors import ConfigError
@@ -157,10 +157,11 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
     model = precision.apply(model, device, rows)
     evidence = proof(model)
+    min_window_s, idle_s = protocol_seconds(cfg.trials, measuring)
     settings = Settings(
         iters=cfg.trials.iters,
-        min_window_s=auto_seconds(cfg.trials.min_duration_s, measuring),
-        idle_s=auto_seconds(cfg.trials.idle_s, measuring, AUTO_IDLE_S),
+        min_window_s=min_window_s,
+        idle_s=idle_s,
         warmup_iters=cfg.trials.warmup_iters,
         replay_iters=cfg.layers.replay_iters,
         replay_min_s=cfg.layers.replay_min_s if cfg.layers.replay_min_s is not None else (REPLAY_MIN_S if measuring else 0.0),
