@@ -127,7 +127,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("phase_ahead_s", "s", "Waiting, before the run touches the device, for what its sweep started measuring ahead of the runs: its roofline calibrations (eaq/tasks/ahead.py; calibrate_ahead)."),
     Metric("phase_prepare_s", "s", "In the run's process, before the model loads: the device (CUDA starts), the precision's checks, the sampler (NVML starts), the data file."),
     Metric("phase_load_s", "s", "Loading the model and tokenizer, preparing the batches on the device."),
-    Metric("phase_reference_s", "s", "fp32 reference outputs (computed or from the cache), forward FLOPs, rows per layer, the kernel check's fp32 copy."),
+    Metric("phase_reference_s", "s", "fp32 reference outputs (computed or from the cache), forward FLOPs, the kernel check's fp32 copy."),
     Metric("phase_precision_s", "s", "Applying the precision to the model and recording its proof."),
     Metric("phase_quality_s", "s", "Quality figures: computed, or read from the cache when another trial of the configuration computed them (tag eaq.quality.source)."),
     Metric("phase_sampler_s", "s", "Starting the power sampler (NVML: its polling process), waiting for its first sample before the idle window and for one past the last window (so the trace covers the windows' edges; at most 0.3 s each), stopping it."),

@@ -16,7 +16,6 @@ from eaq.models import load_model
 from eaq.data import make_batches
 from eaq.precision import get_precision, proof, runnable
 from eaq.precision.kernel_check import KernelCheckError, Profile, check_kernels, evaluate
-from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import compile_model
 from eaq.precision.proof import model_size_bytes
 
@@ -84,7 +83,7 @@ def test_unknown_and_unsupported_precisions_are_refused_not_substituted() -> Non
             get_precision(name, CPU)
     with pytest.raises(UnsupportedPrecisionError, match="runs on cpu and cuda, not on meta"):
         get_precision("int8", torch.device("meta"))
-    # A model with no layer the kernel takes is refused, naming the shape rule (no row rule on a CPU).
+    # A model with no layer the kernel takes is refused, naming the shape rule.
     with pytest.raises(UnsupportedPrecisionError, match=r"needs Linear layers with in and out features in multiples of 16, and this model has none"):
         get_precision("int8", CPU).apply(nn.Sequential(nn.Linear(8, 8)), CPU)
 
@@ -99,16 +98,12 @@ def test_gpu_requirements_name_the_capability_and_what_would_work(monkeypatch: p
         get_precision("fp8", t4)
     int8 = get_precision("int8", t4)
     assert int8.base == torch.float16  # no bf16 before Ampere
-    # cuBLAS int8 GEMMs need more than 16 rows (torchao would quietly use a float matmul
-    # instead): measured per layer, a classifier's pooled input at batch 2 has 2 rows.
+    # The shape rule alone decides which layers run int8, whatever rows they see (cuBLAS's
+    # limit on rows is met by padding them: test_padded_int_mm_...): the pooler-fed
+    # pre_classifier too, only the 2-way classifier stays.
     model = load_model(TINY_DISTILBERT).model
-    ids = torch.randint(0, 30522, (2, 32))
-    rows = linear_rows(model, lambda: model(input_ids=ids))
-    assert rows["distilbert.transformer.layer.0.attention.q_lin"] == 64 and rows["pre_classifier"] == 2
-    kept = [fqn for fqn, m in model.named_modules() if isinstance(m, nn.Linear) and not int8.eligible(m, fqn, rows)]
-    assert kept == ["pre_classifier", "classifier"]  # 2 rows; and 2 output features, not a multiple of 16
-    with pytest.raises(UnsupportedPrecisionError, match="precision=int8 quantizes no layer of this model at this shape: .* the largest layer input has 8 rows; raise the rows the layers see to 17 or more \\(batch_size x seq_len in a forward pass, batch_size alone in a generation's decode step\\)"):
-        int8.apply(model, t4, linear_rows(model, lambda: model(input_ids=ids[:1, :8])))
+    kept = [fqn for fqn, m in model.named_modules() if isinstance(m, nn.Linear) and not int8.eligible(m)]
+    assert kept == ["classifier"]
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
     h100 = get_precision("fp8", t4)
     assert (h100.base, h100.matmul) == (torch.bfloat16, "float8_e4m3fn")
@@ -200,10 +195,26 @@ def test_kernel_check_catches_a_float_fallback_on_quantized_layers() -> None:
     with pytest.raises(KernelCheckError, match=r"precision=int8 did not run as named \(8 quantized layers but 0 _int_mm GEMMs per forward; 9 float GEMMs per forward for 1 unquantized layers \(a float fallback\)\); for a torchao format"):
         check_kernels(precision, int8, lambda: fp32(input_ids=ids), CPU)
     # Host<->device copies beyond the fp32 model's own are recorded (CUDA kernel names; no GPU here).
-    seen = Profile(Counter({"aten::_int_mm": 8, "aten::mm": 1}), Counter({"Memcpy DtoH (Device -> Pageable)": 2}), Counter({"float": 1}))
+    seen = Profile(Counter({"aten::_int_mm": 8, "aten::mm": 1}), Counter({"Memcpy DtoH (Device -> Pageable)": 2}), Counter({("float", (64, 30522)): 1}))
     found = evaluate(precision, int8, seen, baseline_copies=1)
     assert not found.failures and found.summary == "passed, with 2 host<->device copies per forward where the fp32 model makes 1"
     assert evaluate(precision, int8, seen, baseline_copies=2).summary == "passed"
+
+
+def test_kernel_check_judges_float_gemms_shaped_like_a_linear_layer_only() -> None:
+    fp32 = load_model(TINY_GPT2).model
+    precision = get_precision("int8", CPU)
+    int8 = precision.apply(copy.deepcopy(fp32), CPU)
+    ids = torch.randint(0, 30522, (2, 32))
+    inv_freq, positions = torch.randn(16, 1), torch.randn(1, 32)
+    # A model's own fp32 matmul that is no Linear layer's (a rotary embedding's frequencies x positions) is not a
+    # fallback, nor a dtype fault...
+    found = check_kernels(precision, int8, lambda: (int8(input_ids=ids), torch.mm(inv_freq, positions)), CPU)
+    assert found.float_gemms == 1  # the fp32 lm_head (30522 outputs: not a multiple of 16)
+    # ...one with a quantized layer's shape (64 in, 192 out: GPT-2's fused q/k/v) is.
+    hidden, weight = torch.randn(64, 64), torch.randn(64, 192)
+    with pytest.raises(KernelCheckError, match=r"2 float GEMMs per forward for 1 unquantized layers"):
+        check_kernels(precision, int8, lambda: (int8(input_ids=ids), torch.mm(hidden, weight)), CPU)
 
 
 def test_kernel_check_catches_an_autocast_that_did_not_engage() -> None:
@@ -233,7 +244,7 @@ def test_int8_compiled_still_runs_integer_gemms_on_every_quantized_layer() -> No
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="eager int8's host copies happen only on CUDA (this test runs on the lent H100)")
-def test_eager_int8_on_cuda_makes_no_host_copies_beyond_fp32_and_multiplies_exactly() -> None:
+def test_int8_on_cuda_makes_no_host_copies_beyond_fp32_and_multiplies_exactly_at_any_rows() -> None:
     from eaq.precision.kernel_check import host_copies
     from torchao.kernel import intmm
 
@@ -243,7 +254,7 @@ def test_eager_int8_on_cuda_makes_no_host_copies_beyond_fp32_and_multiplies_exac
     precision = get_precision("int8", cuda)
     with torch.inference_mode():
         baseline = host_copies(lambda: fp32_model(input_ids=ids), cuda)
-        model = precision.apply(copy.deepcopy(fp32_model), cuda, linear_rows(fp32_model, lambda: fp32_model(input_ids=ids)))
+        model = precision.apply(copy.deepcopy(fp32_model), cuda)
         result = check_kernels(precision, model, lambda: model(input_ids=ids), cuda, baseline)
     assert result.lowp_gemms >= result.quantized_layers == 8
     assert result.host_copies <= baseline, result.summary
@@ -251,3 +262,32 @@ def test_eager_int8_on_cuda_makes_no_host_copies_beyond_fp32_and_multiplies_exac
     a = torch.randint(-128, 128, (64, 256), dtype=torch.int8, device=cuda)
     w = torch.randint(-128, 128, (512, 256), dtype=torch.int8, device=cuda)
     assert torch.equal(intmm.safe_int_mm(a, w.t()).double(), a.double() @ w.t().double())
+    # At 16 rows or fewer (a decode step's batch), eager and compiled alike: cuBLAS's integer
+    # GEMM on padded rows, exact, and no float matmul instead (torchao's own fallback).
+    step = torch.compile(intmm.safe_int_mm, fullgraph=True)
+    for rows in (1, 16):
+        exact = a[:rows].double() @ w.t().double()
+        for run in (intmm.safe_int_mm, step):
+            out = run(a[:rows], w.t())
+            assert out.shape == (rows, 512) and torch.equal(out.double(), exact)
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA, torch.profiler.ProfilerActivity.CPU]) as prof:
+                run(a[:rows], w.t())
+            names = " ".join(e.name for e in prof.events())
+            assert "_int_mm" in names and "aten::mm" not in names and "aten::matmul" not in names, names
+
+
+def test_padded_int_mm_gives_the_kernel_its_rows_and_the_exact_product() -> None:
+    from eaq.precision.torchao_quant import INT_MM_MIN_ROWS, padded_int_mm
+
+    seen = []
+
+    def int_mm(input: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+        seen.append(input.shape[0])
+        return torch._int_mm(input, mat2)
+
+    a = torch.randint(-128, 128, (40, 64), dtype=torch.int8)
+    w = torch.randint(-128, 128, (64, 32), dtype=torch.int8)
+    for rows in (1, 5, 16, 17, 40):
+        out = padded_int_mm(int_mm, a[:rows], w)
+        assert out.dtype == torch.int32 and torch.equal(out.double(), a[:rows].double() @ w.double())
+        assert seen[-1] == max(rows, INT_MM_MIN_ROWS)

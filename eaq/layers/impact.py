@@ -134,14 +134,13 @@ def linears(model: nn.Module, components: list[Component]) -> list[str]:
     return [n for n, m in model.named_modules() if n in owned and isinstance(m, nn.Linear)]
 
 
-def lowerable(model: nn.Module, components: list[Component], target: str, device: torch.device,
-              rows: dict[str, int] | None = None) -> list[str]:
+def lowerable(model: nn.Module, components: list[Component], target: str, device: torch.device) -> list[str]:
     """The components' Linear layers ``target``'s kernel takes (the shape rule); the rest stay."""
     if target not in LAYER_FORMATS:
         return linears(model, components)
     fmt = LAYER_FORMATS[target](device)
     modules = dict(model.named_modules())
-    return [n for n in linears(model, components) if fmt.eligible(modules[n], n, rows)]
+    return [n for n in linears(model, components) if fmt.eligible(modules[n])]
 
 
 def _cast_floats(value: object, dtype: torch.dtype) -> object:
@@ -162,12 +161,11 @@ def _cast_layers(model: nn.Module, layers: list[str], dtype: torch.dtype, back: 
         module.register_forward_hook(lambda m, args, out: _cast_floats(out, back))
 
 
-def lowered(model: nn.Module, layers: list[str], target: str, base: str, device: torch.device,
-            rows: dict[str, int] | None = None) -> nn.Module:
+def lowered(model: nn.Module, layers: list[str], target: str, base: str, device: torch.device) -> nn.Module:
     """A copy of the (base-format) model with only ``layers`` lowered to ``target``, for real."""
     changed = copy.deepcopy(model)
     if target in LAYER_FORMATS:
-        return apply_plan(changed, device, Plan(base, {n: target for n in layers}), rows)
+        return apply_plan(changed, device, Plan(base, {n: target for n in layers}))
     if target not in BASES:
         raise ConfigError(
             f"sensitivity target {target!r} cannot lower one component; use a quantized format "
@@ -178,7 +176,7 @@ def lowered(model: nn.Module, layers: list[str], target: str, base: str, device:
 
 
 def sensitivity(model: nn.Module, groups: dict[str, list[Component]], data: EvalData, device: torch.device,
-                target: str = "int8", base: str = "fp32", rows: dict[str, int] | None = None,
+                target: str = "int8", base: str = "fp32",
                 reference: Outputs | None = None) -> dict[str, Impact]:
     """Each group lowered alone to ``target``; groups with no Linear the target takes are left out.
 
@@ -187,9 +185,9 @@ def sensitivity(model: nn.Module, groups: dict[str, list[Component]], data: Eval
     reference = reference or run_outputs(model, data)
     found = {}
     for name, components in groups.items():
-        layers = lowerable(model, components, target, device, rows)
+        layers = lowerable(model, components, target, device)
         if layers:
-            changed = lowered(model, layers, target, base, device, rows)
+            changed = lowered(model, layers, target, base, device)
             found[name] = compare(name, "sensitivity", reference, run_outputs(changed, data), data.head, tuple(layers))
             del changed
     return found

@@ -125,7 +125,6 @@ def choose_plan(
     basis: str,
     target: str = "int8",
     base: str = "fp32",
-    rows: dict[str, int] | None = None,
     reference: Outputs | None = None,
     saving: dict[str, float] | None = None,
 ) -> Choice:
@@ -141,14 +140,14 @@ def choose_plan(
     steps: list[tuple[tuple[str, ...], float, bool]] = []
 
     def layers_of(chosen: list[str]) -> list[str]:
-        return lowerable(model, [by_name[c] for c in chosen], target, device, rows)
+        return lowerable(model, [by_name[c] for c in chosen], target, device)
 
     # Only components with a layer the target can take: lowering any other changes nothing. (The layers
     # task's impacts leave those out already; the count below and direct callers need it.)
     able = [c for c in impacts if c in cost and c in by_name and layers_of([c])]
     if not able:
         raise ConfigError(
-            f"no component has a Linear layer that {target} can take on {device.type} (shapes, rows or device), so there "
+            f"no component has a Linear layer that {target} can take on {device.type} (shapes or device), so there "
             "is nothing to plan; choose another layers.target, or layers.plan=false."
         )
     saves = saving if saving is not None else cost
@@ -158,7 +157,7 @@ def choose_plan(
 
     def measure(chosen: list[str]) -> tuple[Impact, float]:
         layers = layers_of(chosen)
-        changed = lowered(model, layers, target, base, device, rows)
+        changed = lowered(model, layers, target, base, device)
         found = compare("plan", "sensitivity", reference, run_outputs(changed, data), data.head, tuple(layers))
         loss = budget.loss(found)
         steps.append((tuple(chosen), loss, loss <= budget.limit))

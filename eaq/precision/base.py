@@ -32,12 +32,8 @@ class Precision(Protocol):
     # of a quantized model's unquantized layers.
     float_gemm_dtype: torch.dtype
 
-    def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
-        """Transform the (fp32) model for real and move it to ``device``.
-
-        ``rows``: the rows each Linear layer sees at the run's shape (eaq.precision.shapes),
-        for formats whose kernels have a limit on them (``requirements.min_rows``).
-        """
+    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
+        """Transform the (fp32) model for real and move it to ``device``."""
 
 
 def set_tf32(enabled: bool) -> None:

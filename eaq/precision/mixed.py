@@ -31,7 +31,7 @@ from torch import nn
 
 from eaq.errors import ConfigError, UnsupportedPrecisionError
 from eaq.precision.base import dtype_name, set_tf32
-from eaq.precision.kernel_check import FLOAT_GEMMS, PROFILER_DTYPES, KernelCheck, Profile, copies, lowp_gemms
+from eaq.precision.kernel_check import PROFILER_DTYPES, KernelCheck, Profile, copies, linear_float_gemms, lowp_gemms
 from eaq.precision.native import bf16, fp16, fp32
 from eaq.precision.requirements import Requirements
 from eaq.precision.torchao_quant import ALIGNMENT, TorchaoQuant, _quantization, fp8, int4_weight_only, int8, int8_weight_only
@@ -106,7 +106,7 @@ def _formats(plan: Plan, device: torch.device) -> dict[str, TorchaoQuant]:
     return {fmt: LAYER_FORMATS[fmt](device) for fmt in plan.by_format()}
 
 
-def _why_not(fmt: TorchaoQuant, module: nn.Module, layer: str, rows: dict[str, int] | None) -> str | None:
+def _why_not(fmt: TorchaoQuant, module: nn.Module) -> str | None:
     """Why ``fmt``'s kernel cannot take this layer (the shape rule of torchao_quant), or None."""
     if not isinstance(module, nn.Linear):
         return f"it is a {type(module).__name__}, not a Linear layer"
@@ -114,12 +114,10 @@ def _why_not(fmt: TorchaoQuant, module: nn.Module, layer: str, rows: dict[str, i
         return f"its shape {module.in_features}x{module.out_features} is not in multiples of {ALIGNMENT}"
     if module.in_features % fmt.group:
         return f"its {module.in_features} input features are not a multiple of {fmt.group} ({fmt.name}'s group size)"
-    if rows is not None and rows.get(layer, fmt.requirements.min_rows) < fmt.requirements.min_rows:
-        return f"it sees {rows[layer]} rows at this shape and {fmt.name}'s kernel needs at least {fmt.requirements.min_rows}"
     return None
 
 
-def check_plan(model: nn.Module, plan: Plan, device: torch.device, rows: dict[str, int] | None = None) -> None:
+def check_plan(model: nn.Module, plan: Plan, device: torch.device) -> None:
     """Refuse, before anything runs, a plan this model or device cannot run as written."""
     plan.validate()
     modules = dict(model.named_modules())
@@ -131,13 +129,11 @@ def check_plan(model: nn.Module, plan: Plan, device: torch.device, rows: dict[st
                 f"{fmt_name} on {device.type} computes with activations in {dtype_name(fmt.base)}, "
                 f"not the plan's base {plan.base}; set base: {_base_name(fmt.base)}"
             )
-        if fmt.requirements.min_rows > 1 and rows is None:
-            raise ValueError(f"{fmt_name} on this device needs the rows each layer sees (eaq.precision.shapes.linear_rows)")
         for layer in plan.by_format()[fmt_name]:
             if layer not in modules:
                 problems.append(f"layer {layer} does not exist in this model")
                 continue
-            reason = _why_not(fmt, modules[layer], layer, rows)
+            reason = _why_not(fmt, modules[layer])
             if reason:
                 problems.append(f"layer {layer} cannot run {fmt_name}: {reason}")
     if problems:
@@ -151,13 +147,9 @@ def _base_name(dtype: torch.dtype) -> str:
     return next(name for name, make in BASES.items() if make(torch.device("cpu")).dtype == dtype)
 
 
-def apply_plan(model: nn.Module, device: torch.device, plan: Plan, rows: dict[str, int] | None = None) -> nn.Module:
-    """Cast the model to the plan's base and quantize each listed layer to its format, for real.
-
-    ``rows``: the rows each Linear sees at the run's shape (eaq.precision.shapes), needed
-    where a format's kernel has a limit on them (int8 on CUDA).
-    """
-    check_plan(model, plan, device, rows)
+def apply_plan(model: nn.Module, device: torch.device, plan: Plan) -> nn.Module:
+    """Cast the model to the plan's base and quantize each listed layer to its format, for real."""
+    check_plan(model, plan, device)
     if not plan.layers:  # a valid plan (the layers task writes one when no component is cheaper lowered)
         # Said, so that a front with this run beside uniform base runs reads as one model measured twice.
         log.warning("the plan lowers no layer: every layer runs the base, %s, so this run measures uniform %s", plan.base, plan.base)
@@ -198,10 +190,6 @@ class MixedRequirements:
     formats: dict[str, Requirements]
     plan_path: str
 
-    @property
-    def min_rows(self) -> int:
-        return max((r.min_rows for r in self.formats.values()), default=1)
-
     def unmet(self, name: str, device: torch.device) -> str | None:
         for fmt, requirements in self.formats.items():
             reason = requirements.unmet(fmt, device)
@@ -240,8 +228,8 @@ class MixedPrecision:
     def float_gemm_dtype(self) -> torch.dtype:
         return BASES[self.plan.base](self.device).dtype
 
-    def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
-        return apply_plan(model, device, self.plan, rows)
+    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
+        return apply_plan(model, device, self.plan)
 
     def tags(self, model: nn.Module) -> dict[str, str]:
         """The run's record of the plan: its file and hash, and how many layers run each format."""
@@ -265,7 +253,8 @@ class MixedPrecision:
 
         Float GEMMs may run only for the layers left in the base and the weight-only
         layers (whose matmul computes in the base dtype); more means a quantized-math
-        layer fell back. Every float GEMM must be in the base dtype.
+        layer fell back. Every float GEMM must be in the base dtype. Both count float GEMMs shaped
+        like a Linear layer only (eaq.precision.kernel_check).
         """
         failures = []
         lowp = 0
@@ -279,11 +268,12 @@ class MixedPrecision:
                     failures.append(f"{layers} {fmt_name} layers but {ran} {'/'.join(fmt.kernels)} GEMMs per forward")
             if not fmt.quantized_math:
                 float_layers += layers
-        floats = sum(seen.ops[name] for name in FLOAT_GEMMS)
+        float_gemms = linear_float_gemms(model, seen)
+        floats = sum(float_gemms.values())
         if floats > float_layers:
             failures.append(f"{floats} float GEMMs per forward for {float_layers} layers computing in the base dtype (a float fallback)")
         expected = PROFILER_DTYPES[self.float_gemm_dtype]
-        for dtype, n in sorted(seen.float_gemm_dtypes.items()):
+        for dtype, n in sorted(float_gemms.items()):
             if dtype != expected:
                 failures.append(f"{n} float GEMMs ran in {dtype} where the plan's base computes in {expected}")
         return KernelCheck(len(self.plan.layers), float_layers, lowp, floats, copies(seen), baseline_copies, failures)

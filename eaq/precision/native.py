@@ -30,7 +30,7 @@ class Cast:
     def float_gemm_dtype(self) -> torch.dtype:
         return self.dtype
 
-    def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
+    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
         set_tf32(self.tf32)
         return model.to(device=device, dtype=self.dtype)
 
@@ -66,7 +66,7 @@ class Autocast:
     def float_gemm_dtype(self) -> torch.dtype:
         return self.dtype
 
-    def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
+    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
         set_tf32(False)
         return AutocastModel(model.to(device=device, dtype=torch.float32), device.type, self.dtype)
 

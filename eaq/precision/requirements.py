@@ -21,10 +21,6 @@ class Requirements:
     devices: tuple[str, ...] = ("cpu", "cuda")
     # CUDA compute capability of the tensor cores the format needs (bf16: 8.0 Ampere; fp8: 8.9 Ada/Hopper).
     min_capability: tuple[int, int] = (0, 0)
-    # Rows (M) a layer's GEMM needs (cuBLAS int8 GEMMs want M > 16; torchao would otherwise
-    # fall back to a float matmul without saying so). Layers seeing fewer stay in the base
-    # dtype by rule (eaq.precision.shapes measures the rows).
-    min_rows: int = 1
     torchao: bool = False
 
     def unmet(self, name: str, device: torch.device) -> str | None:

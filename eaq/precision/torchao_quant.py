@@ -53,84 +53,107 @@ class TorchaoQuant:
     def float_gemm_dtype(self) -> torch.dtype:
         return self.base
 
-    def eligible(self, module: nn.Module, fqn: str, rows: dict[str, int] | None = None) -> bool:
+    def eligible(self, module: nn.Module) -> bool:
         """The shape rule: which layers the format's kernel takes; the rest stay in the base dtype."""
         return (
             isinstance(module, nn.Linear)
             and module.out_features % ALIGNMENT == 0
             and module.in_features % ALIGNMENT == 0
             and module.in_features % self.group == 0
-            and (rows is None or rows.get(fqn, self.requirements.min_rows) >= self.requirements.min_rows)
         )
 
-    def apply(self, model: nn.Module, device: torch.device, rows: dict[str, int] | None = None) -> nn.Module:
-        if self.requirements.min_rows > 1 and rows is None:
-            raise ValueError(f"{self.name} on this device needs the rows each layer sees (eaq.precision.shapes.linear_rows)")
-        if not any(self.eligible(m, fqn, rows) for fqn, m in model.named_modules()):
+    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
+        if not any(self.eligible(m) for m in model.modules()):
             shape = f"Linear layers with in and out features in multiples of {ALIGNMENT}"
             if self.group > 1:
                 shape += f" and in features in multiples of {self.group}"
-            if self.requirements.min_rows > 1:
-                most = max(rows.values(), default=0) if rows else 0
-                # Which setting raises the rows depends on the pass: batch x length in a forward pass, the
-                # batch alone in a generation's decode step (one new token per sequence).
-                fix = (f", seeing at least {self.requirements.min_rows} rows, and the largest layer input has "
-                       f"{most} rows; raise the rows the layers see to {self.requirements.min_rows} or more (batch_size "
-                       "x seq_len in a forward pass, batch_size alone in a generation's decode step), or use another precision.")
-            else:
-                fix = ", and this model has none; use another precision."
             raise UnsupportedPrecisionError(
-                f"precision={self.name} quantizes no layer of this model at this shape: its kernel needs {shape}{fix}"
+                f"precision={self.name} quantizes no layer of this model: its kernel needs {shape}, "
+                "and this model has none; use another precision."
             )
         set_tf32(False)
         model = model.to(device=device, dtype=self.base)
         # set_inductor_config=False: compiled runs of every precision get the same Inductor
         # settings (eaq.tasks.compile), not torchao's only for the quantized ones.
-        _quantization().quantize_(model, self.config(), filter_fn=lambda m, fqn: self.eligible(m, fqn, rows))
+        _quantization().quantize_(model, self.config(), filter_fn=lambda m, fqn: self.eligible(m))
         return model
 
 
-def _int_mm_without_repr_probe() -> None:
-    """Route torchao's eager int8 GEMM on real CUDA tensors straight to ``torch._int_mm``.
+# cuBLAS's integer GEMM (torch._int_mm) takes only more than 16 rows (M > 16).
+INT_MM_MIN_ROWS = 17
 
-    torchao (0.10 through 0.18, ``torchao.kernel.intmm.safe_int_mm``) decides whether it is
-    being traced with ``"FakeTensor" in input.__repr__()``. On a real CUDA tensor that formats
-    the tensor's values, which copies them to the host: 48 device->host copies per layer and
-    a host sync each on an H100 (docs/results/2026-11-22-h100-precision-partial), and eager
-    int8 cost more energy than fp32. The replacement asks ``isinstance`` instead and, for a
-    real CUDA tensor of a shape cuBLAS takes, runs the integer GEMM torchao itself would have
-    run there (cuBLAS ``_int_mm``, weights made contiguous as torchao does). Everything else
-    (tracing under torch.compile, fake tensors, CPU, small or odd shapes) goes to torchao's
-    own function unchanged. The kernel check still proves an integer GEMM ran per layer.
-    Installed once per process, only where int8 runs on CUDA.
+
+def _int_mm_on_cuda() -> None:
+    """Make torchao's int8 GEMM run cuBLAS's integer kernel on CUDA at every row count, with no copy.
+
+    Three faults of torchao's ``torchao.kernel.intmm.safe_int_mm`` (0.10 through 0.18) on CUDA:
+
+    - It decides whether it is being traced with ``"FakeTensor" in input.__repr__()``. On a
+      real CUDA tensor that formats the tensor's values, which copies them to the host: 48
+      device->host copies per layer and a host sync each on an H100
+      (docs/results/2026-11-22-h100-precision-partial), and eager int8 cost more energy than
+      fp32. Here ``isinstance`` decides, and a real CUDA tensor goes straight to
+      ``torch._int_mm``.
+    - It copies the weight, which torchao passes transposed (a view of its out x in storage), to
+      a contiguous in x out tensor on every call, for a cuBLAS of old that multiplied the view
+      wrongly. On torch 2.11 the view is exact, and cuBLAS's kernel takes 10-26 us on it where
+      the copy's layout takes 57-320 us (one H100, the generation grid's nine layer shapes,
+      docs/results/2026-11-26-h100-int8-decode/intmm_rows.txt): the weight goes as it comes.
+    - Given 16 rows or fewer, which cuBLAS's kernel refuses, it catches the error and
+      multiplies in float32: int8 silently replaced by a float matmul. A generation's decode
+      step gives each layer ``batch_size`` rows, a classifier head at a small batch too. Here
+      the int8 rows are padded with zero rows to ``INT_MM_MIN_ROWS`` and the padding is cut
+      from the int32 result: the integer kernel runs, the result is exact, and the padded rows'
+      work is measured as part of int8's cost at that shape (the decode step reads each weight
+      once either way).
+
+    Everything else (tracing under torch.compile, fake tensors, the CPU) goes to torchao's own
+    function, after the same padding where the tensor is on CUDA. The kernel check still proves
+    an integer GEMM ran per layer. Installed once per process, only where int8 runs on CUDA.
     """
     from torch._subclasses.fake_tensor import FakeTensor
     from torchao.kernel import intmm
 
     torchao_int_mm = intmm.safe_int_mm
-    if getattr(torchao_int_mm, "without_repr_probe", False):
+    if getattr(torchao_int_mm, "eaq_cuda", False):
         return
 
-    def safe_int_mm(input: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
-        cublas_shape = input.shape[0] > 16 and input.shape[1] % 8 == 0 and mat2.shape[1] % 8 == 0
-        if input.is_cuda and cublas_shape and not torch.compiler.is_compiling() and not isinstance(input, FakeTensor):
-            return torch._int_mm(input, mat2.contiguous())
+    def cuda_int_mm(input: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+        cublas_shape = input.shape[1] % 8 == 0 and mat2.shape[1] % 8 == 0
+        if cublas_shape and not torch.compiler.is_compiling() and not isinstance(input, FakeTensor):
+            return torch._int_mm(input, mat2)
         return torchao_int_mm(input, mat2)
 
-    safe_int_mm.without_repr_probe = True  # type: ignore[attr-defined]
+    def safe_int_mm(input: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+        return padded_int_mm(cuda_int_mm, input, mat2) if input.is_cuda else torchao_int_mm(input, mat2)
+
+    safe_int_mm.eaq_cuda = True  # type: ignore[attr-defined]
     intmm.safe_int_mm = safe_int_mm
+
+
+def padded_int_mm(int_mm: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], input: torch.Tensor,
+                  mat2: torch.Tensor) -> torch.Tensor:
+    """``int_mm(input, mat2)``, ``input`` padded with zero rows to ``INT_MM_MIN_ROWS`` where it has fewer.
+
+    The padding is cut from the result, which stays exact: a zero row's products are zero
+    and no other row of the product reads it.
+    """
+    rows = input.shape[0]
+    if rows >= INT_MM_MIN_ROWS:
+        return int_mm(input, mat2)
+    return int_mm(torch.nn.functional.pad(input, (0, 0, 0, INT_MM_MIN_ROWS - rows)), mat2)[:rows]
 
 
 def int8(device: torch.device) -> TorchaoQuant:
     """int8 weights per channel, activations quantized to int8 per token at run time, integer GEMMs."""
     def config() -> Any:
         if device.type == "cuda":
-            _int_mm_without_repr_probe()
+            _int_mm_on_cuda()
         return _quantization().Int8DynamicActivationInt8WeightConfig(set_inductor_config=False)
 
     return TorchaoQuant(
         "int8", config, base_dtype(device), "int8",
-        Requirements(torchao=True, min_rows=17 if device.type == "cuda" else 1),
+        Requirements(torchao=True),
         kernels=("_int_mm",), quantized_math=True,
     )
 

@@ -42,7 +42,6 @@ from eaq.precision import get_precision, proof
 from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies
 from eaq.precision.mixed import MixedPrecision
-from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import compile_model, graph_skips, inductor_settings, require_graphs
 from eaq.tasks.isolation import phase_listener
 from eaq.tasks.result import TaskResult
@@ -117,9 +116,6 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     evaluated = synthetic_batches(cfg, config.vocab_size, device, FIDELITY_SEED) if fidelity_only else batches
     quality_batches = evaluated.batches[: cfg.trials.quality_max_batches]
     reference = generated_reference = None
-    # The shape whose rows decide which layers a kernel can take: a forward pass, or for
-    # generation a prefill and a decode step (the decode step has the fewest: batch_size).
-    shape_probe = (lambda: Decoder(generator(model), timed[0]["input_ids"]).step()) if generating else (lambda: model(**timed[0]))
     with phases("reference"):
         flops = _model_flops(cfg.paths.cache_dir, model, timed[0]) if measuring and cfg.trials.roofline and not generating else None
         if text or fidelity_only:
@@ -132,13 +128,11 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             reference = cached_reference(cfg.paths.cache_dir, key, lambda: collect_outputs(model, head, quality_batches))
             if generating:
                 generated_reference = _generation_reference(cfg, generator(model), quality_batches, key)
-        # The rows each layer sees, for kernels with a limit on them (int8 on CUDA: more than 16).
-        layer_rows = linear_rows(model, shape_probe) if precision.requirements.min_rows > 1 else None
         # Kept on the host for the kernel check's baseline, profiled at the end of the run: a
         # profiler session before the window could change what the window measures.
         fp32_model = copy.deepcopy(model).cpu() if cfg.precision.kernel_check else None
     with phases("precision"):
-        model = precision.apply(model, device, layer_rows)
+        model = precision.apply(model, device)
         evidence = proof(model)
     quality: dict[str, float] = {}
     quality_reused = False

@@ -38,7 +38,6 @@ from eaq.models import load_model
 from eaq.precision import get_precision, proof
 from eaq.precision.base import base_dtype, set_tf32
 from eaq.precision.mixed import LAYER_FORMATS, Plan, apply_plan, save_plan
-from eaq.precision.shapes import linear_rows
 from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
 from eaq.tasks.shared import make_inputs
@@ -93,13 +92,13 @@ def _saving_mode(cfg: EaqConfig, base: str) -> str:
 
 def _impacts(
     cfg: EaqConfig, base_model: nn.Module, components: list[Component], data: EvalData, device: torch.device, base: str,
-    rows: dict[str, int], reference: Outputs,
+    reference: Outputs,
 ) -> tuple[Impacts, Impacts]:
     """(Per component, per type): sensitivity to layers.target and, if asked, ablation."""
     target = cfg.layers.target
     found = []
     for groups in (each(components), by_type(components)):
-        lowered = sensitivity(base_model, groups, data, device, target, base, rows, reference)
+        lowered = sensitivity(base_model, groups, data, device, target, base, reference)
         skipped = ablation(base_model, groups, data, reference) if cfg.layers.ablation else {}
         found.append(Impacts(lowered, skipped))
     return found[0], found[1]
@@ -136,17 +135,16 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     components = find_components(model)
     params = {c.name: component_params(model, c) for c in components}
     flops = component_flops(model, components, forward)  # on the fp32 model, as the benchmark's roofline
-    rows = linear_rows(model, forward)
 
     tags = {"eaq.kind": "layers", "eaq.device": str(device), "eaq.weights": cfg.model.weights, "eaq.model_source": loaded.source}
     per_component, per_type = Impacts({}, {}), Impacts({}, {})
     base_model = data = reference = None
     if cfg.layers.impact:
-        base_model = get_precision(base, device).apply(copy.deepcopy(model), device, rows)
+        base_model = get_precision(base, device).apply(copy.deepcopy(model), device)
         stride = cfg.dataset.perplexity_stride or max(1, cfg.seq_len // 2)
         data = EvalData(cfg.model.head, batches.batches[: cfg.trials.quality_max_batches], batches.labels, stream, cfg.seq_len, stride)
         reference = run_outputs(base_model, data)
-        per_component, per_type = _impacts(cfg, base_model, components, data, device, base, rows, reference)
+        per_component, per_type = _impacts(cfg, base_model, components, data, device, base, reference)
         tags["eaq.layers.impact"] = f"{cfg.layers.target} from {base}" + (", ablation" if cfg.layers.ablation else "") + (
             "" if examples is not None else "; on synthetic token ids: drift from the unchanged model only, no task quality"
         )
@@ -155,7 +153,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     # The float model, kept for the models whose costs tell the plan what lowering saves.
     fp32_model = copy.deepcopy(model).cpu() if saving_mode != "assumed" else None  # on the host until needed
 
-    model = precision.apply(model, device, rows)
+    model = precision.apply(model, device)
     evidence = proof(model)
     min_window_s, idle_s = protocol_seconds(cfg.trials, measuring)
     settings = Settings(
@@ -202,23 +200,22 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         cost, saving = shares, None
         if saving_mode == "measured" and fp32_model is not None:
             cost, saving, basis = _measured_saving(cfg, fp32_model, components, energy, timed, device, sampler, settings,
-                                                   base, rows, folder, tags)
+                                                   base, folder, tags)
         elif saving_mode == "compiled" and fp32_model is not None:
             cost, saving, basis = _compiled_saving(cfg, fp32_model, base_model, components, shares, batch, device, sampler,
-                                                   settings, base, rows, folder, tags)
-        _plan(cfg, base_model, components, data, device, budget, per_component, cost, saving, basis, base, rows, reference, folder, tags)
+                                                   settings, base, folder, tags)
+        _plan(cfg, base_model, components, data, device, budget, per_component, cost, saving, basis, base, reference, folder, tags)
     return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=[folder])
 
 
 def _measured_saving(
     cfg: EaqConfig, fp32_model: nn.Module, components: list[Component], energy: ComponentEnergy, inputs: dict[str, object],
-    device: torch.device, sampler: Sampler, settings: Settings, base: str, rows: dict[str, int], folder: Path,
-    tags: dict[str, str],
+    device: torch.device, sampler: Sampler, settings: Settings, base: str, folder: Path, tags: dict[str, str],
 ) -> tuple[dict[str, float], dict[str, float], str]:
     """``layers.saving=measured``: the components measured again with the target applied uniformly (the run's own
     measurement is the base's). Returns each component's cost in the base and its saving (base - target), in the
     same unit, and their basis. Writes layers/plan_saving.csv; tags the target windows' validity."""
-    target_model = get_precision(cfg.layers.target, device).apply(fp32_model.to(device), device, rows)
+    target_model = get_precision(cfg.layers.target, device).apply(fp32_model.to(device), device)
     lowered = measure_components(target_model, components, lambda: target_model(**inputs), device, sampler, settings, cfg.batch_size)
     both, basis = component_costs(components, energy, lowered)
     if not both:
@@ -235,8 +232,8 @@ def _measured_saving(
 
 def _compiled_saving(
     cfg: EaqConfig, fp32_model: nn.Module, base_model: nn.Module, components: list[Component], cost: dict[str, float],
-    inputs: dict[str, object], device: torch.device, sampler: Sampler, settings: Settings, base: str, rows: dict[str, int],
-    folder: Path, tags: dict[str, str],
+    inputs: dict[str, object], device: torch.device, sampler: Sampler, settings: Settings, base: str, folder: Path,
+    tags: dict[str, str],
 ) -> tuple[dict[str, float], dict[str, float], str]:
     """``layers.saving=compiled``: the whole pass compiled in the base, then with each type's lowerable layers in the
     target, then in the base again, each in its own window (eaq.layers.energy.measure_passes); each type's saving
@@ -251,7 +248,7 @@ def _compiled_saving(
     pass took 2.97 ms here against 1.95 ms in the benchmark, and the plan its savings chose (attention in fp8,
     2.5% cheaper here) cost 25% more time in the benchmark: a saving measured on another pass."""
     target = cfg.layers.target
-    able = {c.name: lowerable(base_model, [c], target, device, rows) for c in components}
+    able = {c.name: lowerable(base_model, [c], target, device) for c in components}
     members = {kind: [c.name for c in components if c.type == kind and able[c.name]] for kind in dict.fromkeys(c.type for c in components)}
     members = {kind: names for kind, names in members.items() if names}
     if not members:  # nothing to lower: choose_plan says so, with no compilation spent
@@ -264,7 +261,7 @@ def _compiled_saving(
     def compiled(name: str, plan: Plan | None) -> Callable[[], Callable[[], object]]:
         def build() -> Callable[[], object]:
             fresh = copy.deepcopy(fp32_model).to(device)
-            model = apply_plan(fresh, device, plan, rows) if plan else get_precision(base, device).apply(fresh, device, rows)
+            model = apply_plan(fresh, device, plan) if plan else get_precision(base, device).apply(fresh, device)
             quantized[name] = proof(model)["quantized_linear_layers"]
             run = compile_model(model, cuda_graphs=graphs, tuning=cfg.compile_tuning, pattern_matcher=cfg.compile_pattern_matcher)
             run(**inputs)  # compiles here, outside every window and before the warm-up's settling
@@ -294,13 +291,13 @@ def _compiled_saving(
 def _plan(
     cfg: EaqConfig, base_model: nn.Module, components: list[Component], data: EvalData, device: torch.device, budget: Budget,
     impacts: Impacts, cost: dict[str, float], saving: dict[str, float] | None, basis: str, base: str,
-    rows: dict[str, int], reference: Outputs | None, folder: Path, tags: dict[str, str],
+    reference: Outputs | None, folder: Path, tags: dict[str, str],
 ) -> None:
     """Choose the plan saving the most (by the cost basis) within the budget; write layers/plan.yaml."""
     choice = choose_plan(
         base_model, components, data, device, budget, impacts.sensitivity, cost,
         {"replay": "energy_replay", "attribution": "energy_attribution"}.get(basis, basis),
-        cfg.layers.target, base, rows, reference, saving,
+        cfg.layers.target, base, reference, saving,
     )
     save_plan(choice.plan, folder / "plan.yaml")
     tags["eaq.layers.plan"] = f"{len(choice.plan.layers)} layers to {cfg.layers.target} ({budget.describe()}; saving {choice.plan.meta['saving']})"
