@@ -34,7 +34,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("quantized_linear_layers", "count", "Linear layers whose weight is stored as a quantized tensor."),
     Metric("linear_layers", "count", "All Linear layers of the model."),
     Metric("kernel_lowp_gemms", "count", "precision.kernel_check: calls of the format's GEMM (int8 _int_mm, fp8 _scaled_mm, int4 _weight_int4pack_mm) in one profiled forward."),
-    Metric("kernel_float_gemms", "count", "precision.kernel_check: float GEMMs (aten::mm, aten::addmm) in that forward; for int8/fp8 at most the unquantized layers."),
+    Metric("kernel_float_gemms", "count", "precision.kernel_check: float GEMMs (aten::mm, aten::addmm) shaped like one of the model's Linear layers in that forward; for int8/fp8 at most the unquantized layers."),
     Metric("kernel_host_copies", "count", "precision.kernel_check: host<->device copies in that forward (the tag eaq.kernel_check says how many the fp32 model makes)."),
     Metric("quality_cosine_to_fp32_mean", "1", "Embedding models: mean cosine similarity of sentence embeddings to the fp32 model's."),
     Metric("quality_cosine_to_fp32_min", "1", "Embedding models: worst-case cosine similarity over the dataset."),

@@ -114,7 +114,7 @@ def test_inductors_pattern_matcher_can_be_turned_off_for_every_precision_and_is_
 
     # The setting reaches Inductor: its rewrites of an int8_weight_only model happen, or none at all.
     cpu = torch.device("cpu")
-    model = get_precision("int8_weight_only", cpu).apply(nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64)), cpu, None)
+    model = get_precision("int8_weight_only", cpu).apply(nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64)), cpu)
     rewrites = []
     for on in (True, False):
         torch._dynamo.utils.counters.clear()

@@ -16,7 +16,8 @@ Float GEMMs count only where they have the shape of one of the model's Linear la
 matmuls elsewhere are not a layer's: Llama's rotary embedding multiplies its frequencies
 by the positions in fp32 on purpose, a batched matmul in eager that Inductor turns into
 an ``mm`` (which failed a compiled int8 decode step's check on the H100,
-docs/results/2026-11-26-h100-int8-decode).
+docs/results/2026-11-26-h100-int8-decode). A float GEMM of another shape is not judged,
+e.g. one a compiler fused from several layers.
 
 Host<->device copies beyond those the fp32 model's own forward makes are recorded, not
 failed: the format did run, and the copies are a real cost of its implementation

@@ -97,7 +97,7 @@ def _int_mm_on_cuda() -> None:
     - It copies the weight, which torchao passes transposed (a view of its out x in storage), to
       a contiguous in x out tensor on every call, for a cuBLAS of old that multiplied the view
       wrongly. On torch 2.11 the view is exact, and cuBLAS's kernel takes 10-26 us on it where
-      the copy's layout takes 57-320 us (one H100, the generation grid's nine layer shapes,
+      the copy's layout takes 31-320 us (one H100, the generation grid's nine layer shapes,
       docs/results/2026-11-26-h100-int8-decode/intmm_rows.txt): the weight goes as it comes.
     - Given 16 rows or fewer, which cuBLAS's kernel refuses, it catches the error and
       multiplies in float32: int8 silently replaced by a float matmul. A generation's decode

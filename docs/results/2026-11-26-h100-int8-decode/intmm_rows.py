@@ -5,7 +5,7 @@
 For each (K, N) of the generation grid's layers: torch._int_mm's time with the activation padded
 to 17, 24 and 32 rows (it refuses 16 or fewer), and bf16 mm's time at 1 and 16 rows, CUDA events
 over 200 calls after 20 warm-up calls; also whether _int_mm is exact on a transposed weight
-without a copy (eaq copies it, as torchao does, because torchao's comment says it is not).
+without a copy (eaq copied it until this call, as torchao does, because torchao's comment says it is not).
 """
 
 from __future__ import annotations
