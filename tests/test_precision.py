@@ -199,6 +199,9 @@ def test_kernel_check_catches_a_float_fallback_on_quantized_layers() -> None:
     found = evaluate(precision, int8, seen, baseline_copies=1)
     assert not found.failures and found.summary == "passed, with 2 host<->device copies per forward where the fp32 model makes 1"
     assert evaluate(precision, int8, seen, baseline_copies=2).summary == "passed"
+    # A float GEMM whose shapes the profiler did not record is judged, as a Linear layer's would be.
+    unknown = Profile(Counter({"aten::_int_mm": 8, "aten::mm": 2}), Counter(), Counter({("float", None): 2}))
+    assert evaluate(precision, int8, unknown).failures[0] == "2 float GEMMs per forward for 1 unquantized layers (a float fallback)"
 
 
 def test_kernel_check_judges_float_gemms_shaped_like_a_linear_layer_only() -> None:

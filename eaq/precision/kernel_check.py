@@ -56,9 +56,9 @@ class Profile:
 
     ops: Counter[str]  # host-side op names
     kernels: Counter[str]  # device-side kernel names (CUDA only)
-    # (operand dtype ("mixed: ..." if they differ), (K, N)) of each float GEMM: counted per shape so that
-    # only those shaped like a Linear layer are judged (linear_float_gemms).
-    float_gemms: Counter[tuple[str, tuple[int, int]]]
+    # (operand dtype ("mixed: ..." if they differ), (K, N) or None if not recorded) of each float GEMM:
+    # counted per shape so that only those shaped like a Linear layer are judged (linear_float_gemms).
+    float_gemms: Counter[tuple[str, tuple[int, int] | None]]
 
 
 @dataclass(frozen=True)
@@ -96,11 +96,11 @@ def lowp_gemms(seen: Profile, patterns: tuple[str, ...]) -> int:
 
 
 def linear_float_gemms(model: nn.Module, seen: Profile) -> Counter[str]:
-    """{operand dtype: count} of the float GEMMs shaped like one of ``model``'s Linear layers."""
+    """{operand dtype: count} of the float GEMMs shaped like one of ``model``'s Linear layers, or of no recorded shape."""
     shapes = {(m.in_features, m.out_features) for m in model.modules() if isinstance(m, nn.Linear)}
     found: Counter[str] = Counter()
     for (dtype, shape), n in seen.float_gemms.items():
-        if shape in shapes:
+        if shape is None or shape in shapes:
             found[dtype] += n
     return found
 
@@ -148,10 +148,11 @@ def _profile(forward: Callable[[], object], device: torch.device) -> Profile:
         seen.ops[name] += 1
         if name in FLOAT_GEMMS:
             dtypes = sorted({d for d in event.dtypes() if d and d != "Scalar"})
-            # mm(a, b[, out]) and addmm(bias, a, b): a is M x K, b is K x N.
+            # mm(a, b[, out]) and addmm(bias, a, b): a is M x K, b is K x N (None where the profiler
+            # recorded no such shapes: then judged, as a Linear's would be).
             first = 1 if name == "aten::addmm" else 0
-            a, b = event.shapes()[first:first + 2]
-            shape = (a[-1], b[-1]) if len(a) == 2 and len(b) == 2 else (0, 0)
+            operands = event.shapes()[first:first + 2]
+            shape = (operands[0][-1], operands[1][-1]) if [len(s) for s in operands] == [2, 2] else None
             seen.float_gemms[dtypes[0] if len(dtypes) == 1 else f"mixed: {', '.join(dtypes)}", shape] += 1
     return seen
 
