@@ -11,7 +11,8 @@ marked superseded): their decode warm-up did not run every KV length the window 
 measured cuDNN building an attention graph per new length (the night of 2026-11-25: 76.72 against 15.05
 ms per token for one cell). Compiled runs with Inductor's pattern matcher off, and those with torchao's recommended
 Inductor settings (``compile_tuning=true``: coordinate-descent tuning; the grid's compiled runs have Inductor's
-defaults), are modes of their own.
+defaults), are modes of their own. The int8 cells come from ../2026-11-26-h100-int8-decode (calls 2-3: int8 at a
+decode step's rows padded for cuBLAS, no longer refused); runs without energy (the kernel-check parts' stores, here and there) are left out.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pandas as pd
 from eaq.report.frame import fetch_runs, runs_frame
 
 HERE = Path(__file__).resolve().parent
+INT8 = HERE.parent / "2026-11-26-h100-int8-decode"
 WHOLE_SEQUENCE_WARMUP = "20261125T190936"  # the first store whose eager runs warmed up over a whole sequence
 COLUMNS = {
     "time_per_output_token_mean_ms": "ms/token",
@@ -48,8 +50,9 @@ def stores(*folders: Path) -> pd.DataFrame:
 
 
 def frame() -> pd.DataFrame:
-    runs = stores(HERE)
-    runs = runs[(runs["status"] == "FINISHED") & runs["workload"].str.startswith("generate")].copy()
+    runs = stores(HERE, INT8 / "call2", INT8 / "call3")
+    runs = runs[(runs["status"] == "FINISHED") & runs["workload"].str.startswith("generate")
+                & runs["decode_energy_per_token_mj"].notna()].copy()
     runs["superseded"] = ~runs["compile"] & (runs["store"] < WHOLE_SEQUENCE_WARMUP)
     return runs
 
@@ -77,7 +80,8 @@ def main() -> None:
         **{name: (column, cell) for column, name in COLUMNS.items()},
     )
     print(table.reset_index().rename(columns={"batch_size": "batch"}).to_markdown(index=False))
-    print("\nRefused (no step measured; the error each run failed with):\n")
+    print("\nRefused until 2026-11-26, when int8 began to pad a decode step's rows (no step measured; the error each "
+          "run failed with):\n")
     print(refusals().rename(columns={"batch_size": "batch"}).to_markdown(index=False))
 
 
