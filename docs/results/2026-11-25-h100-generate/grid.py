@@ -11,8 +11,10 @@ marked superseded): their decode warm-up did not run every KV length the window 
 measured cuDNN building an attention graph per new length (the night of 2026-11-25: 76.72 against 15.05
 ms per token for one cell). Compiled runs with Inductor's pattern matcher off, and those with torchao's recommended
 Inductor settings (``compile_tuning=true``: coordinate-descent tuning; the grid's compiled runs have Inductor's
-defaults), are modes of their own. The int8 cells come from ../2026-11-26-h100-int8-decode (calls 2-3: int8 at a
-decode step's rows padded for cuBLAS, no longer refused); runs without energy (the kernel-check parts' stores, here and there) are left out.
+defaults), are modes of their own. The int8 cells come from ../2026-11-26-h100-int8-decode (calls 2-3 and 4-6: int8 at
+a decode step's rows padded for cuBLAS, no longer refused), and with them call 4-6's second runs of other cells (1.1B
+bf16 compiled; the 7B cells whose one run was invalid); runs without energy (the kernel-check parts' stores, here and
+there) are left out.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def stores(*folders: Path) -> pd.DataFrame:
 
 
 def frame() -> pd.DataFrame:
-    runs = stores(HERE, INT8 / "call2", INT8 / "call3")
+    runs = stores(HERE, INT8 / "call2", INT8 / "call3", INT8 / "call6")
     runs = runs[(runs["status"] == "FINISHED") & runs["workload"].str.startswith("generate")
                 & runs["decode_energy_per_token_mj"].notna()].copy()
     runs["superseded"] = ~runs["compile"] & (runs["store"] < WHOLE_SEQUENCE_WARMUP)

@@ -4,8 +4,10 @@
 
 Rows: the grid's measured cells (../2026-11-25-h100-generate, grid.py's own selection: finished, eager runs
 from before the whole-sequence warm-up left out, Inductor's default settings only) and this folder's int8 runs
-with energy measured: call1/ on the code that still copied each int8 weight per call, call2/ and call3/ without
-the copy. The kernel-check runs (sampler=none, their own stores) have no energy and are not rows.
+with energy measured: call1/ on the code that still copied each int8 weight per call, call2/, call3/ and call6/
+(the store of calls 4-6, one machine) without the copy. Runs of the current code are one cell with the grid's, whatever
+the machine: call 6's store also holds second runs of other precisions' cells (1.1B bf16 compiled, the 7B cells whose
+one run was invalid). The kernel-check runs (sampler=none, their own stores) have no energy and are not rows.
 """
 
 from __future__ import annotations
@@ -29,15 +31,15 @@ def measured(runs: pd.DataFrame) -> pd.DataFrame:
 
 def main() -> None:
     old = grid.frame()
-    old = old[~old["superseded"] & old["mode"].isin(["eager", "compiled"])].assign(code="grid")
-    copied = measured(grid.stores(HERE / "call1")).assign(code="int8, weight copied per call")
-    padded = measured(grid.stores(HERE / "call2", HERE / "call3")).assign(code="int8, padded rows, no copy")
-    runs = pd.concat([old, copied, padded], ignore_index=True)
+    current = old[~old["superseded"] & old["mode"].isin(["eager", "compiled"])].assign(code="current")
+    copied = measured(grid.stores(HERE / "call1")).assign(code="int8 weight copied per call")
+    runs = pd.concat([current, copied], ignore_index=True)
     table = runs.groupby(KEYS).agg(
         runs=("store", "size"), valid=("valid", lambda v: f"{int(v.sum())}/{len(v)}"),
         **{name: (column, grid.cell) for column, name in grid.COLUMNS.items()},
     ).reset_index()
-    cells = set(map(tuple, padded[["model", "mode", "batch_size"]].drop_duplicates().values))
+    int8 = current[current["precision"] == "int8"]
+    cells = set(map(tuple, int8[["model", "mode", "batch_size"]].drop_duplicates().values))
     table = table[[tuple(row) in cells for row in table[["model", "mode", "batch_size"]].values]]
     print(table.rename(columns={"batch_size": "batch"}).to_markdown(index=False))
 
