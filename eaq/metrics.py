@@ -111,7 +111,7 @@ METRICS: tuple[Metric, ...] = (
         for name, unit in (("power_std_w", "W"), ("power_min_w", "W"), ("power_max_w", "W"), ("energy_instant_integral_j", "J"),
                            ("energy_average_integral_j", "J"), ("energy_rapl_integral_j", "J"), ("energy_smi_integral_j", "J"))
     ),
-    Metric("decode_bytes_per_step_mb", "MB", "workload=generate: bytes a decode step must read: the stored weights (model_size_mb) plus the KV cache it attends over, on average over a sequence (a static cache is read whole)."),
+    Metric("decode_bytes_per_step_mb", "MB", "workload=generate: bytes a decode step must read: the stored weights (model_size_mb) less the rows of each untied embedding table its batch_size tokens do not look up (a table tied to the LM head is read whole), plus the KV cache it attends over, on average over a sequence (a static cache is read whole)."),
     Metric("peak_bandwidth_gb_per_s", "GB/s", "The device memory's measured bandwidth: a 1 GiB buffer copied (read and written) in a timed loop (256 MiB on a CPU); measured once per device and cached, re-measured by task=calibrate."),
     Metric("decode_achieved_bandwidth_gb_per_s", "GB/s", "workload=generate: decode_bytes_per_step_mb / time_per_output_token_mean_ms."),
     Metric("decode_bandwidth_limit_ms", "ms", "workload=generate: the least time a decode step could take at the measured bandwidth: decode_bytes_per_step_mb / peak_bandwidth_gb_per_s."),

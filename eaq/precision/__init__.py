@@ -10,7 +10,7 @@ from eaq.errors import UnsupportedPrecisionError
 from eaq.precision.base import Precision
 from eaq.precision.mixed import MIXED, mixed
 from eaq.precision.native import amp_bf16, amp_fp16, bf16, fp16, fp32, tf32
-from eaq.precision.proof import proof
+from eaq.precision.proof import proof, stored_bytes_read
 from eaq.precision.torchao_quant import fp8, int4_weight_only, int8, int8_weight_only
 
 # Each factory builds the precision for one device (the base dtype of a quantized model
@@ -54,4 +54,4 @@ def get_precision(name: str, device: torch.device, plan: str | None = None) -> P
     return precision
 
 
-__all__ = ["NAMES", "PRECISIONS", "Precision", "get_precision", "proof", "runnable"]
+__all__ = ["NAMES", "PRECISIONS", "Precision", "get_precision", "proof", "runnable", "stored_bytes_read"]

@@ -38,7 +38,7 @@ from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
 from eaq.models import load_model
 from eaq.errors import ConfigError
-from eaq.precision import get_precision, proof
+from eaq.precision import get_precision, proof, stored_bytes_read
 from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies
 from eaq.precision.mixed import MixedPrecision
@@ -294,8 +294,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             metrics |= extra_metrics
             tags |= extra_tags
         if measured is not None and cfg.trials.roofline:
-            # Every stored weight byte, plus the KV cache a step attends over, is read once per decode step.
-            read = evidence["model_size_mb"] * 1e6 + windows.decoder.kv_bytes_read_per_step()
+            # What a decode step reads: every stored weight byte but the embedding rows no token looks up,
+            # plus the KV cache it attends over.
+            read = stored_bytes_read(model, cfg.batch_size) + windows.decoder.kv_bytes_read_per_step()
             extra_metrics, extra_tags = decode_roofline_metrics(cfg, device, read, metrics["time_per_output_token_mean_ms"] / 1e3)
             metrics |= extra_metrics
             tags |= extra_tags

@@ -81,7 +81,7 @@ def decode_roofline_metrics(
 ) -> tuple[dict[str, float], dict[str, str]]:
     """A decode step against the memory bound: the bytes it must read over the measured bandwidth.
 
-    ``bytes_per_step``: the model's stored weights plus the KV cache a step reads on average;
+    ``bytes_per_step``: the stored weights a step reads (``stored_bytes_read``) plus the KV cache it reads on average;
     ``step_s``: the measured mean time of a decode step.
     """
     bandwidth = _bandwidth(cfg, device, reuse=True)
