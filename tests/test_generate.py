@@ -19,6 +19,7 @@ from eaq.measure.nvml import NvmlSampler
 from eaq.measure.warmup import warm_up
 from eaq.metrics import METRIC_NAMES
 from eaq.models import load_model
+from eaq.precision import get_precision
 from eaq.precision.proof import model_size_bytes, stored_bytes_read
 from eaq.measure.phases import Phases
 from eaq.tasks.compile import compile_model
@@ -52,18 +53,28 @@ def test_the_llama_presets_have_the_parameters_of_the_models_they_copy(name: str
 TINY_LLAMA = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
 
 
-@pytest.mark.parametrize(("name", "tie"), [("gpt2_tiny_random", None), ("llama_1b_random", False), ("llama_1b_random", True)])
-def test_a_decode_step_reads_every_weight_but_the_embedding_rows_it_does_not_look_up(name: str, tie: bool | None) -> None:
-    llama = name.startswith("llama")
-    model = preset(name, **(TINY_LLAMA | {"tie_word_embeddings": tie} if llama else {}))
+# (preset, tied Llama head, precision, the table a step only looks up). GPT-2's token table is its LM head's weight
+# (read whole), its position table looked up; Llama's token table is looked up unless tied to the head, and int8
+# gives the head its own weight, which unties them.
+@pytest.mark.parametrize(("name", "tie", "precision", "looked_up"), [
+    ("gpt2_tiny_random", False, "fp32", "transformer.wpe"), ("llama_1b_random", False, "fp32", "model.embed_tokens"),
+    ("llama_1b_random", True, "fp32", None), ("llama_1b_random", True, "int8", "model.embed_tokens"),
+])
+def test_a_decode_step_reads_every_weight_but_the_embedding_rows_it_does_not_look_up(
+    name: str, tie: bool, precision: str, looked_up: str | None
+) -> None:
+    model = preset(name, **(TINY_LLAMA | {"tie_word_embeddings": tie} if name.startswith("llama") else {}))
+    model = get_precision(precision, CPU).apply(model, CPU)
     size = model_size_bytes(model)
-    # GPT-2's token table is its LM head's weight (read whole); its position table is looked up only.
-    # Llama's token table is looked up only unless tied to the head.
-    table = None if tie else (model.model.embed_tokens if llama else model.transformer.wpe).weight
+    table = model.get_submodule(looked_up).weight if looked_up else None
     for rows in (1, 16):
         expected = size if table is None else size - table.nbytes + rows * table[0].nbytes
         assert stored_bytes_read(model, rows) == expected
+        # torch.compile's wrapper holds the same modules (wrapping compiles nothing yet)
+        assert stored_bytes_read(compile_model(model, cuda_graphs=False, tuning=False), rows) == expected
     assert stored_bytes_read(model, 10**9) == size  # more rows than a table has: read whole, no more
+    with pytest.raises(ValueError, match="at least 1"):
+        stored_bytes_read(model, 0)
 
 
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic-cache", "static-cache"])
@@ -211,8 +222,10 @@ def test_generate_runs_every_precision_path_from_the_cli_with_quality_against_fp
         assert m["decode_bandwidth_fraction"] == pytest.approx(m["decode_bandwidth_limit_ms"] / m["time_per_output_token_mean_ms"])
     # The decode roofline: the weights a step reads (2 rows of the position table, not all of it) plus a KV cache
     # of at most 2 layers x (key, value) x 2 prompts x (16 + 6) positions x 64 fp32 values.
-    kv = fp32.metrics["decode_bytes_per_step_mb"] * 1e6 - stored_bytes_read(preset("gpt2_tiny_random"), 2)
-    assert 0 < kv <= 2 * 2 * 2 * (16 + 6) * 64 * 4
+    for name, run in runs.items():
+        weights = stored_bytes_read(get_precision(name, CPU).apply(preset("gpt2_tiny_random"), CPU), 2)
+        assert 0 < run.data.metrics["decode_bytes_per_step_mb"] * 1e6 - weights <= 2 * 2 * 2 * (16 + 6) * 64 * 4
+        assert run.data.tags["eaq.roofline.decode_bytes"].startswith("stored weights less the embedding rows")
     assert "TTFT" in done.stderr + done.stdout and "ms/token" in done.stderr + done.stdout
 
 

@@ -1,4 +1,5 @@
-"""Evidence that a precision really changed what is stored: bytes and dtypes, not labels."""
+"""Evidence that a precision really changed what is stored: bytes and dtypes, not labels; and of those bytes, the
+ones a decode step reads (its memory bound)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,17 @@ def _leaf_tensors(tensor: torch.Tensor) -> list[torch.Tensor]:
     return leaves
 
 
-def _stored(model: nn.Module) -> list[torch.Tensor]:
-    tensors = [*model.parameters(), *model.buffers()]
+def _leaves(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     return [leaf for t in tensors for leaf in _leaf_tensors(t.data if isinstance(t, nn.Parameter) else t)]
+
+
+def _stored(model: nn.Module) -> list[torch.Tensor]:
+    return _leaves([*model.parameters(), *model.buffers()])
+
+
+def _storage_key(leaf: torch.Tensor) -> tuple[str, int]:
+    """Where a tensor's bytes live: tied weights (an LM head sharing the token table) have one key, so count once."""
+    return str(leaf.device), leaf.untyped_storage().data_ptr()
 
 
 def model_size_bytes(model: nn.Module) -> int:
@@ -33,32 +42,31 @@ def model_size_bytes(model: nn.Module) -> int:
     return sum(seen.values())
 
 
-def _storage_key(leaf: torch.Tensor) -> tuple[str, int]:
-    return str(leaf.device), leaf.untyped_storage().data_ptr()
-
-
 def stored_bytes_read(model: nn.Module, rows: int) -> int:
-    """Bytes of the stored tensors a pass reads when it looks up ``rows`` rows in each embedding table.
+    """Bytes of the stored tensors a pass reads when it looks up at most ``rows`` rows in each embedding table.
 
     A decode step's memory bound is what it reads, not what is stored: a Linear layer reads its whole weight, an
-    embedding lookup only the rows of its tokens (or positions). So an embedding table counts whole only where
-    another module reads the same storage (a tied LM head, as in GPT-2), and otherwise for ``rows`` rows: Llama's
-    untied 32000-row input table is 6% of the 1.1B shape's bytes, of which a batch-1 step reads one row.
+    embedding lookup only the rows of its tokens (or positions: one row for a batch at one position, so ``rows``
+    is an upper bound there). So an embedding table counts whole only where another module holds the same storage
+    (a tied LM head, as in GPT-2), and otherwise for ``rows`` rows: Llama's untied 32000-row input table is 6% of
+    the 1.1B shape's bytes, of which a batch-1 step reads one row. A model that multiplies by a table's weight
+    outside any module (``F.linear(h, self.wte.weight)``) would be counted for rows only: none of eaq's presets do.
     """
+    if rows < 1:
+        raise ValueError(f"rows is the most rows a pass looks up in a table, at least 1, not {rows}")
     read = model_size_bytes(model)
     whole = {_storage_key(leaf) for module in model.modules() if not isinstance(module, nn.Embedding)
-             for p in [*module.parameters(recurse=False), *module.buffers(recurse=False)]
-             for leaf in _leaf_tensors(p.data if isinstance(p, nn.Parameter) else p)}
+             for leaf in _leaves([*module.parameters(recurse=False), *module.buffers(recurse=False)])}
     looked_up: set[tuple[str, int]] = set()
     for table in (m for m in model.modules() if isinstance(m, nn.Embedding)):
-        if type(table.weight.data) is not torch.Tensor:
+        weight = table.weight.data
+        if type(weight) is not torch.Tensor:
             continue  # a tensor subclass (a quantized table): its layout is not rows; counted whole
-        key = _storage_key(table.weight)
+        key = _storage_key(weight)
         if key in whole or key in looked_up:
             continue  # read whole by another module (a tied head), or counted already
         looked_up.add(key)
-        nbytes = table.weight.untyped_storage().nbytes()
-        read -= nbytes - nbytes * min(rows, table.num_embeddings) // table.num_embeddings
+        read -= weight.nbytes - min(rows, table.num_embeddings) * weight[0].nbytes
     return read
 
 

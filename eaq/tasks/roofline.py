@@ -93,7 +93,11 @@ def decode_roofline_metrics(
         "decode_bandwidth_limit_ms": limit_s * 1e3,
         "decode_bandwidth_fraction": limit_s / step_s,
     }
-    return metrics, {"eaq.roofline.bandwidth": f"{bandwidth.bytes_per_copy / 2**30:.2f} GiB copy on {bandwidth.device_name}"}
+    return metrics, {
+        "eaq.roofline.bandwidth": f"{bandwidth.bytes_per_copy / 2**30:.2f} GiB copy on {bandwidth.device_name}",
+        # What decode_bytes_per_step_mb counts, recorded with it: runs before 2026-11-26 counted every table whole.
+        "eaq.roofline.decode_bytes": "stored weights less the embedding rows a step does not look up, plus the KV cache read",
+    }
 
 
 def roofline_metrics(

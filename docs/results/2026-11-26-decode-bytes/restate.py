@@ -5,7 +5,8 @@
 Until 2026-11-26 the decode roofline counted every stored byte as read by every step, the input embedding table
 whole included; a step looks up only its batch's rows of an untied table (``eaq.precision.stored_bytes_read``).
 The grid's stores keep the old ``decode_bytes_per_step_mb``; this script takes the unread rows off it for the
-compiled bf16 cells at batch 1 and 16 of ../2026-11-25-h100-generate (every compiler setting) (stored weights bf16, 2 bytes a value) and
+compiled bf16 cells at batch 1 and 16 of ../2026-11-25-h100-generate, every compiler setting (weights stored in
+bf16, 2 bytes a value), and
 restates the bandwidth limit and goal 2 (step time over the limit, goal at most 1.5x). The unread bytes come from
 each preset's configuration (Llama: the untied token table; GPT-2: the position table, its token table being the
 LM head's weight), checked against ``stored_bytes_read`` on the 1.1B and GPT-2-medium presets built on the CPU
