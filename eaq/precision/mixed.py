@@ -34,7 +34,7 @@ from eaq.precision.base import dtype_name, set_tf32
 from eaq.precision.kernel_check import PROFILER_DTYPES, KernelCheck, Profile, copies, linear_float_gemms, lowp_gemms
 from eaq.precision.native import bf16, fp16, fp32
 from eaq.precision.requirements import Requirements
-from eaq.precision.torchao_quant import ALIGNMENT, TorchaoQuant, _quantization, fp8, int4_weight_only, int8, int8_weight_only
+from eaq.precision.torchao_quant import TorchaoQuant, _quantization, fp8, int4_weight_only, int8, int8_weight_only
 
 log = logging.getLogger(__name__)
 
@@ -106,17 +106,6 @@ def _formats(plan: Plan, device: torch.device) -> dict[str, TorchaoQuant]:
     return {fmt: LAYER_FORMATS[fmt](device) for fmt in plan.by_format()}
 
 
-def _why_not(fmt: TorchaoQuant, module: nn.Module) -> str | None:
-    """Why ``fmt``'s kernel cannot take this layer (the shape rule of torchao_quant), or None."""
-    if not isinstance(module, nn.Linear):
-        return f"it is a {type(module).__name__}, not a Linear layer"
-    if module.in_features % ALIGNMENT or module.out_features % ALIGNMENT:
-        return f"its shape {module.in_features}x{module.out_features} is not in multiples of {ALIGNMENT}"
-    if module.in_features % fmt.group:
-        return f"its {module.in_features} input features are not a multiple of {fmt.group} ({fmt.name}'s group size)"
-    return None
-
-
 def check_plan(model: nn.Module, plan: Plan, device: torch.device) -> None:
     """Refuse, before anything runs, a plan this model or device cannot run as written."""
     plan.validate()
@@ -133,7 +122,7 @@ def check_plan(model: nn.Module, plan: Plan, device: torch.device) -> None:
             if layer not in modules:
                 problems.append(f"layer {layer} does not exist in this model")
                 continue
-            reason = _why_not(fmt, modules[layer])
+            reason = fmt.refusal(modules[layer])
             if reason:
                 problems.append(f"layer {layer} cannot run {fmt_name}: {reason}")
     if problems:

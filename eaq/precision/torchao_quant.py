@@ -53,14 +53,20 @@ class TorchaoQuant:
     def float_gemm_dtype(self) -> torch.dtype:
         return self.base
 
+    def refusal(self, module: nn.Module) -> str | None:
+        """Why the format's kernel cannot take ``module`` (the shape rule), or None: layers it cannot take stay in
+        the base dtype, and a mixed plan that lists one is refused with this reason."""
+        if not isinstance(module, nn.Linear):
+            return f"it is a {type(module).__name__}, not a Linear layer"
+        if module.in_features % ALIGNMENT or module.out_features % ALIGNMENT:
+            return f"its shape {module.in_features}x{module.out_features} is not in multiples of {ALIGNMENT}"
+        if module.in_features % self.group:
+            return f"its {module.in_features} input features are not a multiple of {self.group} ({self.name}'s group size)"
+        return None
+
     def eligible(self, module: nn.Module) -> bool:
         """The shape rule: which layers the format's kernel takes; the rest stay in the base dtype."""
-        return (
-            isinstance(module, nn.Linear)
-            and module.out_features % ALIGNMENT == 0
-            and module.in_features % ALIGNMENT == 0
-            and module.in_features % self.group == 0
-        )
+        return self.refusal(module) is None
 
     def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
         if not any(self.eligible(m) for m in model.modules()):
