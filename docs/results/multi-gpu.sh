@@ -12,7 +12,8 @@
 # stores, the logs and the comparison (comparison.txt).
 # Environment: MODELS=gpt2_small_random PRECISIONS=fp32,bf16 BATCHES=8,64 TRIALS_LIST=1,2,3
 # SAMPLER=nvml PROTOCOL=gpu_energy DEVICE=cuda (one GPU: $DEVICE:0; two: the slots pick)
-# SLOTS=2 (the second sweep's GPUs) WORK=/tmp/eaq-multi-gpu. A CPU dry run (slots without
+# SLOTS=2 (the second sweep's GPUs) WORK=/tmp/eaq-multi-gpu ORDER="one two" (which sweep runs
+# first: "two one" shows whether the second sweep's GPUs, already warm, read differently). A CPU dry run (slots without
 # GPUs, both sweeps on the CPU, energy not measured):
 #   OUT=/tmp/out DEVICE=cpu SAMPLER=none PROTOCOL=quick MODELS=bert_tiny_random \
 #     PRECISIONS=fp32 BATCHES=4 TRIALS_LIST=1,2 bash docs/results/multi-gpu.sh
@@ -21,7 +22,7 @@ export PYTHONUNBUFFERED=1
 : "${OUT:?set OUT to the folder the evidence goes to}"
 MODELS=${MODELS:-gpt2_small_random} PRECISIONS=${PRECISIONS:-fp32,bf16} BATCHES=${BATCHES:-8,64}
 TRIALS_LIST=${TRIALS_LIST:-1,2,3} SAMPLER=${SAMPLER:-nvml} PROTOCOL=${PROTOCOL:-gpu_energy}
-DEVICE=${DEVICE:-cuda} SLOTS=${SLOTS:-2} WORK=${WORK:-/tmp/eaq-multi-gpu}
+DEVICE=${DEVICE:-cuda} SLOTS=${SLOTS:-2} WORK=${WORK:-/tmp/eaq-multi-gpu} ORDER=${ORDER:-one two}
 # The GPU image lacks Hydra's joblib launcher: fill the wheelhouse with
 # `../shared/tools/gpu-wheelhouse .whl hydra-joblib-launcher joblib` before the device call.
 python3 -c "import eaq, torchao" 2>/dev/null || bash docs/results/gpu-install.sh
@@ -41,8 +42,13 @@ sweep() {  # NAME OVERRIDES...: one timed sweep into $WORK/NAME; its wall time i
   cp "$WORK/$name/mlflow.db" "$OUT/$name-mlflow.db"
 }
 
-sweep one device="$ONE_DEVICE"
-sweep two hydra/launcher=gpus gpu_slots.count="$SLOTS" device="$DEVICE"
+for name in $ORDER; do
+  case $name in
+    one) sweep one device="$ONE_DEVICE" ;;
+    two) sweep two hydra/launcher=gpus gpu_slots.count="$SLOTS" device="$DEVICE" ;;
+    *) echo "ORDER names the sweeps one and two, not '$name'" >&2; exit 2 ;;
+  esac
+done
 
 python3 -m eaq.report.multi_gpu \
   --one "sqlite:///$WORK/one/mlflow.db" --one-wall-s "$(cat "$WORK/one.wall_s")" \
