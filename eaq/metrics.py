@@ -6,6 +6,7 @@ and a test keeps the two in step. Units are part of the names.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -170,7 +171,8 @@ METRICS: tuple[Metric, ...] = (
 METRIC_NAMES = frozenset(m.name for m in METRICS)
 
 TAGS: tuple[tuple[str, str], ...] = (
-    ("eaq.group.<group>", "The choice of each config group (model, precision, dataset, sampler, trials, layers)."),
+    ("eaq.group.<group>", "The choice of each config group (model, precision, dataset, sampler, trials, layers, workload)."),
+    ("eaq.workload", "What one measured pass is: 'forward' or 'generate' (prefill and decode windows)."),
     ("eaq.config_hash", "Hash of the measurement-relevant resolved config (all but tracking, paths, debug, run_name, resume)."),
     ("eaq.energy", "'measured' or 'unavailable'."),
     ("eaq.energy.reason", "Why energy is unavailable, when it is."),
@@ -179,12 +181,16 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.valid", "'true' or 'false': did every validity check pass (energy runs only)."),
     ("eaq.valid.reasons", "Each failed validity check, in words."),
     ("eaq.valid.notes", "What a validity check saw and judged benign, in words (an SM clock drift while the software power cap held the clocks)."),
+    ("eaq.quality.source", "Where the quality figures came from: computed in this run, or the cache of an earlier run of this configuration."),
     ("eaq.quality.reason", "Why quality metrics are absent (synthetic data), or only fidelity to fp32 (synthetic data with trials.fidelity_on_synthetic)."),
     ("eaq.roofline.calibration", "The matmul calibration the roofline metrics compare with."),
     ("eaq.roofline.calibration.measured_unix_s", "When that calibration was measured (Unix seconds): in this run, an earlier one, or ahead of the sweep's runs (calibrate_ahead)."),
     ("eaq.roofline.bandwidth", "workload=generate: the memory-bandwidth measurement the decode roofline divides by: the bytes one timed copy moves, read and written (2.00 GiB for a GPU's 1 GiB buffer), and the device."),
     ("eaq.roofline.decode_bytes", "workload=generate: what decode_bytes_per_step_mb counts (runs without this tag, before 2026-11-26, counted every embedding table whole)."),
-    ("eaq.window.start_unix_s", "Window start, Unix seconds (and eaq.window.end_unix_s)."),
+    ("eaq.window.start_unix_s", "Window start, Unix seconds."),
+    ("eaq.window.end_unix_s", "Window end, Unix seconds."),
+    ("eaq.idle", "Which idle baseline idle_power_w is: measured in this run (and why a stored one was not reused), reused (measured how long before), or none."),
+    ("eaq.idle.measured_unix_s", "When that idle baseline was measured (Unix seconds)."),
     ("eaq.energy.sampler", "The sampler that ran (auto records what it picked)."),
     ("eaq.warmup.settled", "'true'/'false' when warm-up ran until latency and power settled; 'not asked' for a fixed count."),
     ("eaq.layers.share_basis", "task=layers: what energy_share is a share of: replay or attribution energy, or time where no energy was measured."),
@@ -197,18 +203,33 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.compile", "'true' when the timed model ran through torch.compile (compiled during warm-up)."),
     ("eaq.compile.inductor", "The Inductor settings of a compiled run: torchao's recommended ones (compile_tuning=true) or Inductor's defaults, and whether its pattern matcher was off (compile_pattern_matcher=false), for every precision alike."),
     ("eaq.cuda_graphs", "'true' when the compiled model replayed CUDA graphs: Inductor's triton.cudagraphs (as torch.compile mode reduce-overhead) for forward passes (a run in which Inductor skipped graphs for any compiled graph fails, naming how to see why); for workload=generate one graph of the whole decode step (tag eaq.decode.cuda_graph)."),
-    ("eaq.decode.cuda_graph", "workload=generate: 'one CUDA graph per decode step' (the compiled model over its static cache, the greedy pick, the token's record and the position, replayed with one launch), or 'none: <reason>' (not asked for, or the recording failed and decode ran as it is)."),
+    ("eaq.decode.cuda_graph", "workload=generate: 'one CUDA graph per decode step' (the compiled model over its static cache, the greedy pick, the token's record and the position, replayed with one launch), or 'none: not asked for' (a step that cannot be recorded fails the run)."),
     ("eaq.kernel_check", "'passed' (or 'passed, with N host<->device copies ...') when precision.kernel_check profiled the kernels; a failed check fails the run; else 'not asked'."),
     ("eaq.weights", "'pretrained' or 'random' (random-weight results measure speed and energy, not task quality)."),
     ("eaq.proof.stored_dtypes", "Share of stored elements per dtype after the precision is applied."),
+    ("eaq.precision.plan", "precision=mixed: the plan file the run applied."),
+    ("eaq.precision.plan_sha256", "precision=mixed: the first 16 hex digits of the plan file's SHA-256."),
+    ("eaq.precision.layer_formats", "precision=mixed: how many Linear layers store each format after the plan is applied."),
     ("eaq.device", "The torch device the run used."),
     ("eaq.error", "Error class and message of a FAILED (or KILLED) run."),
-    ("eaq.kind", "'benchmark', 'calibrate', 'sweep' (a multirun's parent run), or 'report' (python -m eaq.report --log without --sweep)."),
+    ("eaq.kind", "'benchmark', 'layers' (task=layers), 'calibrate', 'sweep' (a multirun's parent run), or 'report' (python -m eaq.report --log without --sweep)."),
+    ("eaq.gpu_slot", "hydra/launcher=gpus (gpu_slots.enabled): the index of the GPU slot the run held, the GPU it measured on."),
+    ("eaq.gpu_slot.key", "The slot's lock name: the GPU's UUID."),
+    ("eaq.neighbours", "Under GPU slots: the other eaq runs that held a GPU of this host while this run held its own (name, GPU and run id of each), or 'none'."),
+    ("eaq.neighbours.count", "How many neighbours eaq.neighbours names."),
     ("eaq.sweep_dir", "Sweep parent runs: the multirun folder its jobs wrote to."),
     ("eaq.model_source", "Where the weights came from: the hub id or local directory they were read from, or random."),
     ("eaq.calibration.<field>", "Calibration runs (task=calibrate): the device, the matmul format and size, TFLOP/s, FLOP/J, mean power, duration and when."),
     ("eaq.env.<fact>", "git_commit, git_dirty, torch, transformers, torchao, device_name, gpu_uuid; all of it in env.json (secrets redacted)."),
 )
+
+# A tag's name with its <placeholder> parts (eaq.group.<group>) standing for any text.
+_TAG_PATTERN = re.compile("|".join(re.sub(r"<[^>]+>", ".+", re.escape(name)) for name, _ in TAGS))
+
+
+def documented_tag(name: str) -> bool:
+    """Whether TAGS describes this tag (MLflow's own ``mlflow.*`` tags are MLflow's to document)."""
+    return name.startswith("mlflow.") or _TAG_PATTERN.fullmatch(name) is not None
 
 
 def markdown() -> str:

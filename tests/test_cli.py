@@ -10,7 +10,7 @@ from statistics import mean
 import pytest
 
 from conftest import FAST, all_runs, run_eaq
-from eaq.metrics import METRIC_NAMES
+from eaq.metrics import METRIC_NAMES, documented_tag
 from eaq.report.compare import COLUMNS as COMPARE_COLUMNS, compare, main as compare_main
 from eaq.report.table import main as table_main, runs_table
 
@@ -36,6 +36,7 @@ def test_multirun_logs_finished_children_under_one_parent(out: Path, capsys: pyt
     parents = [r for r in runs if r.data.tags.get("eaq.kind") == "sweep"]
     children = [r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    assert all(map(documented_tag, parents[0].data.tags)), [t for t in parents[0].data.tags if not documented_tag(t)]
     assert len(children) == 4
     parent_id = parents[0].info.run_id
     names = set()
@@ -44,6 +45,7 @@ def test_multirun_logs_finished_children_under_one_parent(out: Path, capsys: pyt
         assert child.data.tags["mlflow.parentRunId"] == parent_id
         assert REQUIRED <= set(child.data.metrics), set(child.data.metrics)
         assert set(child.data.metrics) <= METRIC_NAMES  # nothing undocumented
+        assert all(map(documented_tag, child.data.tags)), [t for t in child.data.tags if not documented_tag(t)]
         assert child.data.params["batch_size"] == "4"
         assert child.data.tags["eaq.group.model"] == "bert_tiny_random"
         assert child.data.tags["eaq.energy"] == "unavailable" and child.data.tags["eaq.energy.reason"]

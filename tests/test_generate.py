@@ -13,11 +13,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from conftest import CONF, all_runs, run_eaq
 from eaq.config import ModelConfig
+from eaq.errors import ConfigError, EaqError
 from eaq.evaluate import generation_agreement
 from eaq.measure.graphs import as_graph
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.warmup import warm_up
-from eaq.metrics import METRIC_NAMES
+from eaq.metrics import METRIC_NAMES, documented_tag
 from eaq.models import load_model
 from eaq.precision import get_precision
 from eaq.precision.proof import model_size_bytes, stored_bytes_read
@@ -89,6 +90,31 @@ def test_greedy_fp32_generation_equals_transformers_generate(name: str, static: 
     tokens = Generator(model, model, model.config, PROMPT, NEW, CPU, static=static).generate(ids)
     assert tokens.shape == (3, NEW)  # exactly the asked number of new tokens
     assert torch.equal(tokens, expected)
+
+
+@torch.inference_mode()
+def test_a_generation_may_use_every_position_the_model_has_and_no_more() -> None:
+    # The last new token is picked and never fed back: 12 + 9 tokens use positions 0..19 of a 20-position GPT-2.
+    model = preset("gpt2_tiny_random", n_positions=PROMPT + NEW - 1)
+    for static in (False, True):
+        assert Generator(model, model, model.config, PROMPT, NEW, CPU, static=static).generate(prompts(model)).shape == (3, NEW)
+    with pytest.raises(ConfigError, match=r"feed the model 21 positions .* it has 20.*at most 21"):
+        Generator(model, model, model.config, PROMPT, NEW + 1, CPU)
+
+
+@torch.inference_mode()
+def test_sliding_window_models_generate_over_a_dynamic_cache_and_refuse_a_static_one() -> None:
+    # A sliding-window static cache rolls and counts its length on the host: it cannot be restarted from the
+    # prompt's state, so compile=true (a static cache) is refused before any work; a dynamic cache decodes as
+    # transformers does, the prompt longer than the window.
+    model = preset("llama_1b_random", **TINY_LLAMA, model_type="mistral", sliding_window=PROMPT - 4)
+    with pytest.raises(ConfigError, match=r"sliding-window attention layers \(sliding_window=8\).*compile=false"):
+        Generator(model, model, model.config, PROMPT, NEW, CPU, static=True)
+    ids = prompts(model)
+    expected = model.generate(
+        ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW, min_new_tokens=NEW, pad_token_id=0
+    )[:, PROMPT:]
+    assert torch.equal(Generator(model, model, model.config, PROMPT, NEW, CPU).generate(ids), expected)
 
 
 @torch.inference_mode()
@@ -226,6 +252,7 @@ def test_generate_runs_every_precision_path_from_the_cli_with_quality_against_fp
         weights = stored_bytes_read(get_precision(name, CPU).apply(preset("gpt2_tiny_random"), CPU), 2)
         assert 0 < run.data.metrics["decode_bytes_per_step_mb"] * 1e6 - weights <= 2 * 2 * 2 * (16 + 6) * 64 * 4
         assert run.data.tags["eaq.roofline.decode_bytes"].startswith("stored weights less the embedding rows")
+        assert all(map(documented_tag, run.data.tags)), [t for t in run.data.tags if not documented_tag(t)]
     assert "TTFT" in done.stderr + done.stdout and "ms/token" in done.stderr + done.stdout
 
 
@@ -235,11 +262,17 @@ def test_generate_runs_every_precision_path_from_the_cli_with_quality_against_fp
         (["model=bert_tiny_random"], "workload=generate needs a causal LM and model=bert-tiny-random has head=embedding"),
         (["model=gpt2_tiny_random", "dataset=sample"], "use dataset=wikitext2 (real text) or dataset=synthetic"),
         (["model=gpt2_tiny_random", "dataset=synthetic", "workload.new_tokens=1"], "leaves no decode step"),
-        (["model=gpt2_tiny_random", "dataset=synthetic", "seq_len=500", "workload.new_tokens=20"], "at most 512"),
+        (["model=gpt2_tiny_random", "dataset=synthetic", "seq_len=500", "workload.new_tokens=20"], "at most 513"),
+        (["model=gpt2_tiny_random", "dataset=wikitext2", "dataset.path={short}", "seq_len=64"],
+         "dataset=wikitext2 holds 5 tokens, fewer than one prompt of seq_len=64: lower seq_len to at most 5"),
     ],
 )
-def test_generate_refuses_what_it_cannot_measure_with_a_sentence(out: Path, overrides: list[str], message: str) -> None:
-    done = run_eaq(out, "workload=generate", "trials=quick", "isolate=false", "batch_size=1", *overrides)
+def test_generate_refuses_what_it_cannot_measure_with_a_sentence(
+    out: Path, tmp_path: Path, overrides: list[str], message: str
+) -> None:
+    short = tmp_path / "short.txt"
+    short.write_text("a text of five words")  # five tokens of MiniLM's vocabulary
+    done = run_eaq(out, "workload=generate", "trials=quick", "isolate=false", "batch_size=1", *(o.format(short=short) for o in overrides))
     assert done.returncode == 2 and message in done.stderr, done.stderr[-2000:]
 
 
@@ -339,7 +372,7 @@ def test_a_recorded_step_needs_a_static_cache() -> None:
 
 
 @torch.inference_mode()
-def test_measure_generate_says_why_decode_ran_without_a_graph() -> None:
+def test_measure_generate_fails_when_the_decode_graph_cannot_be_recorded_and_says_why_it_ran_without() -> None:
     model = preset("gpt2_tiny_random")
     generator = Generator(model, model, model.config, PROMPT, NEW, CPU, static=True)
     batches = [prompts(model, 2)]
@@ -347,15 +380,16 @@ def test_measure_generate_says_why_decode_ran_without_a_graph() -> None:
     sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 100.0)], update_s=0.005))
     sampler.start()
     try:
-        w = measure_generate(generator, batches, CPU, sampler, iters=3, min_window_s=0.0, warm_up=warm, phases=Phases(), graphs=True)
+        # Asked for and not recordable (here: no CUDA device): the run fails rather than time eager steps as graphed.
+        with pytest.raises(EaqError, match=r"that failed: CUDA graphs need a CUDA device.*cuda_graphs=false"):
+            measure_generate(generator, batches, CPU, sampler, iters=3, min_window_s=0.0, warm_up=warm, phases=Phases(), graphs=True)
         plain = measure_generate(generator, batches, CPU, sampler, iters=3, min_window_s=0.0, warm_up=warm, phases=Phases())
     finally:
         sampler.stop()
-    assert w.decode_graph == "CUDA graphs need a CUDA device and this run is on cpu"
     assert plain.decode_graph == "not asked for"
     # A static cache has one shape: no pass over every position first, and the warm-up counts only what it ran.
     assert plain.warmups[1].iterations == 2
-    assert torch.equal(w.decoder.tokens, Generator(model, model, model.config, PROMPT, NEW, CPU).generate(batches[0]))
+    assert torch.equal(plain.decoder.tokens, Generator(model, model, model.config, PROMPT, NEW, CPU).generate(batches[0]))
 
 
 class Calls:

@@ -17,6 +17,8 @@ from transformers import AutoConfig, AutoModelForSequenceClassification
 
 from eaq.config import ModelConfig
 from eaq.layers.components import TYPES, Component, find_blocks, find_components
+from eaq.errors import DeviceError
+from eaq.layers import attribution as attribution_module
 from eaq.layers.attribution import OUTSIDE, profile_times
 from eaq.layers.plan import split_type_savings
 from eaq.layers import replay as replay_module
@@ -31,7 +33,7 @@ from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.samplers import NoSampler
 from eaq.layers.tables import COMPONENT_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_SAVING_COLUMNS, Impacts, component_rows, energy_shares, type_rows
-from eaq.metrics import METRIC_NAMES
+from eaq.metrics import METRIC_NAMES, documented_tag
 from conftest import FAST, all_runs, run_eaq, store
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import masking_utils
@@ -287,6 +289,18 @@ def test_a_graphed_whole_pass_far_slower_than_its_eager_kernels_makes_the_run_in
     assert "CUDA graph took" in caplog.text
 
 
+def test_a_profiler_that_sees_no_time_fails_before_any_window_with_what_to_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a GPU without CUPTI gives: ranges with no device time. Attribution cannot split by zero time, and the
+    # run must say so before it measures, not after its windows.
+    model = tiny("bert_tiny_random")
+    batch = _batch(model)
+    monkeypatch.setattr(attribution_module, "_range_seconds", lambda event, device: 0.0)
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
+    with torch.inference_mode(), pytest.raises(DeviceError, match=r"no CPU time for the whole pass on cpu.*CUPTI"):
+        measure_components(model, find_components(model), lambda: model(**batch), CPU, sampler, SETTINGS, 2)
+    assert not sampler.trace.times  # the sampler never started: no window was measured
+
+
 def test_unrecognised_modules_are_reported_as_other_not_dropped() -> None:
     model = nn.Sequential()
     model.add_module("proj_in", nn.Linear(4, 4))
@@ -483,6 +497,7 @@ def test_task_layers_leaves_a_finished_run_with_the_tables_and_metrics(out: Path
     assert tags["eaq.energy"] == "unavailable" and tags["eaq.layers.share_basis"] == "time"
     assert set(metrics) <= METRIC_NAMES
     assert {f"energy_share_{t}" for t in TYPES} <= METRIC_NAMES
+    assert all(map(documented_tag, tags)), [t for t in tags if not documented_tag(t)]
     assert "layers_capture_ratio_replay" not in metrics and metrics["layers_whole_model_time_ms"] > 0
     # layers.cuda_graphs is on by default; on this CPU every window ran eagerly, and the tag says why.
     assert tags["eaq.layers.cuda_graphs"].startswith("eager where not graphed: CUDA graphs need a CUDA device")

@@ -13,6 +13,7 @@ from torch import nn
 from conftest import CONF, FAST, all_runs, run_eaq, store
 from eaq.config import ModelConfig
 from eaq.errors import ConfigError, UnsupportedPrecisionError
+from eaq.metrics import documented_tag
 from eaq.models import load_model
 from eaq.precision import get_precision
 from eaq.precision.kernel_check import KernelCheckError, check_kernels
@@ -73,6 +74,7 @@ def test_mixed_through_the_cli_applies_exactly_the_plan(out: Path, tmp_path: Pat
         expected = {"int8": "Int8Tensor int8 + activations", "int8_weight_only": "Int8Tensor int8"}.get(row["planned"], "float32")
         assert row["stored"] == expected, layer
     assert run.data.tags["eaq.precision.layer_formats"] == "Int8Tensor int8=1, Int8Tensor int8 + activations=2, float32=10"
+    assert all(map(documented_tag, run.data.tags)), [t for t in run.data.tags if not documented_tag(t)]
 
 
 def _bert_tiny() -> dict:

@@ -34,6 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from conftest import FAST, free_port, mlflow_server_on, run_eaq, store
 from eaq.errors import ConfigError
+from eaq.metrics import documented_tag
 from eaq.report.multi_gpu import side_by_side
 from eaq.slots import LOG_FILE, gpu_slot, slot_count, visible_gpus
 from eaq.tracking.progress import SweepProgress
@@ -128,6 +129,7 @@ def check_neighbours(children: list[Run], slots: Path) -> None:
     }
     for run in children:
         assert run.data.tags["eaq.gpu_slot"] in ("0", "1")
+        assert all(map(documented_tag, run.data.tags)), [t for t in run.data.tags if not documented_tag(t)]
         assert run.data.tags["eaq.neighbours.count"] == str(len(named[run.info.run_id]))
         for other in named[run.info.run_id]:
             assert run.info.run_id in named[other]

@@ -21,6 +21,7 @@ from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
+from eaq.errors import DeviceError
 from eaq.layers.components import Component, around_roots
 
 OUTSIDE = "(outside components)"
@@ -80,6 +81,13 @@ def profile_times(
             whole += _range_seconds(event, device)
         elif event.name.startswith(_PREFIX):
             seconds[event.name.removeprefix(_PREFIX)] += _range_seconds(event, device)
+    if whole <= 0:
+        # Found here, before any window: attribution could not split the energy the run goes on to measure.
+        raise DeviceError(
+            f"the profiler recorded no {'kernel' if device.type == 'cuda' else 'CPU'} time for the whole pass on {device}, "
+            "so attribution cannot split a window's energy by component. On a GPU torch.profiler needs CUPTI to see "
+            "kernels: check that torch.profiler.profile(activities=[ProfilerActivity.CUDA]) lists kernels of a matmul here."
+        )
     per_pass = {name: s / passes for name, s in seconds.items()}
     return PassTimes({c.name: per_pass[c.name] for c in components}, whole / passes,
                      {b.name: per_pass[b.name] for b in blocks or []})

@@ -167,10 +167,6 @@ class TypeReplay:
     # What replayed eagerly, and why: "replay <type>" or "<component> alone" -> reason.
     eager: dict[str, str] = field(default_factory=dict)
 
-    @property
-    def seconds_per_pass(self) -> float:
-        return self.window.duration_s / self.window.iterations
-
 
 def replay_by_type(
     model: nn.Module,

@@ -37,7 +37,7 @@ from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
 from eaq.models import load_model
-from eaq.errors import ConfigError
+from eaq.errors import ConfigError, DataError
 from eaq.precision import get_precision, proof, stored_bytes_read
 from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies
@@ -49,7 +49,7 @@ from eaq.tasks.generate import generate_metrics, measure_generate
 from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
 from eaq.tasks.idle import idle_store
 from eaq.tasks.shared import FIDELITY_SEED, make_inputs, synthetic_batches
-from eaq.workloads.generate import Decoder, Generator, check_length
+from eaq.workloads.generate import Decoder, Generator, check_generation
 
 
 def _primary(trace) -> str:
@@ -108,7 +108,12 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     timed = batches.full()
     config = loaded.model.config  # read before a precision wraps the model (autocast)
     if generating:
-        check_length(config, cfg.seq_len, cfg.workload.new_tokens)
+        check_generation(config, cfg.seq_len, cfg.workload.new_tokens, cfg.compile)
+        if (tokens := timed[0]["input_ids"].shape[1]) < cfg.seq_len:  # a text shorter than one prompt stays one row
+            raise DataError(
+                f"dataset={cfg.dataset.name} holds {tokens} tokens, fewer than one prompt of seq_len={cfg.seq_len}: "
+                f"lower seq_len to at most {tokens}, or use a longer text."
+            )
 
     def generator(net: torch.nn.Module, runner: torch.nn.Module | None = None, static: bool = False) -> Generator:
         return Generator(net, runner if runner is not None else net, config, cfg.seq_len, cfg.workload.new_tokens, device, static)

@@ -22,8 +22,10 @@ decode get separate measurement windows, each as long as the protocol's minimum:
 With ``graphs`` (cuda_graphs=true) the whole decode step (the model over its static cache,
 the greedy pick, the token's record, the position) is recorded once as one CUDA graph in
 warm-up, and every step of the window is one replay: no Python, no dynamo guard, no launch
-per kernel between the GPU's steps. A step that cannot be recorded runs as it is, and
-``decode_graph`` says why (the tag eaq.decode.cuda_graph).
+per kernel between the GPU's steps. A step that cannot be recorded fails the run, naming
+cuda_graphs=false: its eager steps must not be measured under a graphed run's name (as
+Inductor's skipped graphs fail a forward pass). Without graphs ``decode_graph`` says why
+(the tag eaq.decode.cuda_graph).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from dataclasses import dataclass, replace
 import torch
 
 from eaq.measure.energy import WindowEnergy, energy_metrics, window_energy
-from eaq.measure.graphs import as_graph
+from eaq.errors import EaqError
+from eaq.measure.graphs import WARMUP_CALLS, as_graph
 from eaq.measure.phases import Phases
 from eaq.measure.samplers import Sampler
 from eaq.measure.stats import latency_metrics
@@ -58,7 +61,7 @@ class GenerateWindows:
     decode_latencies: list[float]
     warmups: tuple[WarmupResult, WarmupResult]
     decoder: Decoder
-    decode_graph: str | None  # None when every decode step replayed one CUDA graph, else why not
+    decode_graph: str | None  # None when every decode step replayed one CUDA graph, else why not (not asked for)
 
 
 def measure_generate(
@@ -74,7 +77,9 @@ def measure_generate(
 ) -> GenerateWindows:
     """Warm up and measure prefill, then warm up (compiling a compiled decode step) and measure decode.
 
-    ``graphs``: record the decode step as one CUDA graph (the generator's cache must be static).
+    ``graphs``: record the decode step as one CUDA graph (the generator's cache must be static);
+    an EaqError if it cannot be recorded. The decode warm-up's figures count from the prefill
+    the decoder starts from: compiling the step and recording it are part of them.
     """
     prefill = lambda ids: generator.prefill(ids)  # noqa: E731
     with phases("warmup"):
@@ -83,16 +88,24 @@ def measure_generate(
         prefill_latencies = run_timed(prefill, prompts, device, iters, min_window_s, label="prefill")
         prefill_window.iterations = len(prefill_latencies)
     with phases("warmup"):
+        first = time.perf_counter()
         decoder = Decoder(generator, prompts[0])  # the prefill decode starts from, outside both windows
         # With graphs: a few eager steps (the first compiles a compiled model), then one recorded.
         graph = as_graph(decoder.advance, device, graphs, reset=decoder.restart)
         if graphs:
+            if graph.reason is not None:
+                raise EaqError(
+                    f"cuda_graphs=true records the decode step as one CUDA graph, and that failed: {graph.reason}. Its "
+                    "eager steps would be measured under a graphed run's name; measure this configuration with "
+                    "cuda_graphs=false."
+                )
             decoder.replay_with(graph.run)
-        first, lengths = time.perf_counter(), 0 if generator.static else decoder.steps
+        recorded = WARMUP_CALLS + 1 if graphs else 0  # the eager steps before the capture, and the captured one
+        lengths = 0 if generator.static else decoder.steps
         for _ in range(lengths):  # every cache length once (module docstring); a static cache has one
             decoder.step()
         settled = warm_up(decoder.step, [None])
-        warm_decode = replace(settled, iterations=settled.iterations + lengths, duration_s=time.perf_counter() - first)
+        warm_decode = replace(settled, iterations=settled.iterations + lengths + recorded, duration_s=time.perf_counter() - first)
         decoder.restart()
     with phases("window"), MeasurementWindow(device, sampler) as decode_window:
         decode_latencies = run_timed(decoder.step, [None], device, iters, min_window_s, label="decode", whole=decoder.steps)

@@ -40,14 +40,33 @@ def _eos_ids(config: PretrainedConfig, vocab_size: int) -> list[int]:
     return [i for i in ids if 0 <= i < vocab_size]
 
 
-def check_length(config: PretrainedConfig, seq_len: int, new_tokens: int) -> None:
-    """Refuse a prompt plus new tokens longer than the model's positions, before any work."""
+def check_generation(config: PretrainedConfig, seq_len: int, new_tokens: int, static: bool) -> None:
+    """Refuse, before any work, a generation the model cannot run as asked.
+
+    - More positions than the model has: the prompt's ``seq_len`` and one per decode step
+      (the last token is picked, never fed back), so ``seq_len + new_tokens - 1``.
+    - ``static`` (a compiled decode step) over sliding-window attention layers: their static
+      cache rolls once full and keeps a host-side count of what it holds, so a decode window
+      that restarts each sequence from the prompt's cache (Decoder.restart) would attend over
+      the wrong keys, and a recorded step would freeze that count.
+    """
     limit = getattr(config, "max_position_embeddings", None)
-    if limit is not None and seq_len + new_tokens > limit:
+    used = seq_len + new_tokens - 1
+    if limit is not None and used > limit:
         raise ConfigError(
-            f"seq_len={seq_len} plus workload.new_tokens={new_tokens} is {seq_len + new_tokens} positions and the model "
-            f"has {limit}: lower seq_len or workload.new_tokens so that they add up to at most {limit}."
+            f"seq_len={seq_len} and workload.new_tokens={new_tokens} feed the model {used} positions (the last token is "
+            f"never fed back) and it has {limit}: lower seq_len or workload.new_tokens so that seq_len + new_tokens is at "
+            f"most {limit + 1}."
         )
+    if static:
+        layers = StaticCache(config=config, max_cache_len=seq_len + new_tokens).layers  # allocates on first use only
+        if any(getattr(layer, "is_sliding", False) for layer in layers):
+            raise ConfigError(
+                f"this model has sliding-window attention layers (sliding_window={getattr(config, 'sliding_window', None)}): "
+                "their static KV cache, which compile=true decodes over, rolls once full and counts its length on the host, "
+                "so eaq cannot restart it from the prompt's state between measured sequences. Measure this model's "
+                "generation with compile=false (a dynamic cache)."
+            )
 
 
 def cache_bytes(cache: DynamicCache | StaticCache) -> int:
@@ -68,7 +87,7 @@ class Generator:
         device: torch.device,
         static: bool = False,
     ) -> None:
-        check_length(config, seq_len, new_tokens)
+        check_generation(config, seq_len, new_tokens, static)
         self.model, self.runner, self.config = model, runner, config
         self.seq_len, self.new_tokens, self.static = seq_len, new_tokens, static
         self.positions = torch.arange(seq_len + new_tokens, device=device)
