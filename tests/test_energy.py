@@ -18,6 +18,7 @@ from eaq.measure.validity import check
 from eaq.measure.window import MeasurementWindow, WindowResult
 from eaq.measure.nvml import NvmlSampler, nvml_uuid
 from eaq.measure.roofline import calibrate
+from eaq.measure.poller import Poller
 from eaq.measure.rapl import RaplSampler
 from eaq.measure.trace_export import write_csv, write_png
 from fake_nvml import FakeNvml
@@ -95,6 +96,60 @@ def test_counter_going_backwards_falls_back_to_the_trace() -> None:
     assert any("went backwards" in n for n in energy.notes)
 
 
+def test_a_counter_that_did_not_move_is_no_reading_and_its_note_stays_with_its_window() -> None:
+    # A window shorter than the counter's ~100 ms update reads 0 J: that is no measurement (it divided by zero
+    # in the validity check). The trace's integral stands in, and the note belongs to that window alone.
+    trace = PowerTrace(interval_s=0.01)
+    for i in range(101):
+        trace.add(i * 0.01, {"power_instant_w": 200.0})
+    short = window_energy("nvml", trace, 0.20, 0.27, (5.0, 5.0))
+    assert short.source == "power_instant_w integral" and short.energy_j == pytest.approx(14.0)
+    assert any("did not move in this 0.070 s window" in n for n in short.notes)
+    window = WindowResult(0.0, 0.07, 0.20, 0.27, iterations=3, counter_j=(5.0, 5.0))
+    validity = check(window, short, idle_power_w=None, min_window_s=0.0)  # divided by the 0 J before
+    assert "counter_vs_instant_disagreement" not in validity.facts  # no counter reading to compare
+    later = window_energy("nvml", trace, 0.3, 0.9, (5.0, 125.0))
+    assert later.source == "energy_counter" and later.energy_j == pytest.approx(120.0)
+    assert not later.notes and not trace.notes  # nothing of the short window's fallback carried over
+
+
+def test_a_sample_missing_a_field_keeps_every_channel_aligned_with_the_timestamps() -> None:
+    # One NVML field failing its own return leaves it out of that read; a channel first seen late has no past.
+    trace = PowerTrace(interval_s=0.1)
+    trace.add(0.0, {"power_instant_w": 100.0})
+    trace.add(0.1, {"power_instant_w": 100.0, "power_average_w": 90.0})
+    trace.add(0.2, {"power_average_w": 90.0})  # the instant field failed this once
+    trace.add(0.3, {"power_instant_w": 300.0, "power_average_w": 90.0})
+    assert all(len(values) == len(trace.times) == 4 for values in trace.channels.values())
+    assert trace.channels["power_average_w"][0] != trace.channels["power_average_w"][0]  # NaN before it appeared
+    # The instant channel over 0-0.3 s: 100 W to 0.1 s, then a ramp to 300 W across the missing read.
+    assert trace.integral_j("power_instant_w", 0.0, 0.3) == pytest.approx(10.0 + 0.2 * 200.0)
+    assert trace.updates("power_instant_w", 0.0, 0.3) == 1  # the gap is not a change
+    assert trace.stats_w("power_instant_w", 0.0, 0.3)["max"] == 300.0
+
+
+def test_a_poller_stalled_once_leaves_a_gap_not_a_burst_of_reads() -> None:
+    # Catching up on missed deadlines read back to back and hid a stall from the coverage check.
+    interval, reads = 0.01, []
+
+    def read() -> dict[str, float]:
+        reads.append(time.perf_counter())
+        if len(reads) == 5:
+            time.sleep(0.3)
+        return {"power_rapl_w": 10.0}
+
+    trace = PowerTrace()
+    poller = Poller(read, interval, trace)
+    poller.start()
+    time.sleep(0.6)
+    poller.stop()
+    after = trace.times[5:11]  # the samples after the stalled fifth read
+    gaps = [b - a for a, b in zip(after, after[1:])]
+    assert len(gaps) == 5 and min(gaps) >= interval / 2  # waits never end early; a catch-up burst reads in microseconds
+    expected = (trace.times[-1] - trace.times[0]) / interval
+    assert len(trace.times) < 0.8 * expected  # the 0.3 s stall shows as missing samples
+
+
 def test_trapezoid_integral_interpolates_at_the_window_edges() -> None:
     trace = PowerTrace()
     for t, w in [(0.0, 0.0), (1.0, 100.0), (2.0, 100.0)]:
@@ -124,6 +179,11 @@ def test_rapl_sums_package_and_dram_and_survives_counter_wrap(tmp_path: Path) ->
     assert sampler.available() is None
     zones = {z.name for z in sampler._zones}
     assert zones == {"intel-rapl:0:package-0", "intel-rapl:0:1:dram"}  # core is inside the package
+    # An Intel client's platform zone holds the packages: it would count them twice.
+    (tmp_path / "intel-rapl:1").mkdir()
+    for name, text in (("name", "psys\n"), ("energy_uj", "7\n"), ("max_energy_range_uj", "1000\n")):
+        (tmp_path / "intel-rapl:1" / name).write_text(text)
+    assert sampler.available() is None and {z.name for z in sampler._zones} == zones
     start = sampler.energy_j()
     (tmp_path / "intel-rapl:0" / "energy_uj").write_text("100\n")  # wrapped: 900 -> 1000 -> 100
     (tmp_path / "intel-rapl:0:1" / "energy_uj").write_text("150\n")

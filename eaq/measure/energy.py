@@ -31,18 +31,28 @@ class WindowEnergy:
 def window_energy(
     sampler: str, trace: PowerTrace, t0: float, t1: float, counter_j: tuple[float | None, float | None]
 ) -> WindowEnergy:
-    """``counter_j`` is the cumulative counter read at the window's start and end."""
+    """``counter_j`` is the cumulative counter read at the window's start and end.
+
+    A counter that did not move is no reading: it updates every ~100 ms on an H100, so a
+    shorter window can fall between two updates and read 0 J. That, and a counter that went
+    backwards, fall back to the trace's integral and say so in this window's notes only (the
+    session's notes, the sampler's fallbacks and failed reads, come with every window).
+    """
     integrals = trace.integrals_j(t0, t1)
     primary = next((ch for ch in PRIMARY_CHANNELS if ch in trace.channels), None)
     start, end = counter_j
-    energy, source = None, ""
-    if start is not None and end is not None and end >= start:
-        energy, source = end - start, "energy_counter"
-    elif start is not None and end is not None:
-        trace.note("the energy counter went backwards (reset or wrap); energy from the power trace instead")
+    energy, source, own = None, "", []
+    if start is not None and end is not None:
+        if end > start:
+            energy, source = end - start, "energy_counter"
+        elif end < start:
+            own.append("the energy counter went backwards (reset or wrap); energy from the power trace instead")
+        else:
+            own.append(f"the energy counter did not move in this {t1 - t0:.3f} s window (it updates every ~0.1 s "
+                       "on recent GPUs); energy from the power trace instead")
     if energy is None and primary in integrals:
         energy, source = integrals[primary], f"{primary} integral"
-    notes = tuple(trace.notes)
+    notes = (*trace.notes, *own)
     if energy is None:
         reason = "; ".join(notes) or "the sampler recorded no counter and no power samples covering the window"
         return WindowEnergy(status="unavailable", sampler=sampler, reason=reason, duration_s=t1 - t0, notes=notes)

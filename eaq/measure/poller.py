@@ -45,5 +45,5 @@ class Poller:
                 values = {}
             if values:
                 self._trace.add(now, values)
-            deadline += self._interval
+            deadline = max(deadline + self._interval, time.perf_counter())  # a stall stays a gap (poll_process.py)
             self._stop.wait(max(0.0, deadline - time.perf_counter()))

@@ -33,11 +33,15 @@ class _Zone:
 
 
 def find_zones(root: Path = RAPL_ROOT) -> list[_Zone]:
-    """Package zones (``intel-rapl:N``) and their DRAM subzones; core/uncore are inside the package."""
+    """Package zones (top-level ``intel-rapl:N`` named ``package-N``) and their DRAM subzones.
+
+    core/uncore are inside the package. A top-level ``psys`` zone (Intel client CPUs) measures
+    the whole platform, packages included: counting it beside them would count them twice.
+    """
     zones = []
     for folder in sorted(root.glob("intel-rapl:*")):
         name = (folder / "name").read_text().strip() if (folder / "name").exists() else folder.name
-        is_package = folder.name.count(":") == 1
+        is_package = folder.name.count(":") == 1 and name.startswith("package")
         if is_package or name == "dram":
             zones.append(_Zone(f"{folder.name}:{name}", folder / "energy_uj", int((folder / "max_energy_range_uj").read_text())))
     return zones

@@ -28,7 +28,7 @@ from eaq.device import synchronize
 from eaq.errors import EaqError
 from eaq.files import atomic_write_text
 from eaq.measure.energy import window_energy
-from eaq.measure.samplers import Sampler
+from eaq.measure.samplers import Sampler, wait_for_sample
 from eaq.measure.validity import MIN_SENSOR_UPDATES
 from eaq.measure.window import MeasurementWindow
 
@@ -83,6 +83,7 @@ def calibrate(device: torch.device, matmul: str, sampler: Sampler, min_duration_
         step()  # warm-up: kernels chosen, clocks up
     sampler.start()
     try:
+        wait_for_sample(sampler)  # the trace's first sample before the window, and one past it below
         with MeasurementWindow(device, sampler) as window:
             iterations, start = 0, time.perf_counter()
             while time.perf_counter() - start < min_duration_s:
@@ -91,6 +92,7 @@ def calibrate(device: torch.device, matmul: str, sampler: Sampler, min_duration_
                 if iterations % 8 == 0:
                     synchronize(device)  # else the queue runs far past min_duration_s
             window.iterations = iterations
+        wait_for_sample(sampler)
     finally:
         trace = sampler.stop()
     result = window.result

@@ -25,9 +25,15 @@ class PowerTrace:
     companions: list[PowerTrace] = field(default_factory=list)
 
     def add(self, t: float, values: dict[str, float]) -> None:
+        """One sample. Every channel keeps one value per timestamp: a field this read lacks (its
+        own NVML return failed) is NaN here, and a channel first seen late is NaN before."""
+        before = len(self.times)
         self.times.append(t)
         for name, value in values.items():
-            self.channels.setdefault(name, []).append(value)
+            self.channels.setdefault(name, [float("nan")] * before).append(value)
+        for name, column in self.channels.items():
+            if name not in values:
+                column.append(float("nan"))
 
     def note(self, message: str) -> None:
         if message not in self.notes:
@@ -43,8 +49,8 @@ class PowerTrace:
         if channel not in self.channels:
             return 0
         times = np.asarray(self.times)
-        inside = np.asarray(self.channels[channel])[(times >= t0) & (times <= t1)]
-        return int(np.count_nonzero(np.diff(inside)))
+        inside = np.asarray(self.channels[channel], dtype=np.float64)[(times >= t0) & (times <= t1)]
+        return int(np.count_nonzero(np.diff(inside[~np.isnan(inside)])))
 
     def integrals_j(self, t0: float, t1: float) -> dict[str, float]:
         """Energy of every channel, companions' included, over [t0, t1], where the samples cover it."""

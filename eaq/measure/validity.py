@@ -60,7 +60,7 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
         if coverage < MIN_COVERAGE:
             reasons.append(f"the poller got {coverage:.1%} of the expected samples (need {MIN_COVERAGE:.0%})")
     instant = energy.integrals_j.get("power_instant_w")
-    if energy.source == "energy_counter" and instant:
+    if energy.source == "energy_counter" and instant and energy.energy_j > 0:
         disagreement = abs(instant - energy.energy_j) / energy.energy_j
         facts["counter_vs_instant_disagreement"] = disagreement
         if disagreement > MAX_COUNTER_DISAGREEMENT:
