@@ -634,6 +634,21 @@ def test_task_layers_refuses_a_compiled_model_before_loading(out: Path) -> None:
     assert "task=layers hooks and replays the eager model's modules" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        # An autocast region holds around the whole model only: components replayed alone would run fp32.
+        (["precision=amp_bf16"], "outside the autocast region amp_bf16 puts around the whole model"),
+        # The format components are lowered to must run for real here, as the run's own precision must.
+        (["layers.target=fp8"], "on cpu these run for real"),
+    ],
+)
+def test_task_layers_refuses_what_its_components_cannot_run_before_loading(out: Path, overrides: list[str], message: str) -> None:
+    done = run_eaq(out, "task=layers", *overrides, *FAST)
+    assert done.returncode == 2 and message in done.stderr, done.stderr[-2000:]
+    assert "loaded " not in done.stdout + done.stderr
+
+
 def test_task_layers_refuses_a_budget_its_data_cannot_measure_before_loading(out: Path) -> None:
     # A causal LM's default budget is perplexity, which needs raw text: the shipped sentences are not.
     done = run_eaq(out, "task=layers", "model=gpt2_tiny_random", "trials=quick", "batch_size=2", "seq_len=16")

@@ -17,11 +17,11 @@ from eaq.config import DatasetConfig, ModelConfig
 from eaq.data import load_examples, make_batches, make_stream
 from eaq.errors import ConfigError
 from eaq.layers.components import Component, find_components
-from eaq.layers.correlation import correlations
+from eaq.layers.correlation import EXACT_MAX, correlations
 from eaq.layers.impact import (
-    EvalData, ablated, ablation, by_type, compare, each, linear_macs, linears, lowerable, lowered, run_outputs, sensitivity,
+    EvalData, Impact, ablated, ablation, by_type, compare, each, linears, lowerable, lowered, run_outputs, sensitivity,
 )
-from eaq.layers.plan import Budget, choose_plan
+from eaq.layers.plan import Budget, choose_plan, rank
 from eaq.models import load_model
 from eaq.precision.mixed import apply_plan, layer_formats, load_plan, save_plan
 
@@ -42,6 +42,12 @@ TINY_GPT2 = ModelConfig(
 )
 
 pytestmark = pytest.mark.skipif(not (DATA / "sst2" / "dev.tsv").exists(), reason=f"shared evaluation data not found at {DATA}")
+
+
+def linear_macs(model: nn.Module, component: Component) -> int:
+    """Multiply-accumulates per token of the component's Linear layers: a cost for plans to rank by in tests."""
+    modules = dict(model.named_modules())
+    return sum(modules[n].in_features * modules[n].out_features for n in linears(model, [component]))
 
 
 @pytest.fixture(scope="module")
@@ -166,22 +172,40 @@ def test_causal_lm_impact_has_token_kl_and_perplexity_change(causal_lm) -> None:
     assert all(i.kl > 0 and i.perplexity_delta_pct is not None and i.perplexity_delta_pct != 0 for i in found.values())
 
 
-def test_correlation_is_scipys_with_p_values_and_nan_with_a_reason_below_three_points() -> None:
+def test_correlation_is_scipys_with_exact_p_values_for_few_points_and_nan_with_a_reason_below_three() -> None:
     types = {"a1": "attention", "a2": "attention", "f1": "ffn", "f2": "ffn", "f3": "ffn"}
     share = {"a1": 0.1, "a2": 0.2, "f1": 0.3, "f2": 0.15, "f3": 0.25}
-    impact = {"a1": 1.0, "a2": 2.0, "f1": 4.0, "f2": 1.5, "f3": 3.0}
-    rows = {(r.scope, r.method): r for r in correlations(types, share, {"sensitivity": impact})}
+    impact = {"a1": 1.0, "a2": 2.0, "f1": 4.0, "f2": 1.5, "f3": 3.0, "x": math.nan}  # a NaN impact is no point
+    rows = {(r.scope, r.method): r for r in correlations(types | {"x": "ffn"}, share | {"x": 0.2}, {"sensitivity": impact})}
     assert rows[("all", "spearman")].r == pytest.approx(1.0) and rows[("all", "spearman")].n == 5
     from scipy import stats
 
-    pearson = stats.pearsonr(list(share.values()), list(impact.values()))
+    pearson = stats.pearsonr(list(share.values()), [impact[c] for c in share])
     assert rows[("all", "pearson")].r == pytest.approx(pearson.statistic)
-    assert rows[("all", "pearson")].p_value == pytest.approx(pearson.pvalue)
+    # Five points: the exact permutation p, not the t approximation's. A perfect rank order is 2 of the 5! orders
+    # as extreme as itself (rising and falling), p = 2/120; scipy's large-sample p calls it 0.
+    assert rows[("all", "spearman")].p_value == pytest.approx(2 / 120)
+    assert stats.spearmanr(list(share.values()), [impact[c] for c in share]).pvalue < 1e-6
     assert rows[("ffn", "pearson")].n == 3 and not math.isnan(rows[("ffn", "pearson")].r)
+    assert rows[("ffn", "spearman")].p_value == pytest.approx(2 / 6)  # f1 > f3 > f2 in both: a perfect order of 3
+    # Beyond EXACT_MAX points, scipy's own p-value.
+    many = {f"c{i}": "ffn" for i in range(EXACT_MAX + 2)}
+    x = {c: float(i) for i, c in enumerate(many)}
+    y = {c: float(i) ** 1.5 + (i % 3) for i, c in enumerate(many)}
+    big = {r.method: r for r in correlations(many, x, {"sensitivity": y}) if r.scope == "all"}
+    assert big["pearson"].p_value == pytest.approx(stats.pearsonr(list(x.values()), list(y.values())).pvalue)
     few = rows[("attention", "pearson")]
     assert math.isnan(few.r) and math.isnan(few.p_value) and few.n == 2 and "needs at least 3" in few.reason
     flat = correlations(types, share, {"ablation": dict.fromkeys(types, 0.5)})
     assert all(math.isnan(r.r) and "is the same for all" in r.reason for r in flat if r.n >= 3)
+
+
+def test_a_component_of_unknown_impact_or_saving_is_ranked_last_not_free() -> None:
+    impacts = {n: Impact(n, "sensitivity", None, None, None, None, impact=i) for n, i in
+               (("a", 0.2), ("b", math.nan), ("c", 0.0), ("d", 0.1))}
+    saving = {"a": 1.0, "b": 5.0, "c": 0.5, "d": 1.0}
+    assert rank(list(impacts), saving, impacts) == ["c", "d", "a", "b"]  # free first, then saving per impact; NaN last
+    assert rank(["a", "d"], {"a": math.nan, "d": 1.0}, impacts) == ["d", "a"]
 
 
 def test_the_chosen_plan_respects_its_budget_measured_again_from_the_file(classifier, tmp_path: Path) -> None:

@@ -111,10 +111,16 @@ def test_report_aggregates_match_a_hand_computation(sweep, tmp_path: Path) -> No
 def test_ratio_interval_is_the_delta_method_with_welch_df() -> None:
     a, b = pd.Series([10.0, 12.0, 11.0]), pd.Series([5.0, 5.5])
     ratio, low, high = ratio_interval(a, b)
-    va, vb = a.var() / 3, b.var() / 2
-    df = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 1)
-    half = stats.t.ppf(0.975, df) * (11 / 5.25) * math.sqrt(va / 11**2 + vb / 5.25**2)
+    # Welch-Satterthwaite over the relative variances the delta method adds.
+    ra, rb = a.var() / 3 / 11**2, b.var() / 2 / 5.25**2
+    df = (ra + rb) ** 2 / (ra**2 / 2 + rb**2 / 1)
+    half = stats.t.ppf(0.975, df) * (11 / 5.25) * math.sqrt(ra + rb)
     assert (ratio, low, high) == pytest.approx((11 / 5.25, 11 / 5.25 - half, 11 / 5.25 + half))
+    # A metric's unit does not change the interval's relative width, nor does which side is the baseline
+    # (absolute variances in the degrees of freedom made both differ).
+    relative = lambda r: (r[2] - r[1]) / r[0]  # noqa: E731
+    assert relative(ratio_interval(a * 1000, b)) == pytest.approx(relative((ratio, low, high)))
+    assert relative(ratio_interval(b, a)) == pytest.approx(relative((ratio, low, high)))
     assert math.isnan(ratio_interval(a, pd.Series([5.0]))[1])  # one baseline trial: no interval claimed
 
 

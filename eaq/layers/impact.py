@@ -5,7 +5,7 @@ Two questions per component (or per group of components, e.g. all FFNs at once):
 - **sensitivity**: lower only its Linear layers to a target precision (int8 by default)
   and keep everything else as it was. Quantized targets go through the mixed precision's
   ``apply_plan`` (the same torchao configs and shape rule as every run); a float target
-  (fp16, bf16) casts the component's modules and casts at each module's boundary, so the
+  (fp16, bf16) casts the component's Linear layers and casts at each one's boundary, so the
   rest of the model keeps computing in the base dtype.
 - **ablation**: the component's residual branch contributes nothing. Attention and FFN
   end in one Linear that projects back to the residual stream (BERT ``attention.output.dense``
@@ -239,14 +239,7 @@ def by_type(components: list[Component]) -> dict[str, list[Component]]:
     return groups
 
 
-def linear_macs(model: nn.Module, component: Component) -> int:
-    """Multiply-accumulates per token of the component's Linear layers: the saving basis
-    when neither energy nor time per component is known."""
-    modules = dict(model.named_modules())
-    return sum(modules[n].in_features * modules[n].out_features for n in linears(model, [component]))
-
-
 __all__ = [
     "BRANCH_TYPES", "EvalData", "Impact", "Outputs", "ablated", "ablation", "branch_output", "by_type",
-    "compare", "each", "linear_macs", "linears", "lowerable", "lowered", "run_outputs", "sensitivity",
+    "compare", "each", "linears", "lowerable", "lowered", "run_outputs", "sensitivity",
 ]

@@ -9,11 +9,11 @@
    (``split_type_savings``); a component the target makes no cheaper is never a candidate. On an H100, fp8
    lowered GPT-2-small's layers at no saving (docs/results/2026-11-25-h100-layers): the
    assumption does not hold for every format and shape. The cost is the component's
-   energy per pass where it was measured, else its device time, else its Linear
-   multiply-accumulates (``basis`` records which). Candidates are ranked by saving per
-   unit of their measured sensitivity impact (cheap-to-lower, expensive-to-run first),
-   and the ranked prefix whose summed single-component quality losses fits the budget is
-   the first guess.
+   energy per pass where it was measured, else its device time (``basis`` records
+   which). Candidates are ranked by saving per unit of their measured sensitivity impact
+   (cheap-to-lower, expensive-to-run first; an unknown impact or saving last), and the
+   first guess takes them in rank order while their summed single-component quality
+   losses fit the budget, skipping one that would not fit and trying the next.
 2. Verify and back off. Impacts are not additive, so the guess is run for real (the plan
    applied through ``apply_plan``) and its quality measured on the data. While it is over
    budget, the lowest-ranked component is dropped and the plan measured again.
@@ -27,6 +27,7 @@ cheaper in the target, the plan lowers nothing (the base alone), and says why.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -90,10 +91,13 @@ class Choice:
 
 
 def rank(candidates: list[str], saving: dict[str, float], impacts: dict[str, Impact]) -> list[str]:
-    """Most saving per unit of impact first; zero-impact components first of all, by saving."""
+    """Most saving per unit of impact first; zero-impact components first of all, by saving;
+    a component whose impact or saving is not a number last (never taken as free)."""
     def key(name: str) -> tuple[float, float]:
-        impact = impacts[name].impact
-        return (-saving[name] / impact if impact > 0 else -float("inf"), -saving[name])
+        impact, save = impacts[name].impact, saving[name]
+        if not (math.isfinite(impact) and math.isfinite(save)):
+            return (math.inf, 0.0)
+        return (-save / impact if impact > 0 else -math.inf, -save)
     return sorted(candidates, key=key)
 
 

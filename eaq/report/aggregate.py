@@ -105,7 +105,9 @@ def ratio_interval(a: pd.Series, b: pd.Series, level: float = LEVEL) -> tuple[fl
     means but is unbounded whenever the denominator's own interval reaches 0, which with two
     trials and a t quantile of 12.7 happens for noisy runs; it would print no interval at
     all where the delta method prints a wide one. The t quantile uses Welch-Satterthwaite
-    degrees of freedom, so two trials are not treated as many. NaN bounds with one trial.
+    degrees of freedom of the two relative variances the interval adds (so a metric's unit
+    does not change them, and a/b and b/a get the same), and two trials are not treated as
+    many. NaN bounds with one trial.
     """
     a, b = a.dropna().astype(float), b.dropna().astype(float)
     if a.empty or b.empty:
@@ -113,11 +115,11 @@ def ratio_interval(a: pd.Series, b: pd.Series, level: float = LEVEL) -> tuple[fl
     ratio = a.mean() / b.mean()
     if len(a) < 2 or len(b) < 2:
         return float(ratio), math.nan, math.nan
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    rel = va / a.mean() ** 2 + vb / b.mean() ** 2
+    ra, rb = a.var(ddof=1) / len(a) / a.mean() ** 2, b.var(ddof=1) / len(b) / b.mean() ** 2
+    rel = ra + rb
     if rel == 0:
         return float(ratio), float(ratio), float(ratio)
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb > 0 else len(a) + len(b) - 2
+    df = rel**2 / (ra**2 / (len(a) - 1) + rb**2 / (len(b) - 1))
     half = float(stats.t.ppf(0.5 + level / 2, df)) * ratio * np.sqrt(rel)
     return float(ratio), float(ratio - half), float(ratio + half)
 

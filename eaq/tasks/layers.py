@@ -37,6 +37,7 @@ from eaq.measure.samplers import Sampler, measures_energy, select_sampler
 from eaq.models import load_model
 from eaq.precision import get_precision, proof
 from eaq.precision.base import base_dtype, set_tf32
+from eaq.precision.native import Autocast
 from eaq.precision.mixed import LAYER_FORMATS, Plan, apply_plan, save_plan
 from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
@@ -109,6 +110,14 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     # Everything that can be refused is checked before the model loads.
     device = resolve_device(cfg.device)
     precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
+    if isinstance(precision, Autocast):
+        # Components are the model's own modules, measured alone: an autocast region around the whole model
+        # would not hold around them, and the replays would run fp32.
+        raise ConfigError(
+            f"task=layers measures each component alone, outside the autocast region {cfg.precision.name} puts around "
+            "the whole model, so its components would run fp32: use a precision stored in the weights (fp16, bf16, "
+            "fp8, int8, ...), or task=benchmark for autocast."
+        )
     if cfg.compile or cfg.cuda_graphs:
         raise ConfigError(
             "task=layers hooks and replays the eager model's modules, which a compiled model does not run one by one; "
@@ -117,6 +126,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         )
     base = cfg.layers.base or FLOAT_NAMES[base_dtype(device)]
     get_precision(base, device)  # the impact model's format must run here too
+    if cfg.layers.impact:
+        get_precision(cfg.layers.target, device)  # and the format components are lowered to
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
     measuring = measures_energy(sampler)
     examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
