@@ -255,6 +255,12 @@ def test_exclusive_lets_one_process_in_at_a_time(tmp_path: Path) -> None:
         ("Server=x;User Id=u;Password=hunter2;", f"Server=x;User Id=u;Password={REDACTED};"),
         ('{"api_key": "k-123"}', f'{{"api_key": "{REDACTED}"}}'),
         ("hf_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef12 AKIAIOSFODNN7EXAMPLE sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa", f"{REDACTED} {REDACTED} {REDACTED}"),
+        ("https://user:pa/ss@host/db", f"https://user:{REDACTED}@host/db"),  # an unescaped '/' in the password
+        ("password=ab,cd&u=1", f"password={REDACTED}&u=1"),  # a comma inside the value
+        ("db:\n  password: my secret\n  host: x", f"db:\n  password: {REDACTED}\n  host: x"),  # a YAML line to its end
+        ('{"token": "a b, c", "n": 1}', f'{{"token": "{REDACTED}", "n": 1}}'),  # a quoted value whole
+        ("Basic dXNlcjpwdw==", f"Basic {REDACTED}"),
+        ("hydra/launcher=basic and a basic sweep", "hydra/launcher=basic and a basic sweep"),
         # Not credentials: left as they are.
         ("sqlite:////tmp/outputs/mlflow.db", "sqlite:////tmp/outputs/mlflow.db"),
         ('{"PWD": "/work/x", "max_new_tokens": 3}', '{"PWD": "/work/x", "max_new_tokens": 3}'),

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from eaq.report.aggregate import config_label, ratio_interval
+from eaq.report.aggregate import aggregate, config_label, ratio_interval, wide
 from tests.conftest import FAST, REPO, all_runs, run_eaq, store
 
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -106,6 +106,18 @@ def test_report_aggregates_match_a_hand_computation(sweep, tmp_path: Path) -> No
     assert int8["ci_low"] < int8["ratio"] < int8["ci_high"]
     page = (tmp_path / "rep" / "report.html").read_text()
     assert "not measured" in page and "python -m eaq.run" in page and "precision=int8" in page
+
+
+def test_a_run_killed_before_it_logged_its_configuration_counts_for_no_configuration() -> None:
+    # Killed between its start and its parameters: no model, no precision. It sank the sweep's report
+    # (sorting NaN among model names) and with it the sweep's summary.
+    run = {"kind": "benchmark", "status": "FINISHED", "valid": None, "model": "m", "precision": "fp32", "batch_size": 4,
+           "seq_len": 32, "compile": False, "compile_tuning": True, "compile_pattern_matcher": True, "cuda_graphs": False,
+           "workload": "forward", "latency_mean_ms": 1.0}
+    killed = dict.fromkeys(run) | {"kind": "benchmark", "status": "KILLED"}
+    table = aggregate(pd.DataFrame([run, run | {"latency_mean_ms": 1.2}, killed]), metrics=("latency_mean_ms",))
+    assert list(table["model"]) == ["m"] and table.iloc[0]["n"] == 2 and table.iloc[0]["failed"] == 0
+    assert [config_label(row) for _, row in wide(table).reset_index().iterrows()] == ["m-fp32-b4-s32"]
 
 
 def test_ratio_interval_is_the_delta_method_with_welch_df() -> None:

@@ -16,6 +16,8 @@ from conftest import FAST, REPO, all_runs, run_eaq
 from eaq.diff import main as diff_main
 from eaq.rerun import main as rerun_main
 from eaq.tracking.environment import REDACTED, capture, redacted_environ
+from eaq.tracking.run_logger import TrackedRun, finished_run
+from eaq.tracking.store import open_store
 
 
 def _job_folders(out: Path) -> list[Path]:
@@ -72,6 +74,23 @@ def test_each_run_records_the_packages_installed_at_its_end(tmp_path: Path, monk
     (site / "eaq_installed_midway-1.0.dist-info" / "METADATA").write_text("Name: eaq-installed-midway\nVersion: 1.0\n")
     os.utime(site, ns=(0, 0))  # changed whatever the file system's clock resolution: only "changed" counts
     assert capture({}, "x")["pip_freeze"] == sorted([*before, "eaq-installed-midway==1.0"])
+
+
+def test_resume_measures_again_a_configuration_whose_finished_runs_were_all_flagged_invalid(tmp_path: Path) -> None:
+    # The report counts no eaq.valid=false run: resume must not skip its configuration for one.
+    client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
+
+    def finished(config_hash: str, tags: dict[str, str]) -> str:
+        run = TrackedRun(client, experiment, "r", {"eaq.config_hash": config_hash, **tags})
+        run.end("FINISHED")
+        return run.run_id
+
+    finished("throttled", {"eaq.valid": "false"})
+    assert finished_run(client, experiment, "throttled") is None
+    good = finished("throttled", {"eaq.valid": "true"})
+    assert finished_run(client, experiment, "throttled") == good
+    cpu = finished("no-sensor", {})  # no energy sensor, no validity tag: a finished run as ever
+    assert finished_run(client, experiment, "no-sensor") == cpu
 
 
 def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path, capsys) -> None:

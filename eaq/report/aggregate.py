@@ -48,8 +48,10 @@ def t_interval(values: pd.Series, level: float = LEVEL) -> tuple[int, float, flo
 
 
 def benchmark_runs(frame: pd.DataFrame) -> pd.DataFrame:
-    """Benchmark runs only: layer-analysis runs measure components, not the configurations compared here."""
-    return frame[frame["kind"] == "benchmark"]
+    """Benchmark runs of a known configuration: layer-analysis runs measure components, not the configurations
+    compared here, and a run that ended before it logged its parameters (killed at its start) belongs to none
+    (the report's "Runs that did not count" still lists it)."""
+    return frame[(frame["kind"] == "benchmark") & frame["model"].notna() & frame["precision"].notna()]
 
 
 def aggregate(frame: pd.DataFrame, metrics: tuple[str, ...] = METRICS) -> pd.DataFrame:

@@ -18,7 +18,7 @@ import pandas as pd
 from eaq.errors import EaqError
 from eaq.report import aggregate, figures, frame as frames, front, html, layers
 from eaq.rerun import logged_overrides
-from eaq.tracking.redact import redact
+from eaq.tracking.redact import redact, redact_folder
 
 # The report downloads a small artifact per configuration (its overrides, a trace, layer CSVs); MLflow's
 # progress bar for each would bury the sweep's closing table on stderr. A user's own setting wins.
@@ -111,4 +111,5 @@ def log(client: MlflowClient, run_id: str, report: Report) -> None:
     metrics = [MlflowMetric(name, value, 0, 0) for name, value in aggregate_metrics(report.table).items()]
     for start in range(0, len(metrics), 1000):  # MLflow's batch limit
         client.log_batch(run_id, metrics=metrics[start:start + 1000])
+    redact_folder(report.out)  # runs.csv holds artifact URIs, the HTML the runs' errors: as every record, redacted
     client.log_artifacts(run_id, str(report.out), "report")

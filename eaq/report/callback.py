@@ -9,8 +9,9 @@ and the parent's FINISHED/FAILED status still comes from its children alone.
 
 from __future__ import annotations
 
-from pathlib import Path
 import sys
+import traceback
+from pathlib import Path
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
@@ -19,6 +20,7 @@ from omegaconf import DictConfig
 
 from eaq.errors import EaqError
 from eaq.tracking.callbacks import fail_loudly, parent_run_id
+from eaq.tracking.redact import redact
 
 
 def _report_api() -> tuple[Any, ...]:
@@ -45,9 +47,13 @@ class SweepReportCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _report_api()
 
-    @fail_loudly("building the sweep's report")
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Build the report of the sweep's runs, log it onto the parent, print the compact table and the command."""
+        """Build the report of the sweep's runs, log it onto the parent, print the compact table and the command.
+
+        A report that cannot be built says why and stops nothing: the runs are measured and
+        logged, and the sweep's summary and its parent's status (mlflow_sweep, after this) must
+        still come; ``python -m eaq.report`` builds it again from the store.
+        """
         MlflowClient, compact, build, log, report_command = _report_api()  # noqa: N806
         sweep_dir = Path(HydraConfig.get().sweep.dir)
         parent = parent_run_id(str(sweep_dir))
@@ -57,8 +63,10 @@ class SweepReportCallback(Callback):
         try:
             report = build(uri, sweep_dir / "report", sweep=parent)
             log(MlflowClient(tracking_uri=uri), parent, report)
-        except EaqError as error:  # no run finished: the sweep's own summary says why; measurements are not lost
-            print(f"sweep report: not built: {error}", file=sys.stderr)
+        except Exception as error:  # EaqError: no run finished, the summary says why; anything else: a report bug
+            if config.get("debug") and not isinstance(error, EaqError):
+                traceback.print_exception(error)
+            print(f"sweep report: not built: {redact(str(error))}", file=sys.stderr)
             return
         print(compact(report.table).to_markdown(index=False))
         print(f"sweep report: {report.html} (also on the parent run's artifacts, report/report.html)")

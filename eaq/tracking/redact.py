@@ -8,10 +8,12 @@ first rule, kept for environment variables) misses all of these, so every string
 goes into a record passes through ``redact`` here, the one place that knows the shapes:
 
 - the password in ``scheme://user:password@`` (the whole user part when there is no
-  password: a token is often passed as the user, ``https://TOKEN@github.com``);
+  password: a token is often passed as the user, ``https://TOKEN@github.com``), a password
+  with an unescaped ``/`` too;
 - the value of ``password=``, ``token=``, ``api_key=``, ``secret=``, ``sig=``... pairs
-  (query strings, connection strings, ``key: value`` lines);
-- ``Bearer <token>`` and any ``Authorization`` header value;
+  (query strings, connection strings: up to ``&``, ``;`` or a space; a quoted value whole,
+  spaces and commas included; in a ``key: value`` line, the rest of the line);
+- ``Bearer <token>``, ``Basic <base64>`` and any ``Authorization`` header value;
 - well-known token shapes (GitHub, GitLab, Hugging Face, OpenAI/Anthropic, AWS access
   key ids, Slack, Google API keys, Stripe, PyPI, npm, JWTs, PEM private keys).
 """
@@ -31,14 +33,26 @@ REDACTED = "<redacted>"
 # password with an unescaped '@' is still covered. Hydra's own files escape the colons
 # of an override (``http\://user\:pw@host``), hence the optional backslashes.
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*\\?://)(?P<userinfo>[^\s/?#]+)@")
+# user:password@ whose password holds an unescaped '/', which ends the authority above.
+_URL_SLASHED_PASSWORD = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*\\?://)(?P<user>[^\s/?#:@]+)(?P<colon>\\?:)[^\s@]*/[^\s@]*@")
 _SECRET_WORD = r"(?:password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|account[_-]?key|private[_-]?key|sig|signature|credentials?|auth)"
 # key=value or key: value where the key ends in a secret word (user_password=, X-Amz-Signature=, "token": ...).
+_SECRET_KEY = rf"\b[\w.-]*{_SECRET_WORD}[\"']?"
+# A quoted value is the secret whole (spaces, commas); an unquoted one of a "key: value" line (YAML, a header:
+# the key first on its line) runs to the end of the line; after "key=" (a query or connection string) to '&',
+# ';' or a space.
+_SECRET_QUOTED = re.compile(rf"(?P<key>{_SECRET_KEY}\s*[=:]\s*(?P<quote>[\"']))(?P<value>(?!{re.escape(REDACTED)})[^\"'\r\n]+)(?P=quote)", re.IGNORECASE)
+_SECRET_LINE = re.compile(
+    rf"(?P<key>^[ \t]*{_SECRET_KEY}:[ \t]+)(?P<value>(?![\"']|{re.escape(REDACTED)})[^\r\n]+)", re.IGNORECASE | re.MULTILINE
+)
 _SECRET_PAIR = re.compile(
-    rf"(?P<key>\b[\w.-]*{_SECRET_WORD}[\"']?\s*[=:]\s*[\"']?)(?P<value>(?!{re.escape(REDACTED)})[^\s&;,\"'<>]+)",
+    rf"(?P<key>{_SECRET_KEY}\s*[=:]\s*)(?P<value>(?![\"']|{re.escape(REDACTED)})[^\s&;\"'<>]+)",
     re.IGNORECASE,
 )
 _AUTHORIZATION = re.compile(r"(?P<key>\b(?:proxy-)?authorization[\"']?\s*[=:]\s*[\"']?)(?P<value>(?!<redacted>)[^\s\"'][^\r\n\"']*)", re.IGNORECASE)
 _BEARER = re.compile(r"(?P<key>\bbearer\s+)(?P<value>(?!<redacted>)[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
+# Basic credentials: base64 of user:password, told from an ordinary word after "basic" by a digit, '+', '/' or '='.
+_BASIC = re.compile(r"(?P<key>\bbasic\s+)(?P<value>(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})", re.IGNORECASE)
 _TOKEN_SHAPES = re.compile(
     "|".join(
         (
@@ -69,8 +83,10 @@ def _userinfo(match: re.Match[str]) -> str:
 def redact(text: str) -> str:
     """``text`` with every credential the module docstring lists replaced by ``<redacted>``; idempotent."""
     text = _TOKEN_SHAPES.sub(REDACTED, text)
+    text = _URL_SLASHED_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}{m['colon']}{REDACTED}@", text)
     text = _URL_USERINFO.sub(_userinfo, text)
-    for pattern in (_AUTHORIZATION, _BEARER, _SECRET_PAIR):
+    text = _SECRET_QUOTED.sub(lambda m: f"{m['key']}{REDACTED}{m['quote']}", text)
+    for pattern in (_AUTHORIZATION, _BEARER, _BASIC, _SECRET_LINE, _SECRET_PAIR):
         text = pattern.sub(lambda m: f"{m['key']}{REDACTED}", text)
     return text
 

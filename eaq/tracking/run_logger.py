@@ -2,8 +2,9 @@
 
 Uses the explicit ``MlflowClient`` rather than mlflow's global active run, so several
 runs in one process (a Hydra multirun) never leak state into each other. Every param, tag
-and text artifact passes through eaq.tracking.redact on its way in: this class is the
-only writer of runs, so no credential reaches the store by another path.
+and text artifact passes through eaq.tracking.redact on its way in. This class writes every
+run's records; the one other writer, the report's (eaq.report.build.log), redacts its folder
+before it logs it, so no credential reaches the store by another path.
 """
 
 from __future__ import annotations
@@ -24,13 +25,18 @@ ENV_FILE = "env.json"
 
 
 def finished_run(client: MlflowClient, experiment_id: str, config_hash: str) -> str | None:
-    """The id of a FINISHED benchmark run with this config hash, if there is one."""
+    """The id of a FINISHED run with this config hash that was not flagged invalid, if there is one.
+
+    A run its own checks flagged (``eaq.valid=false``: a throttled GPU, too few sensor updates)
+    counts for nothing in the report, so resuming measures its configuration again. Filtered
+    here, not in the query: runs without an energy sensor carry no ``eaq.valid`` tag at all.
+    """
     found = client.search_runs(
         [experiment_id],
         filter_string=f"tags.`eaq.config_hash` = '{config_hash}' and attributes.status = 'FINISHED'",
-        max_results=1,
+        max_results=100,
     )
-    return found[0].info.run_id if found else None
+    return next((r.info.run_id for r in found if r.data.tags.get("eaq.valid") != "false"), None)
 
 
 class TrackedRun:
