@@ -300,12 +300,22 @@ def test_polling_runs_in_its_own_process_and_leaves_none_behind() -> None:
     sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)
     sampler.start()
     children = psutil.Process(os.getpid()).children()
-    assert any("eaq.measure.poll_process" in " ".join(c.cmdline()) for c in children)
+    assert any(_polls(c) for c in children)
     time.sleep(0.1)
     trace = sampler.stop()
     assert len(trace.times) > 5
     assert "nvmlDeviceGetFieldValues" not in fake.calls  # the parent never polled: the child did
-    assert not psutil.Process(os.getpid()).children()
+    # No polling process left (other children may live on: Inductor's compile workers, after a compiled test).
+    assert not any(_polls(c) for c in psutil.Process(os.getpid()).children())
+
+
+def _polls(process: object) -> bool:
+    import psutil
+
+    try:
+        return "eaq.measure.poll_process" in " ".join(process.cmdline())  # type: ignore[attr-defined]
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_the_trace_margin_waits_for_one_sample_past_the_edge_not_a_fixed_time() -> None:
