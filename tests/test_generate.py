@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -206,6 +207,9 @@ def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consist
 
     metrics, energy, validity = generate_metrics(w, batch, sampler.name, trace, watts, min_window_s)
     assert set(metrics) <= METRIC_NAMES
+    # A prefill window the sensor missed (no counter, no trace over it) beside a measured decode: invalid, not half.
+    blind = replace(w, prefill=replace(w.prefill, counter_j=(None, None), t0=trace.times[0] - 2, t1=trace.times[0] - 1))
+    assert any(r.startswith("prefill: energy unavailable") for r in generate_metrics(blind, batch, sampler.name, trace, watts, min_window_s)[2].reasons)
     # Each window keeps the whole energy block of a forward window: power spread and the trace's cross-check.
     for window in ("prefill", "decode"):
         assert {f"{window}_power_std_w", f"{window}_power_max_w", f"{window}_energy_instant_integral_j", f"{window}_energy_net_j"} <= set(metrics)

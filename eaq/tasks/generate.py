@@ -148,6 +148,11 @@ def generate_metrics(
     decode_check = check(w.decode, decode_energy, idle_w, min_window_s)
     checks = {"prefill": prefill_check, "decode": decode_check}
     reasons = tuple(f"{name}: {r}" for name, c in checks.items() for r in c.reasons)
+    # One window measured and the other not (its counter unreadable, no trace over it): the run's figures are
+    # half missing, which check() alone, judging one window, does not call a failure.
+    energies = {"prefill": prefill_energy, "decode": decode_energy}
+    if any(e.energy_j is not None for e in energies.values()):
+        reasons += tuple(f"{name}: energy unavailable ({e.reason})" for name, e in energies.items() if e.energy_j is None)
     notes = tuple(f"{name}: {n}" for name, c in checks.items() for n in c.notes)
     # Both windows must hold; the facts (sensor updates, coverage, clocks) are the decode window's.
     return metrics, decode_energy, Validity(reasons, decode_check.facts, notes)
