@@ -87,10 +87,15 @@ def test_nvml_errors_mid_run_leave_gaps_and_notes_not_a_crash() -> None:
     assert energy.status == "unavailable" and "energy counter unreadable" in energy.reason
 
 
+def _flat_trace(interval_s: float, samples: int, watts: float = 200.0) -> PowerTrace:
+    trace = PowerTrace(interval_s=interval_s)
+    for i in range(samples):
+        trace.add(i * interval_s, {"power_instant_w": watts})
+    return trace
+
+
 def test_counter_going_backwards_falls_back_to_the_trace() -> None:
-    trace = PowerTrace(interval_s=0.1)
-    for i in range(11):
-        trace.add(i * 0.1, {"power_instant_w": 200.0})
+    trace = _flat_trace(0.1, 11)
     energy = window_energy("nvml", trace, 0.2, 0.8, (1000.0, 10.0))
     assert energy.source == "power_instant_w integral" and energy.energy_j == pytest.approx(120.0)
     assert any("went backwards" in n for n in energy.notes)
@@ -99,9 +104,7 @@ def test_counter_going_backwards_falls_back_to_the_trace() -> None:
 def test_a_counter_that_did_not_move_is_no_reading_and_its_note_stays_with_its_window() -> None:
     # A window shorter than the counter's ~100 ms update reads 0 J: that is no measurement (it divided by zero
     # in the validity check). The trace's integral stands in, and the note belongs to that window alone.
-    trace = PowerTrace(interval_s=0.01)
-    for i in range(101):
-        trace.add(i * 0.01, {"power_instant_w": 200.0})
+    trace = _flat_trace(0.01, 101)
     short = window_energy("nvml", trace, 0.20, 0.27, (5.0, 5.0))
     assert short.source == "power_instant_w integral" and short.energy_j == pytest.approx(14.0)
     assert any("did not move in this 0.070 s window" in n for n in short.notes)
