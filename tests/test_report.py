@@ -120,6 +120,22 @@ def test_a_run_killed_before_it_logged_its_configuration_counts_for_no_configura
     assert [config_label(row) for _, row in wide(table).reset_index().iterrows()] == ["m-fp32-b4-s32"]
 
 
+def test_the_report_logged_onto_a_run_carries_no_credential(tmp_path: Path) -> None:
+    # The report's files (runs.csv holds artifact URIs) reach the store by the report's own writer, not TrackedRun.
+    from eaq.report.build import Report, log
+    from eaq.tracking.run_logger import TrackedRun
+    from eaq.tracking.store import open_store
+
+    client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
+    run = TrackedRun(client, experiment, "sweep", {"eaq.kind": "sweep"})
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "runs.csv").write_text("run_id,artifact_uri\nabc,https://user:hunter2@store.example/eaq\n")
+    log(client, run.run_id, Report(out, out / "report.html", pd.DataFrame(columns=["metric"]), []))
+    logged = Path(client.download_artifacts(run.run_id, "report/runs.csv", str(tmp_path / "back"))).read_text()
+    assert "hunter2" not in logged and "https://user:<redacted>@store.example/eaq" in logged
+
+
 def test_ratio_interval_is_the_delta_method_with_welch_df() -> None:
     a, b = pd.Series([10.0, 12.0, 11.0]), pd.Series([5.0, 5.5])
     ratio, low, high = ratio_interval(a, b)
