@@ -113,7 +113,9 @@ def compare(a: str, b: str, client: MlflowClient, count_env: bool) -> int:
 
 def sweep(parent: str, client: MlflowClient) -> int:
     run = _find_run(client, parent)
-    children = client.search_runs([run.info.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{run.info.run_id}'")
+    children = client.search_runs(  # 1000 runs unless asked for more
+        [run.info.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{run.info.run_id}'", max_results=50000
+    )
     configs = {c.info.run_name: measurement_config(_from_run(client, c)[0]) for c in children}
     keys = sorted(set().union(*configs.values())) if configs else []
     varying = {k: sorted({cfg.get(k, "(absent)") for cfg in configs.values()}) for k in keys}

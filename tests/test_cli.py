@@ -107,6 +107,26 @@ def test_compare_keeps_compiler_settings_apart(out: Path, capsys: pytest.Capture
     assert sorted(r["compile_tuning"] for r in grid) == ["False", "True"] and "fp32 compiled" in grid[0]
 
 
+def test_compare_counts_flagged_runs_in_valid_only_and_keeps_workloads_apart() -> None:
+    import pandas as pd
+
+    def run(precision: str, energy: float, valid: str, workload: str = "forward", compile_tuning: str | None = "True") -> dict:
+        return {"model.name": "m", "seq_len": "32", "batch_size": "4", "compile": "False", "compile_tuning": compile_tuning,
+                "compile_pattern_matcher": "True", "cuda_graphs": "False", "workload.name": workload,
+                "precision.name": precision, "trial": "1", "latency_mean_ms": 1.0, "energy_per_sample_mj": energy,
+                "eaq.valid": valid}
+
+    runs = pd.DataFrame([run("fp32", 100.0, "true"), run("fp32", 102.0, "true", compile_tuning=None),
+                         run("int8", 50.0, "true"), run("int8", 500.0, "false"), run("int8", 60.0, "true", workload="generate")])
+    table = compare(runs, "fp32")
+    forward = table[table["workload.name"] == "forward"].set_index("precision.name")
+    # The throttled int8 run is in "valid" (1 of 2), not in the mean; an eager run logged before compile_tuning
+    # existed is the same configuration as one with the default; the generation run is a row of its own.
+    assert forward.loc["int8", "energy_mj_per_sample"] == 50.0 and forward.loc["int8", "valid"] == "1/2"
+    assert forward.loc["int8", "trials"] == 1 and forward.loc["fp32", "trials"] == 2
+    assert forward.loc["fp32", "energy_mj_per_sample"] == 101.0 and len(table) == 3
+
+
 def test_inductors_pattern_matcher_can_be_turned_off_for_every_precision_and_is_its_own_configuration(out: Path) -> None:
     import torch
     from torch import nn

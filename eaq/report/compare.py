@@ -6,7 +6,10 @@ answers it from MLflow alone. One row per model, sequence length, batch size, co
 mode and precision, averaged over trials (the count and the energy spread are shown, so a
 single trial is visible as one), with energy and latency relative to the baseline
 precision measured on the same model, shape and compile mode. A row without a baseline
-to compare with says so (empty), rather than comparing across shapes.
+to compare with says so (empty), rather than comparing across shapes. As in the report,
+runs flagged invalid (``eaq.valid=false``) count in the ``valid`` column only, not in the
+figures; an eager run's compiler settings (which did nothing) read as the defaults; forward
+and generation runs of one shape are told apart by ``workload.name`` where a store has both.
 
 ``--grid energy_vs_baseline_pct`` turns the same figures into the view a reader scans: one
 row per model and shape, one column per precision and compile mode.
@@ -19,6 +22,7 @@ import sys
 
 import pandas as pd
 
+from eaq.report.frame import COMPILER_DEFAULTS
 from eaq.report.table import runs_table
 
 SHAPE = ("model.name", "seq_len", "batch_size")
@@ -27,7 +31,7 @@ COMPILER = ("compile_tuning", "compile_pattern_matcher", "cuda_graphs")
 KEYS = (*SHAPE, "compile", *COMPILER)
 COLUMNS = (
     "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.compile_tuning",
-    "params.compile_pattern_matcher", "params.cuda_graphs",
+    "params.compile_pattern_matcher", "params.cuda_graphs", "params.workload.name",
     "params.precision.name", "params.trial", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
     "metrics.energy_per_sample_mj", "metrics.roofline_efficiency", "metrics.quantized_linear_layers",
     "metrics.linear_layers", "tags.eaq.valid",
@@ -44,11 +48,18 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Runs as ``runs_table(..., columns=COLUMNS)`` returns them, one row per configuration."""
     # A CPU store has no energy metrics and no validity tags: their columns stay empty.
     runs = runs.reindex(columns=[c.split(".", 1)[1] for c in COLUMNS])
-    keys = [k for k in KEYS if runs[k].notna().any()]
+    eager = runs["compile"].astype(str).str.lower() != "true"
+    for setting in ("compile_tuning", "compile_pattern_matcher"):  # runs before a setting existed ran the default
+        runs[setting] = runs[setting].where(~eager & runs[setting].notna(), str(COMPILER_DEFAULTS[setting]))
+    runs["workload.name"] = runs["workload.name"].fillna("forward")  # runs before the workload group: forward passes
+    keys = [k for k in KEYS if runs[k].notna().any()] + (["workload.name"] if runs["workload.name"].nunique() > 1 else [])
     runs = runs.assign(valid=runs["eaq.valid"].fillna(""))
+    runs = runs.assign(counted=runs["valid"] != "false")
+    figures = ["latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", "roofline_efficiency"]
+    runs.loc[~runs["counted"], figures] = float("nan")  # flagged runs count for nothing, as in the report
     grouped = runs.groupby([*keys, "precision.name"], dropna=False, sort=True)
     table = grouped.agg(
-        trials=("latency_mean_ms", "size"),
+        trials=("counted", "sum"),
         latency_ms=("latency_mean_ms", "mean"),
         samples_per_s=("throughput_samples_per_s", "mean"),
         energy_mj_per_sample=("energy_per_sample_mj", "mean"),

@@ -180,8 +180,8 @@ class MlflowSweepCallback(Callback):
         if self.parent is None:
             return
         client = self.parent.client
-        children = client.search_runs(
-            [self.parent.run.info.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{self.parent.run_id}'"
+        children = client.search_runs(  # MLflow returns 1000 runs unless asked for more: a sweep may hold more
+            [self.parent.run.info.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{self.parent.run_id}'", max_results=50000
         )
         failed = [r for r in children if r.info.status != "FINISHED"]
         self.parent.log_metrics({"sweep_runs": len(children), "sweep_runs_failed": len(failed)})
