@@ -22,7 +22,7 @@ import sys
 
 import pandas as pd
 
-from eaq.report.frame import COMPILER_DEFAULTS
+from eaq.report.frame import compiler_settings
 from eaq.report.table import runs_table
 
 SHAPE = ("model.name", "seq_len", "batch_size")
@@ -48,9 +48,7 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Runs as ``runs_table(..., columns=COLUMNS)`` returns them, one row per configuration."""
     # A CPU store has no energy metrics and no validity tags: their columns stay empty.
     runs = runs.reindex(columns=[c.split(".", 1)[1] for c in COLUMNS])
-    eager = runs["compile"].astype(str).str.lower() != "true"
-    for setting in ("compile_tuning", "compile_pattern_matcher"):  # runs before a setting existed ran the default
-        runs[setting] = runs[setting].where(~eager & runs[setting].notna(), str(COMPILER_DEFAULTS[setting]))
+    compiler_settings(runs, runs["compile"].astype(str).str.lower() == "true")
     runs["workload.name"] = runs["workload.name"].fillna("forward")  # runs before the workload group: forward passes
     keys = [k for k in KEYS if runs[k].notna().any()] + (["workload.name"] if runs["workload.name"].nunique() > 1 else [])
     runs = runs.assign(valid=runs["eaq.valid"].fillna(""))

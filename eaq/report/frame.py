@@ -65,6 +65,15 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
     return [r for r in runs if r.data.tags.get("eaq.kind") in KINDS]
 
 
+def compiler_settings(frame: pd.DataFrame, compiled: pd.Series) -> None:
+    """The compiler's settings (COMPILER_DEFAULTS) as booleans, in place: a run logged before a setting existed, and a
+    run that compiled nothing (the settings did nothing to what it measured; a layers run's compiled savings: its
+    plan), read as the default, so neither splits one configuration in two."""
+    for flag, default in COMPILER_DEFAULTS.items():
+        value = frame[flag].map({"True": True, "true": True, "False": False, "false": False}).fillna(default).astype(bool)
+        frame[flag] = value.mask(~compiled, default)
+
+
 def runs_frame(runs: list) -> pd.DataFrame:
     """One row per run: ids, configuration, status, validity tags, env tags and every documented metric."""
     rows = []
@@ -86,10 +95,7 @@ def runs_frame(runs: list) -> pd.DataFrame:
         frame[number] = pd.to_numeric(frame[number], errors="coerce")
     for flag in ("compile", "cuda_graphs"):  # runs logged before a flag existed ran without it
         frame[flag] = frame[flag].fillna("False").map({"True": True, "true": True}).fillna(False).astype(bool)
-    eager = ~frame["compile"]  # the settings did nothing to what the run measured (a layers run's compiled savings: its plan)
-    for flag, default in COMPILER_DEFAULTS.items():
-        value = frame[flag].map({"True": True, "true": True, "False": False, "false": False}).fillna(default).astype(bool)
-        frame[flag] = value.mask(eager, default)
+    compiler_settings(frame, frame["compile"])
     # "forward", or "generate<new tokens>"; runs logged before the workload group were forward passes.
     tokens = pd.to_numeric(frame["new_tokens"], errors="coerce")
     generating = frame["workload"] == "generate"
