@@ -84,6 +84,9 @@ def test_report_aggregates_match_a_hand_computation(sweep, tmp_path: Path) -> No
     assert result.returncode == 0, result.stderr
     frame = pd.read_parquet(tmp_path / "rep" / "runs.parquet")
     assert len(frame) == 6 and len(pd.read_csv(tmp_path / "rep" / "runs.csv")) == 6
+    # Where the runs ran is read from their records; one device, dataset and sampler name no configuration.
+    assert set(frame["dataset"]) == {"sample"} and set(frame["sampler"]) == {"auto"} and set(frame["setting"]) == {""}
+    assert frame["device_name"].notna().all() and frame["device_name"].nunique() == 1
     table = pd.read_csv(tmp_path / "rep" / "aggregates.csv")
     runs = children(out, parent)
     by_precision = {p: [r for r in runs if r.data.params["precision.name"] == p] for p in ("fp32", "int8")}
@@ -113,7 +116,7 @@ def test_a_run_killed_before_it_logged_its_configuration_counts_for_no_configura
     # (sorting NaN among model names) and with it the sweep's summary.
     run = {"kind": "benchmark", "status": "FINISHED", "valid": None, "model": "m", "precision": "fp32", "batch_size": 4,
            "seq_len": 32, "compile": False, "compile_tuning": True, "compile_pattern_matcher": True, "cuda_graphs": False,
-           "workload": "forward", "latency_mean_ms": 1.0}
+           "workload": "forward", "setting": "", "latency_mean_ms": 1.0}
     killed = dict.fromkeys(run) | {"kind": "benchmark", "status": "KILLED"}
     table = aggregate(pd.DataFrame([run, run | {"latency_mean_ms": 1.2}, killed]), metrics=("latency_mean_ms",))
     assert list(table["model"]) == ["m"] and table.iloc[0]["n"] == 2 and table.iloc[0]["failed"] == 0
@@ -347,6 +350,65 @@ def test_workload_cuda_graphs_and_compiler_settings_keep_configurations_apart(tm
         f"{prefix}-gen128": {"latency_mean_vs_best": "", "time_per_output_token_mean_vs_best": f"{42.0 / 21.0:.2f}x"},
         f"{prefix}-compiled-gen128": {"latency_mean_vs_best": "", "time_per_output_token_mean_vs_best": "best"},
     }
+
+
+def test_runs_of_two_devices_datasets_or_samplers_are_never_averaged_together(tmp_path: Path) -> None:
+    # One store can hold runs of an H100 and an H200 (two stores of a multi-GPU study read together), or of
+    # two datasets or samplers: each is a configuration of its own, named by what differs, ranked in its own scope.
+    from eaq.report.aggregate import compact
+    from eaq.report.compare import compare
+    from eaq.report.frame import load
+    from eaq.report.table import runs_table
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("eaq")
+    base = {"model.name": "m", "batch_size": "4", "seq_len": "32", "compile": "False", "workload.name": "forward",
+            "sampler.name": "nvml"}
+    runs = [("NVIDIA H100 80GB HBM3", "sst2", "bf16", [100.0, 104.0]), ("NVIDIA H100 80GB HBM3", "sst2", "fp8", [80.0]),
+            ("NVIDIA H200", "sst2", "bf16", [90.0, 92.0]), ("NVIDIA H200", "sst2", "fp8", [60.0]),
+            ("Intel(R) Xeon(R) Processor", "synthetic", "bf16", [70.0])]
+    for device, dataset, precision, energies in runs:
+        for trial, energy in enumerate(energies, 1):
+            run = client.create_run(experiment, tags={"eaq.kind": "benchmark", "eaq.valid": "true",
+                                                      "eaq.env.device_name": device})
+            for key, value in {**base, "dataset.name": dataset, "precision.name": precision, "trial": str(trial)}.items():
+                client.log_param(run.info.run_id, key, value)
+            client.log_metric(run.info.run_id, "energy_per_sample_mj", energy)
+            client.set_terminated(run.info.run_id)
+    frame = load(uri, experiment="eaq")
+    table = aggregate(frame)
+    means = {config_label(row): (row["n"], row["mean"]) for _, row in table.iterrows()}
+    assert means == {
+        "m-bf16-b4-s32-NVIDIA-H100-80GB-HBM3-sst2": (2, pytest.approx(102.0)),
+        "m-bf16-b4-s32-Intel-R-Xeon-R-Processor-synthetic": (1, pytest.approx(70.0)),
+        "m-bf16-b4-s32-NVIDIA-H200-sst2": (2, pytest.approx(91.0)),
+        "m-fp8-b4-s32-NVIDIA-H100-80GB-HBM3-sst2": (1, pytest.approx(80.0)),
+        "m-fp8-b4-s32-NVIDIA-H200-sst2": (1, pytest.approx(60.0)),
+    }
+    # Ranked within its own device and dataset: the H100's fp8 is its scope's best, not 1.33x the H200's.
+    ranks = compact(table).set_index("configuration")["energy_per_sample_vs_best"].to_dict()
+    assert ranks["m-fp8-b4-s32-NVIDIA-H100-80GB-HBM3-sst2"] == "best" and ranks["m-fp8-b4-s32-NVIDIA-H200-sst2"] == "best"
+    assert ranks["m-bf16-b4-s32-Intel-R-Xeon-R-Processor-synthetic"] == "best"
+    # The labels name the sweep's aggregates in MLflow, which refuses a "(" in a metric's name.
+    from eaq.report.build import aggregate_metrics
+    from mlflow.entities import Metric
+    summary = client.create_run(experiment).info.run_id
+    client.log_batch(summary, metrics=[Metric(k, v, 0, 0) for k, v in aggregate_metrics(table).items()])
+    assert "energy_per_sample_mj/m-bf16-b4-s32-Intel-R-Xeon-R-Processor-synthetic/mean" in client.get_run(summary).data.metrics
+    # fp8 over bf16 on each device alone.
+    from eaq.report.aggregate import ratios
+    found = ratios(frame, "bf16", ("energy_per_sample_mj",))
+    found = found[found["precision"] == "fp8"].set_index("setting")["ratio"].to_dict()
+    assert found == {"NVIDIA H100 80GB HBM3 sst2": pytest.approx(80.0 / 102.0), "NVIDIA H200 sst2": pytest.approx(60.0 / 91.0)}
+    # compare, on the same store, keeps them apart the same way and compares each with its own baseline.
+    from eaq.report.compare import COLUMNS
+    rows = compare(runs_table([uri], columns=COLUMNS), "bf16")
+    fp8 = rows[rows["precision.name"] == "fp8"].set_index("eaq.env.device_name")["energy_vs_baseline_pct"].to_dict()
+    assert fp8 == {"NVIDIA H100 80GB HBM3": pytest.approx((80.0 / 102.0 - 1) * 100),
+                   "NVIDIA H200": pytest.approx((60.0 / 91.0 - 1) * 100)}
+    assert len(rows) == 5 and set(rows["dataset.name"]) == {"sst2", "synthetic"}
+    assert set(rows["eaq.env.device_name"]) == {"NVIDIA H100 80GB HBM3", "NVIDIA H200", "Intel(R) Xeon(R) Processor"}
 
 
 def test_the_front_says_what_dominates_and_whether_the_trials_separate_it(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ a mean over 3 of 5 trials says so.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -148,7 +149,8 @@ def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.D
 def mode_words(row: pd.Series | dict) -> list[str]:
     """How a configuration ran, beyond its model, precision and shape, as words, naming only what is not the
     default: ``compiled`` (and the compiler's settings where not the defaults: ``untuned``, ``no pattern
-    matcher``), ``graphs``, ``gen128`` for generation. The run names leave the compiler's settings out."""
+    matcher``), ``graphs``, ``gen128`` for generation, then the device, dataset or sampler where the report's
+    runs differ in them (``setting``). The run names leave the compiler's settings out."""
     compiled = bool(row["compile"])
     workload = str(row.get("workload", "forward"))
     return ((["compiled"] if compiled else [])
@@ -156,14 +158,17 @@ def mode_words(row: pd.Series | dict) -> list[str]:
             + (["no pattern matcher"] if compiled and not bool(row.get("compile_pattern_matcher",
                                                                       COMPILER_DEFAULTS["compile_pattern_matcher"])) else [])
             + (["graphs"] if bool(row.get("cuda_graphs", False)) else [])
-            + ([f"gen{workload.removeprefix('generate')}"] if workload.startswith("generate") else []))
+            + ([f"gen{workload.removeprefix('generate')}"] if workload.startswith("generate") else [])
+            + ([str(row["setting"])] if row.get("setting") else []))
 
 
 def config_label(row: pd.Series | dict) -> str:
     """A configuration as one readable word, like the run names:
-    ``bert-tiny-random-int8-b4-s32[-compiled[-untuned][-no-pattern-matcher]][-graphs][-gen128]``."""
+    ``bert-tiny-random-int8-b4-s32[-compiled[-untuned][-no-pattern-matcher]][-graphs][-gen128][-sst2]``."""
     words = [f"{row['model']}-{row['precision']}-b{int(row['batch_size'])}-s{int(row['seq_len'])}", *mode_words(row)]
-    return "-".join(word.replace(" ", "-") for word in words)
+    # One word that is also a valid part of an MLflow metric name (the sweep's aggregates are named by it): a
+    # device's "Intel(R) Xeon(R)" or a hub id's "org/name" keep their letters, not their punctuation.
+    return re.sub(r"[^A-Za-z0-9_.]+", "-", "-".join(words)).strip("-")
 
 
 def format_ci(mean: float, low: float, high: float) -> str:

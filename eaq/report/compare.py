@@ -9,7 +9,8 @@ precision measured on the same model, shape and compile mode. A row without a ba
 to compare with says so (empty), rather than comparing across shapes. As in the report,
 runs flagged invalid (``eaq.valid=false``) count in the ``valid`` column only, not in the
 figures; an eager run's compiler settings (which did nothing) read as the defaults; forward
-and generation runs of one shape are told apart by ``workload.name`` where a store has both.
+and generation runs of one shape are told apart by ``workload.name`` where a store has both, and
+runs of two devices (by name), datasets or samplers by those where the stores hold several.
 
 ``--grid energy_vs_baseline_pct`` turns the same figures into the view a reader scans: one
 row per model and shape, one column per precision and compile mode.
@@ -29,9 +30,13 @@ SHAPE = ("model.name", "seq_len", "batch_size")
 # Compiled with torchao's tuned Inductor settings or with the defaults: two configurations, never averaged together.
 COMPILER = ("compile_tuning", "compile_pattern_matcher", "cuda_graphs")
 KEYS = (*SHAPE, "compile", *COMPILER)
+# Where a run ran and on what (as the report's SETTING): keys where the stores' runs differ in them, so stores of
+# an H100 and an H200, or of two datasets, are never averaged together.
+SETTING = ("eaq.env.device_name", "dataset.name", "sampler.name")
 COLUMNS = (
     "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.compile_tuning",
-    "params.compile_pattern_matcher", "params.cuda_graphs", "params.workload.name",
+    "params.compile_pattern_matcher", "params.cuda_graphs", "params.workload.name", "params.dataset.name",
+    "params.sampler.name", "tags.eaq.env.device_name",
     "params.precision.name", "params.trial", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
     "metrics.energy_per_sample_mj", "metrics.roofline_efficiency", "metrics.quantized_linear_layers",
     "metrics.linear_layers", "tags.eaq.valid",
@@ -50,7 +55,8 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     runs = runs.reindex(columns=[c.split(".", 1)[1] for c in COLUMNS])
     compiler_settings(runs, runs["compile"].astype(str).str.lower() == "true")
     runs["workload.name"] = runs["workload.name"].fillna("forward")  # runs before the workload group: forward passes
-    keys = [k for k in KEYS if runs[k].notna().any()] + (["workload.name"] if runs["workload.name"].nunique() > 1 else [])
+    keys = [k for k in KEYS if runs[k].notna().any()] + [k for k in ("workload.name", *SETTING)
+                                                         if runs[k].nunique() > 1]
     runs = runs.assign(valid=runs["eaq.valid"].fillna(""))
     runs = runs.assign(counted=runs["valid"] != "false")
     figures = ["latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", "roofline_efficiency"]
@@ -87,7 +93,8 @@ def grid(table: pd.DataFrame, value: str, baseline: str) -> pd.DataFrame:
 
     Compiler settings that are the same for every row are left out of the row labels.
     """
-    rows = [k for k in SHAPE if k in table] + [k for k in COMPILER if k in table and table[k].nunique(dropna=False) > 1]
+    rows = [k for k in SHAPE if k in table] + [k for k in (*COMPILER, "workload.name", *SETTING)
+                                               if k in table and table[k].nunique(dropna=False) > 1]
     modes = table["compile"].astype(str).map({"True": "compiled", "False": "eager"}) if "compile" in table else "eager"
     wide = table.assign(mode=modes).pivot(index=rows, columns=["precision.name", "mode"], values=value)
     order = sorted(wide.columns, key=lambda c: (c[0] != baseline, c[0], c[1] != "eager"))

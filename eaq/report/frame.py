@@ -2,8 +2,8 @@
 
 Everything else in the report (aggregates, figures, HTML) starts from this frame, so
 what a run "is" for the report is decided once here: its configuration (model,
-precision, shape, compile mode and compiler settings, CUDA graphs, workload, trial), its status and
-validity, and its metrics.
+precision, shape, compile mode and compiler settings, CUDA graphs, workload, where it ran, trial), its
+status and validity, and its metrics.
 Unlike ``runs_table`` (finished runs only, for tables), the frame keeps FAILED and KILLED
 runs too, because the report must say how many of each configuration did not finish.
 """
@@ -22,18 +22,25 @@ from eaq.metrics import METRIC_NAMES
 # CUDA graphs, the compiler's settings (tuned or Inductor's defaults, its pattern matcher on or off) and
 # the workload (a forward pass, or generating N tokens) change what a run measures as much as compiling
 # does: runs that differ in them are never averaged together.
+# So do the device, the dataset and the sampler (SETTING): they share one key, ``setting``, which names only
+# those that vary among the frame's runs, as most reports hold one of each.
 CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile", "compile_tuning", "compile_pattern_matcher",
-               "cuda_graphs", "workload")
+               "cuda_graphs", "workload", "setting")
 # Where configurations compete (a ranking, a front): the keys but the precision and how it ran.
-SCOPE_KEYS = ("model", "batch_size", "seq_len", "workload")
+SCOPE_KEYS = ("model", "batch_size", "seq_len", "workload", "setting")
+# Where a run ran and on what: the device's name (two cards of one model are one device; an H100 and an H200 are
+# two), the dataset, and the sampler asked for (``auto`` resolves by the device, which the device's name tells).
+SETTING = ("device_name", "dataset", "sampler")
 # The compiler's settings, with their defaults (eaq.config): runs logged before a setting existed, and
 # runs that compiled nothing they measured (the settings do nothing there), read as the default.
 COMPILER_DEFAULTS = {"compile_tuning": True, "compile_pattern_matcher": True}
 PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "batch_size", "seq_len": "seq_len",
           "compile": "compile", "compile_tuning": "compile_tuning", "compile_pattern_matcher": "compile_pattern_matcher",
-          "cuda_graphs": "cuda_graphs", "trial": "trial", "workload.name": "workload", "workload.new_tokens": "new_tokens"}
+          "cuda_graphs": "cuda_graphs", "trial": "trial", "workload.name": "workload", "workload.new_tokens": "new_tokens",
+          "dataset.name": "dataset", "sampler.name": "sampler"}
 TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_reasons", "eaq.energy": "energy",
-        "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id"}
+        "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id",
+        "eaq.env.device_name": "device_name"}
 KINDS = ("benchmark", "layers")
 # The metrics the report's tables and figures read.
 REPORTED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", "energy_net_per_sample_mj", "power_mean_w",
@@ -74,6 +81,17 @@ def compiler_settings(frame: pd.DataFrame, compiled: pd.Series) -> None:
         frame[flag] = value.mask(~compiled, default)
 
 
+def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Series:
+    """Each run's values of the ``columns`` that vary among the runs of a known configuration, as words ("" where
+    none varies): what tells two otherwise equal configurations apart, and nothing more, in a label.
+    Only recorded values vary: a run that failed before it logged its environment or parameters does not split
+    its configuration from the runs that did, nor name the device of every other run."""
+    known = frame["model"].notna() & frame["precision"].notna()
+    varying = [c for c in columns if frame.loc[known, c].nunique() > 1]
+    words = frame[varying].fillna("").astype(str).agg(" ".join, axis=1).str.strip() if varying else ""
+    return pd.Series(words, index=frame.index, dtype=object).where(known, "")
+
+
 def runs_frame(runs: list) -> pd.DataFrame:
     """One row per run: ids, configuration, status, validity tags, env tags and every documented metric."""
     rows = []
@@ -102,6 +120,7 @@ def runs_frame(runs: list) -> pd.DataFrame:
     frame["workload"] = frame["workload"].fillna("forward").astype(str)
     frame.loc[generating, "workload"] = "generate" + tokens[generating].fillna(0).astype(int).astype(str)
     frame = frame.drop(columns="new_tokens")
+    frame["setting"] = setting(frame)
     return frame.sort_values([*CONFIG_KEYS, "trial"], na_position="last").reset_index(drop=True)
 
 
