@@ -218,6 +218,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.neighbours", "Under GPU slots: the other eaq runs that held a GPU of this host while this run held its own (name, GPU and run id of each), or 'none'."),
     ("eaq.neighbours.count", "How many neighbours eaq.neighbours names."),
     ("eaq.sweep_dir", "Sweep parent runs: the multirun folder its jobs wrote to."),
+    ("eaq.reused.<run id>", "Sweep parent runs: a FINISHED run of the same config that resume reused instead of measuring it again (value: its name); the sweep's report counts it."),
     ("eaq.model_source", "Where the weights came from: the hub id or local directory they were read from, or random."),
     ("eaq.calibration.<field>", "Calibration runs (task=calibrate): the device, the matmul format and size, TFLOP/s, FLOP/J, mean power, duration and when."),
     ("eaq.env.<fact>", "git_commit, git_dirty, torch, transformers, torchao, device_name, gpu_uuid; all of it in env.json (secrets redacted)."),

@@ -224,6 +224,12 @@ def test_a_parallel_sweep_on_an_mlflow_server_over_postgresql_logs_every_run_onc
         assert f"{len(TRIALS)} skipped, already FINISHED" in again.stdout
         runs = client.search_runs([client.get_experiment_by_name("eaq").experiment_id])
         assert len([r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]) == len(TRIALS)
+        # Its report, built from the server, is of the runs it reused: every trial of the one configuration.
+        assert "sweep report: not built" not in again.stderr
+        from eaq.report.frame import load
+        parent = next(r for r in runs if r.data.tags.get("eaq.kind") == "sweep" and
+                      any(t.startswith("eaq.reused.") for t in r.data.tags))
+        assert sorted(load(uri, sweep=parent.info.run_id)["trial"]) == sorted(int(t) for t in TRIALS)
 
 
 def _frame(energies: dict[str, list[float]]) -> pd.DataFrame:

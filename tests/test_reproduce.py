@@ -10,9 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import psutil
 
-from conftest import FAST, REPO, all_runs, run_eaq
+from conftest import FAST, REPO, all_runs, run_eaq, store
 from eaq.diff import main as diff_main
 from eaq.rerun import main as rerun_main
 from eaq.tracking.environment import REDACTED, capture, redacted_environ
@@ -115,7 +116,10 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     assert len(family) >= 2
     os.killpg(process.pid, signal.SIGINT)
     process.wait(timeout=120)
-    time.sleep(2)
+    # The interrupted run's process marks it KILLED as it exits, seconds later on a loaded machine.
+    deadline = time.time() + 30
+    while any(r.info.status == "RUNNING" for r in all_runs(out)) and time.time() < deadline:
+        time.sleep(0.5)
     before = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
     assert 1 <= sum(r.info.status == "FINISHED" for r in before) < 3
     assert not any(r.info.status == "RUNNING" for r in all_runs(out))
@@ -142,6 +146,12 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
 
     parents = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "sweep" and r.info.status == "FINISHED"]
     uri = f"sqlite:///{out}/mlflow.db"
+    # The resumed sweep's report covers its three trials: those it measured and those it reused.
+    reused = {tag for tag in parents[0].data.tags if tag.startswith("eaq.reused.")}
+    assert reused and reused <= {f"eaq.reused.{r.info.run_id}" for r in before if r.info.status == "FINISHED"}
+    table = pd.read_csv(store(out).download_artifacts(parents[0].info.run_id, "report/aggregates.csv", str(out)))
+    latency = table[table["metric"] == "latency_mean_ms"]
+    assert (len(latency), latency.iloc[0]["n"], latency.iloc[0]["runs"]) == (1, 3, 3)
     assert diff_main(["--sweep", parents[0].info.run_id, "--uri", uri]) == 0
     # A parent has no config of its own: diff and rerun say so, and how to go on.
     assert diff_main([parents[0].info.run_id, finished[0].info.run_id, "--uri", uri]) == 2

@@ -117,7 +117,7 @@ def run_job(cfg: DictConfig) -> str:
     if multirun and resolved.get("resume", True):
         done = finished_run(client, experiment_id, digest)
         if done is not None:
-            record_skip(hydra_cfg.sweep.dir, done)
+            record_skip(client, hydra_cfg.sweep.dir, done)
             log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
             return "skipped"
     choices = {f"eaq.group.{g}": str(hydra_cfg.runtime.choices.get(g)) for g in GROUPS}

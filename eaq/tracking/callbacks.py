@@ -35,6 +35,8 @@ from eaq.files import atomic_write_text, try_exclusive
 from eaq.tracking.redact import redact, redact_file, redact_folder
 
 if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
+
     from eaq.tracking.run_logger import TrackedRun
 
 log = logging.getLogger(__name__)
@@ -69,10 +71,17 @@ def fail_loudly(what: str) -> Callable[[Hook], Hook]:
     return decorate
 
 
-def record_skip(sweep_dir: str, run_id: str) -> None:
-    """A job that resume skipped leaves the id of the run it matched, for the sweep's summary."""
+def record_skip(client: MlflowClient, sweep_dir: str, run_id: str) -> None:
+    """A job that resume skipped leaves the id of the run it matched: in the sweep's folder for its summary, and
+    as a tag on its parent run (one per run: parallel jobs never overwrite each other's) for its report, which
+    then covers every configuration of the sweep, measured now or before."""
+    from eaq.tracking.run_logger import REUSED_TAG
+
     with (Path(sweep_dir) / SKIPPED_FILE).open("a") as handle:
         handle.write(run_id + "\n")
+    parent = parent_run_id(sweep_dir)
+    if parent is not None:
+        client.set_tag(parent, REUSED_TAG + run_id, client.get_run(run_id).info.run_name)
 
 
 def parent_run_id(sweep_dir: str) -> str | None:

@@ -19,6 +19,9 @@ from mlflow.tracking import MlflowClient
 from eaq.tracking.redact import redact, redact_file, redact_folder, redact_tree
 
 PARENT_TAG = "mlflow.parentRunId"
+# On a sweep's parent, one tag per FINISHED run that resume reused instead of measuring its configuration again
+# (the value: the run's name): the sweep's report reads them as the sweep's own runs.
+REUSED_TAG = "eaq.reused."
 # What every run leaves in its job folder and as artifacts: the resolved config and environment.
 CONFIG_FILE = "config.yaml"
 ENV_FILE = "env.json"
