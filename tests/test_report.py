@@ -120,6 +120,9 @@ def test_a_run_killed_before_it_logged_its_configuration_counts_for_no_configura
     killed = dict.fromkeys(run) | {"kind": "benchmark", "status": "KILLED"}
     table = aggregate(pd.DataFrame([run, run | {"latency_mean_ms": 1.2}, killed]), metrics=("latency_mean_ms",))
     assert list(table["model"]) == ["m"] and table.iloc[0]["n"] == 2 and table.iloc[0]["failed"] == 0
+    # A run still under way (a report built while its sweep runs) has not failed: counted as running.
+    table = aggregate(pd.DataFrame([run, run | {"status": "RUNNING"}, run | {"status": "FAILED"}]), metrics=("latency_mean_ms",))
+    assert table.iloc[0][["n", "runs", "failed", "running"]].tolist() == [1, 3, 1, 1]
     assert [config_label(row) for _, row in wide(table).reset_index().iterrows()] == ["m-fp32-b4-s32"]
 
 

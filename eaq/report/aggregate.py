@@ -3,7 +3,7 @@
 Two trials of the same bf16 run on an H100 differed by 18% in energy per sample: a single
 number misleads, so every figure and table of the report carries the spread computed here.
 Only FINISHED benchmark runs not flagged invalid (tag ``eaq.valid=false``) enter the
-statistics; the invalid and failed runs of each configuration are counted beside them, so
+statistics; the invalid, failed and still running runs of each configuration are counted beside them, so
 a mean over 3 of 5 trials says so.
 """
 
@@ -27,7 +27,9 @@ QUALITY = ("quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mea
            "quality_top1_agreement_with_fp32")
 # Quality figures where less is better (the rest: more is better).
 LOWER_IS_BETTER = {"quality_perplexity", "quality_kl_from_fp32"}
-STATS = ("n", "mean", "std", "ci_low", "ci_high", "cv", "runs", "invalid", "failed")
+STATS = ("n", "mean", "std", "ci_low", "ci_high", "cv", "runs", "invalid", "failed", "running")
+# MLflow's statuses of a run still under way (a report built while its sweep runs): not finished, not failed either.
+UNDER_WAY = ("RUNNING", "SCHEDULED")
 
 
 def t_interval(values: pd.Series, level: float = LEVEL) -> tuple[int, float, float, float, float]:
@@ -62,8 +64,9 @@ def aggregate(frame: pd.DataFrame, metrics: tuple[str, ...] = METRICS) -> pd.Dat
     for key, group in runs.groupby(list(CONFIG_KEYS), sort=True, dropna=False):
         finished = group[group["status"] == "FINISHED"]
         counted = finished[finished["valid"].fillna("") != "false"]
+        running = int(group["status"].isin(UNDER_WAY).sum())
         counts = {"runs": len(group), "invalid": int((finished["valid"] == "false").sum()),
-                  "failed": len(group) - len(finished)}
+                  "failed": len(group) - len(finished) - running, "running": running}
         for metric in metrics:
             if metric not in runs.columns or runs[metric].isna().all():
                 continue
@@ -86,7 +89,7 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
     out = pivot["mean"].copy()
     for stat in ("ci_low", "ci_high", "n"):
         out = out.join(pivot[stat].add_suffix(f"_{stat}"))
-    counts = table.groupby(list(CONFIG_KEYS))[["runs", "invalid", "failed"]].first()
+    counts = table.groupby(list(CONFIG_KEYS))[["runs", "invalid", "failed", "running"]].first()
     # A metric no run logged (per-batch latency of generation runs) is an empty column, not a missing one.
     columns = [f"{m}{stat}" for m in METRICS for stat in ("", "_ci_low", "_ci_high", "_n")]
     return out.reindex(columns=[*out.columns, *(c for c in columns if c not in out.columns)]).join(counts).reset_index()
