@@ -243,6 +243,8 @@ def test_a_clean_window_is_valid() -> None:
     [
         (_window(2.0), _energy(600.0, 2.0), None, "shorter than the minimum 5 s"),
         (_window(6.0), _energy(1800.0, 6.0, updates=12), None, "only 12 sensor updates"),
+        # A reading that never changed in the window is the fewest updates of all, not "not counted".
+        (_window(6.0), _energy(1800.0, 6.0, updates=0), None, "only 0 sensor updates"),
         (_window(6.0), _energy(1800.0, 6.0, samples=300), None, "the poller got 75.0% of the expected samples"),
         (_window(6.0), _energy(1800.0, 6.0, instant=1700.0), None, "disagree by 5.6%"),
         (_window(6.0, after={"clock_event_reasons": 0x40}), _energy(1800.0, 6.0), None, "hardware thermal slowdown"),

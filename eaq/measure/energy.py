@@ -24,7 +24,9 @@ class WindowEnergy:
     duration_s: float = 0.0
     samples: int = 0
     expected_samples: int = 0
-    sensor_updates: int = 0
+    # Changes of the primary power reading in the window; None where the trace has no power channel to count on.
+    # 0 is a count: a reading that never changed in a window that measured energy.
+    sensor_updates: int | None = None
     notes: tuple[str, ...] = ()
 
 
@@ -67,7 +69,7 @@ def window_energy(
         duration_s=duration,
         samples=trace.between(t0, t1),
         expected_samples=int(duration / trace.interval_s) if trace.interval_s else 0,
-        sensor_updates=trace.updates(primary, t0, t1) if primary else 0,
+        sensor_updates=trace.updates(primary, t0, t1) if primary else None,
         notes=notes,
     )
 

@@ -100,7 +100,7 @@ def calibrate(device: torch.device, matmul: str, sampler: Sampler, min_duration_
     energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
     if energy.energy_j is None:
         return None
-    if energy.sensor_updates and energy.sensor_updates < MIN_SENSOR_UPDATES:
+    if energy.sensor_updates is not None and energy.sensor_updates < MIN_SENSOR_UPDATES:
         raise EaqError(
             f"the roofline calibration window ({result.duration_s:.1f} s) saw {energy.sensor_updates} sensor updates and needs "
             f"{MIN_SENSOR_UPDATES}; raise trials.roofline_window_s."

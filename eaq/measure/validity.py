@@ -50,7 +50,7 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
         return Validity((), facts)
     if window.duration_s < min_window_s:
         reasons.append(f"window {window.duration_s:.2f} s is shorter than the minimum {min_window_s:g} s")
-    if energy.sensor_updates:
+    if energy.sensor_updates is not None:
         facts["sensor_updates"] = energy.sensor_updates
         if energy.sensor_updates < MIN_SENSOR_UPDATES:
             reasons.append(f"only {energy.sensor_updates} sensor updates in the window (need {MIN_SENSOR_UPDATES})")
