@@ -408,3 +408,27 @@ def test_roofline_calibration_needs_the_sensor_updates_any_window_needs() -> Non
         calibrate(CPU, "float32", sampler(), min_duration_s=0.3, size=64)
     peak = calibrate(CPU, "float32", sampler(), min_duration_s=1.2, size=64)
     assert peak is not None and 1.2 <= peak.duration_s < 2.0 and peak.power_mean_w == pytest.approx(500, rel=0.05)
+
+
+def test_other_processes_on_the_gpu_do_not_count_this_one_under_a_pid_namespace() -> None:
+    from eaq.measure.nvml import other_processes
+
+    # On the host NVML lists our own PID: the others are the rest.
+    assert other_processes([100, 200], own=100, holds_context=True) == 1
+    # In a container (its own PID namespace) NVML lists host PIDs and ours is not among them; we hold a
+    # context on the GPU we measure, so one listed process is us. Without a context, every listed one is another.
+    assert other_processes([5123], own=7, holds_context=True) == 0
+    assert other_processes([5123, 5200], own=7, holds_context=True) == 1
+    assert other_processes([5123], own=7, holds_context=False) == 1
+    assert other_processes([], own=7, holds_context=True) == 0
+    # Through the sampler's snapshot (this CPU process holds no CUDA context): our PID and one other.
+    fake = FakeNvml()
+    fake.processes = [os.getpid(), 4242]
+    sampler = NvmlSampler("1234-abcd", interval_s=0.01, nvml=fake)
+    sampler.start()
+    try:
+        assert sampler.snapshot()["other_processes"] == 1
+        fake.processes = [4242]
+        assert sampler.snapshot()["other_processes"] == 1
+    finally:
+        sampler.stop()

@@ -114,7 +114,7 @@ class NvmlSampler:
             "pstate": lambda: nvml.nvmlDeviceGetPerformanceState(h),
             "clock_event_reasons": lambda: nvml.nvmlDeviceGetCurrentClocksEventReasons(h),
             "power_limit_w": lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1e3,
-            "other_processes": lambda: sum(p.pid != os.getpid() for p in nvml.nvmlDeviceGetComputeRunningProcesses(h)),
+            "other_processes": lambda: other_processes([p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(h)]),
         }
         facts: dict[str, float] = {}
         for name, read in reads.items():
@@ -123,6 +123,26 @@ class NvmlSampler:
             except Exception:  # an unsupported query leaves that fact out; checks skip it
                 continue
         return facts
+
+
+def other_processes(pids: list[int], own: int | None = None, holds_context: bool | None = None) -> int:
+    """How many processes but this one hold a context on the GPU, from NVML's list of their PIDs.
+
+    The driver knows no PID namespaces: in a container with its own (Docker's default) NVML
+    lists the host's PIDs, and this process's PID there is not ``os.getpid()`` (NVIDIA's
+    nvidia-docker#1483). Counting every PID but our own would then count this process as
+    another and flag every window. So where our PID is not listed and this process holds a
+    CUDA context (it measures work on this GPU), one of the listed PIDs is taken to be it.
+    ``own`` and ``holds_context`` default to this process's.
+    """
+    own = os.getpid() if own is None else own
+    if own in pids:
+        return len(pids) - 1
+    if holds_context is None:
+        import torch
+
+        holds_context = torch.cuda.is_initialized()
+    return max(len(pids) - 1, 0) if holds_context else len(pids)
 
 
 def gpu_facts(uuid: str, nvml: ModuleType | None = None) -> dict[str, str]:
