@@ -432,3 +432,20 @@ def test_other_processes_on_the_gpu_do_not_count_this_one_under_a_pid_namespace(
         assert sampler.snapshot()["other_processes"] == 1
     finally:
         sampler.stop()
+
+
+def test_what_nvidia_smi_says_on_stderr_and_its_early_exit_are_in_the_trace(tmp_path: Path, monkeypatch) -> None:
+    # This machine has no nvidia-smi: a stand-in on PATH that fails the way a wrong --id does.
+    from eaq.measure.nvidia_smi import NvidiaSmiSampler
+
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho 'No devices were found' >&2\nexit 6\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    sampler = NvidiaSmiSampler("GPU-0000", interval_s=0.02)
+    sampler.start()
+    time.sleep(0.5)
+    trace = sampler.stop()
+    assert not trace.times
+    assert "nvidia-smi exited with status 6 before it was stopped" in trace.notes
+    assert "nvidia-smi said: No devices were found" in trace.notes

@@ -4,14 +4,18 @@ Lines are read as they arrive (``stdbuf -oL`` forces line buffering where availa
 a block-buffered pipe delivered 17 of ~800 samples in the tool eaq replaces) and
 timestamped on arrival. There is no counter, so energy is the integral of the readings,
 which on Ampere and newer GPUs are 1-second averages: expect it to lag and under-count.
+What nvidia-smi says on stderr, and an exit before it was stopped, land in the trace's notes:
+a wrong ``--id`` or a driver mismatch otherwise reads as a window with no samples, no reason.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
+from typing import IO
 
 from eaq.measure.trace import PowerTrace
 
@@ -25,6 +29,7 @@ class NvidiaSmiSampler:
         self.trace = PowerTrace(interval_s=interval_s)
         self._process: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
+        self._stderr: IO[str] | None = None
 
     def available(self) -> str | None:
         if shutil.which("nvidia-smi") is None:
@@ -52,8 +57,10 @@ class NvidiaSmiSampler:
         from eaq.measure.nvml import nvml_uuid
 
         self.uuid = nvml_uuid(self.uuid) if self.uuid else None
+        # A file, not a pipe: nobody reads stderr while it polls, and a full pipe would stall it.
+        self._stderr = tempfile.TemporaryFile("w+")
         self._process = subprocess.Popen(
-            self._command(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1
+            self._command(), stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1
         )
         self._reader = threading.Thread(target=self._consume, name="eaq-nvidia-smi-reader", daemon=True)
         self._reader.start()
@@ -63,6 +70,7 @@ class NvidiaSmiSampler:
 
     def stop(self) -> PowerTrace:
         if self._process is not None:
+            exited = self._process.poll()  # before terminate(): an exit of its own, not ours
             self._process.terminate()
             try:
                 self._process.wait(timeout=5)
@@ -71,7 +79,21 @@ class NvidiaSmiSampler:
             if self._reader is not None:
                 self._reader.join(timeout=5)
             self._process = None
+            if exited is not None:
+                self.trace.note(f"nvidia-smi exited with status {exited} before it was stopped")
+            self._note_stderr()
         return self.trace
+
+    def _note_stderr(self) -> None:
+        """nvidia-smi's complaints, once, as one note (its last 500 characters)."""
+        if self._stderr is None:
+            return
+        self._stderr.seek(0)
+        said = " ".join(self._stderr.read().split())
+        self._stderr.close()
+        self._stderr = None
+        if said:
+            self.trace.note(f"nvidia-smi said: {said[-500:]}")
 
     def snapshot(self) -> dict[str, float]:
         return {}
