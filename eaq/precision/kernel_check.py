@@ -5,8 +5,10 @@ profiled (outside the measurement window), and its op names, kernel names and GE
 operand dtypes are counted. The run fails unless:
 - the format's GEMM ran at least once for every quantized layer;
 - for a format whose math is quantized (int8, fp8), no more float GEMMs ran than there
-  are layers left in the base dtype. torchao falls back to a float matmul on shapes
-  cuBLAS refuses (or to an integer matmul on the host) without saying so;
+  are layers left in the base dtype, in all and of each Linear shape (a quantized layer's
+  float GEMM is not hidden by a float layer of another shape whose GEMM the pass did not
+  show). torchao falls back to a float matmul on shapes cuBLAS refuses (or to an integer
+  matmul on the host) without saying so;
 - every float GEMM ran in the precision's float dtype (bf16 for bf16 and amp_bf16, the
   base dtype for the layers a quantized format left alone). An autocast that did not
   engage would leave fp32 GEMMs. TF32 does not show here: its GEMMs take fp32 operands.
@@ -38,7 +40,7 @@ from torch.profiler import ProfilerActivity, profile
 from eaq.device import synchronize
 from eaq.errors import EaqError
 from eaq.precision.base import Precision
-from eaq.precision.proof import linear_coverage
+from eaq.precision.proof import is_quantized, linear_coverage
 
 FLOAT_GEMMS = ("aten::mm", "aten::addmm")
 HOST_COPIES = ("Memcpy DtoH", "Memcpy HtoD")
@@ -105,6 +107,19 @@ def linear_float_gemms(model: nn.Module, seen: Profile) -> Counter[str]:
     return found
 
 
+def fallbacks_by_shape(model: nn.Module, seen: Profile) -> list[str]:
+    """Each Linear shape with more float GEMMs per forward than float (unquantized) layers of that shape."""
+    layers = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    left = Counter((m.in_features, m.out_features) for m in layers if not is_quantized(m))
+    shapes = {(m.in_features, m.out_features) for m in layers}
+    ran: Counter[tuple[int, int]] = Counter()
+    for (_, shape), n in seen.float_gemms.items():
+        if shape in shapes:
+            ran[shape] += n
+    return [f"{n} float GEMMs of shape {k}x{o} per forward for {left[(k, o)]} unquantized layers of that shape (a float fallback)"
+            for (k, o), n in sorted(ran.items()) if n > left[(k, o)]]
+
+
 def copies(seen: Profile) -> int:
     """Host<->device copies the profiled pass made."""
     return _count(seen.kernels, HOST_COPIES)
@@ -124,6 +139,8 @@ def evaluate(precision: Precision, model: nn.Module, seen: Profile, baseline_cop
         failures.append(f"{quantized} quantized layers but {lowp} {'/'.join(precision.kernels)} GEMMs per forward")
     if precision.quantized_math and floats > linears - quantized:
         failures.append(f"{floats} float GEMMs per forward for {linears - quantized} unquantized layers (a float fallback)")
+    elif precision.quantized_math:  # the count holds in all: and shape by shape?
+        failures += fallbacks_by_shape(model, seen)
     expected = PROFILER_DTYPES[precision.float_gemm_dtype]
     for dtype, n in sorted(float_gemms.items()):
         if dtype != expected:

@@ -78,11 +78,15 @@ def weight_dtypes(model: nn.Module) -> dict[str, int]:
     return dict(counts)
 
 
+def is_quantized(layer: nn.Linear) -> bool:
+    """Whether a Linear layer's weight is a quantized tensor subclass (torchao's), not a plain tensor."""
+    return type(layer.weight.data) not in (torch.Tensor, nn.Parameter)
+
+
 def linear_coverage(model: nn.Module) -> tuple[int, int]:
     """(Linear layers whose weight is a quantized tensor subclass, all Linear layers)."""
     linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
-    quantized = [m for m in linears if type(m.weight.data) not in (torch.Tensor, nn.Parameter)]
-    return len(quantized), len(linears)
+    return sum(map(is_quantized, linears)), len(linears)
 
 
 def proof(model: nn.Module) -> dict[str, float | str]:
