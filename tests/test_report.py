@@ -378,10 +378,22 @@ def test_runs_of_two_devices_datasets_or_samplers_are_never_averaged_together(tm
             for key, value in {**base, "dataset.name": dataset, "precision.name": precision, "trial": str(trial)}.items():
                 client.log_param(run.info.run_id, key, value)
             client.log_metric(run.info.run_id, "energy_per_sample_mj", energy)
+            client.log_metric(run.info.run_id, "quality_accuracy", 0.9 - energy / 1000)
             client.set_terminated(run.info.run_id)
+    # A run that failed before it logged its environment (no device name): its configuration ran on the CPU only,
+    # so it is counted there. A layers run with another sampler does not rename the benchmark's configurations.
+    for kind, params, status in (("benchmark", {"dataset.name": "synthetic", "precision.name": "bf16"}, "FAILED"),
+                                 ("layers", {"dataset.name": "sst2", "precision.name": "bf16", "sampler.name": "auto"}, "FINISHED")):
+        run = client.create_run(experiment, tags={"eaq.kind": kind}).info.run_id
+        for key, value in {**base, "trial": "9", **params}.items():
+            client.log_param(run, key, value)
+        client.set_terminated(run, status)
     frame = load(uri, experiment="eaq")
     table = aggregate(frame)
-    means = {config_label(row): (row["n"], row["mean"]) for _, row in table.iterrows()}
+    failed = table[(table["failed"] > 0)]
+    assert set(failed["setting"]) == {"Intel(R) Xeon(R) Processor synthetic"} and set(failed["precision"]) == {"bf16"}
+    energy = table[table["metric"] == "energy_per_sample_mj"]
+    means = {config_label(row): (row["n"], row["mean"]) for _, row in energy.iterrows()}
     assert means == {
         "m-bf16-b4-s32-NVIDIA-H100-80GB-HBM3-sst2": (2, pytest.approx(102.0)),
         "m-bf16-b4-s32-Intel-R-Xeon-R-Processor-synthetic": (1, pytest.approx(70.0)),
@@ -404,6 +416,13 @@ def test_runs_of_two_devices_datasets_or_samplers_are_never_averaged_together(tm
     found = ratios(frame, "bf16", ("energy_per_sample_mj",))
     found = found[found["precision"] == "fp8"].set_index("setting")["ratio"].to_dict()
     assert found == {"NVIDIA H100 80GB HBM3 sst2": pytest.approx(80.0 / 102.0), "NVIDIA H200 sst2": pytest.approx(60.0 / 91.0)}
+    # The energy-quality figure draws a front per device and dataset (three panels), not one through all of them.
+    import matplotlib.image
+    from eaq.report.figures import pareto
+    configs = wide(table)
+    widths = [matplotlib.image.imread(pareto(rows, "m", "quality_accuracy", tmp_path / name).png).shape[1]
+              for name, rows in (("all", configs), ("one", configs[configs["setting"] == "NVIDIA H200 sst2"]))]
+    assert widths[0] == pytest.approx(3 * widths[1], rel=0.02)
     # compare, on the same store, keeps them apart the same way and compares each with its own baseline.
     from eaq.report.compare import COLUMNS
     rows = compare(runs_table([uri], columns=COLUMNS), "bf16")
@@ -412,6 +431,34 @@ def test_runs_of_two_devices_datasets_or_samplers_are_never_averaged_together(tm
                    "NVIDIA H200": pytest.approx((60.0 / 91.0 - 1) * 100)}
     assert len(rows) == 5 and set(rows["dataset.name"]) == {"sst2", "synthetic"}
     assert set(rows["eaq.env.device_name"]) == {"NVIDIA H100 80GB HBM3", "NVIDIA H200", "Intel(R) Xeon(R) Processor"}
+
+
+def test_a_run_left_marked_running_by_a_sweep_that_ended_counts_as_failed(tmp_path: Path) -> None:
+    # A job killed with SIGKILL (or on a lost host) cannot mark its run: MLflow keeps it RUNNING for good. It is
+    # under way only while its sweep is; once the sweep ended it did not finish, and the report says so.
+    from eaq.report.frame import load
+    from eaq.report.html import problems
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("eaq")
+    ended = client.create_run(experiment, tags={"eaq.kind": "sweep"}).info.run_id
+    client.set_terminated(ended, "FAILED")
+    live = client.create_run(experiment, tags={"eaq.kind": "sweep"}).info.run_id
+    names = {}
+    for parent, finish in ((ended, True), (ended, False), (live, False)):
+        run = client.create_run(experiment, tags={"eaq.kind": "benchmark", "mlflow.parentRunId": parent}).info.run_id
+        for key, value in {"model.name": "m", "precision.name": "fp32", "batch_size": "4", "seq_len": "32"}.items():
+            client.log_param(run, key, value)
+        if finish:
+            client.log_metric(run, "latency_mean_ms", 1.0)
+            client.set_terminated(run)
+        names[run] = "finished" if finish else "lost" if parent == ended else "running"
+    frame = load(uri, experiment="eaq")
+    row = aggregate(frame).iloc[0]
+    assert row[["n", "runs", "failed", "running"]].tolist() == [1, 3, 1, 1]
+    why = {names[r]: w for r, w in zip(problems(frame)["run id"], problems(frame)["why"])}
+    assert why == {"lost": "its sweep ended while it was marked running (its process was killed)", "running": "still running"}
 
 
 def test_the_front_says_what_dominates_and_whether_the_trials_separate_it(tmp_path: Path) -> None:

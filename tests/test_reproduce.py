@@ -94,6 +94,24 @@ def test_resume_measures_again_a_configuration_whose_finished_runs_were_all_flag
     assert finished_run(client, experiment, "no-sensor") == cpu
 
 
+def test_resume_reuses_only_a_run_measured_on_a_device_of_the_same_name(tmp_path: Path) -> None:
+    # device=cuda names no GPU: a store shared by an H100 host and an H200 host holds the same config measured
+    # on both, and neither may stand in for the other.
+    from eaq.tracking.environment import cpu_model, device_name
+
+    client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
+    runs = {}
+    for name in ("NVIDIA H100 80GB HBM3", "Bob's \"GPU\"", "Bob's GPU"):
+        run = TrackedRun(client, experiment, "r", {"eaq.config_hash": "same", "eaq.env.device_name": name})
+        run.end("FINISHED")
+        runs[name] = run.run_id
+    assert finished_run(client, experiment, "same", "NVIDIA H200") is None
+    assert finished_run(client, experiment, "same", "NVIDIA H100 80GB HBM3") == runs["NVIDIA H100 80GB HBM3"]
+    assert finished_run(client, experiment, "same", "Bob's GPU") == runs["Bob's GPU"]  # a quote in a name
+    # This CPU machine: a run of device=cpu or auto (no GPU here) will be tagged with the CPU's model; cuda:0 is none.
+    assert device_name("cpu") == device_name("auto") == cpu_model() and device_name("cuda:0") is None
+
+
 def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path, capsys) -> None:
     # Windows of at least 4 s keep each run RUNNING long enough for the store to be read between two
     # looks (a quick run with no sensor and no trace margins ends within one MLflow query on a slow machine).

@@ -58,7 +58,7 @@ class NvidiaSmiSampler:
 
         self.uuid = nvml_uuid(self.uuid) if self.uuid else None
         # A file, not a pipe: nobody reads stderr while it polls, and a full pipe would stall it.
-        self._stderr = tempfile.TemporaryFile("w+")
+        self._stderr = tempfile.TemporaryFile("w+", errors="replace")  # a stray byte must not fail the run at stop()
         self._process = subprocess.Popen(
             self._command(), stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1
         )

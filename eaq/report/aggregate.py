@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from eaq.report.frame import COMPILER_DEFAULTS, CONFIG_KEYS, REPORTED, SCOPE_KEYS
+from eaq.report.frame import COMPILER_DEFAULTS, CONFIG_KEYS, REPORTED, SCOPE_KEYS, UNDER_WAY
 
 LEVEL = 0.95
 # What the report aggregates; a metric absent from every run (energy on a CPU) is "not measured", not 0.
@@ -28,8 +28,6 @@ QUALITY = ("quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mea
 # Quality figures where less is better (the rest: more is better).
 LOWER_IS_BETTER = {"quality_perplexity", "quality_kl_from_fp32"}
 STATS = ("n", "mean", "std", "ci_low", "ci_high", "cv", "runs", "invalid", "failed", "running")
-# MLflow's statuses of a run still under way (a report built while its sweep runs): not finished, not failed either.
-UNDER_WAY = ("RUNNING", "SCHEDULED")
 
 
 def t_interval(values: pd.Series, level: float = LEVEL) -> tuple[int, float, float, float, float]:
@@ -64,7 +62,8 @@ def aggregate(frame: pd.DataFrame, metrics: tuple[str, ...] = METRICS) -> pd.Dat
     for key, group in runs.groupby(list(CONFIG_KEYS), sort=True, dropna=False):
         finished = group[group["status"] == "FINISHED"]
         counted = finished[finished["valid"].fillna("") != "false"]
-        running = int(group["status"].isin(UNDER_WAY).sum())
+        # Under way (a report built while its sweep runs): not finished, not failed either (eaq.report.frame).
+        running = int(group.get("running", group["status"].isin(UNDER_WAY)).sum())
         counts = {"runs": len(group), "invalid": int((finished["valid"] == "false").sum()),
                   "failed": len(group) - len(finished) - running, "running": running}
         for metric in metrics:

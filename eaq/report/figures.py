@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from eaq.report.aggregate import LOWER_IS_BETTER, mode_words, quality_metric, ratio_interval, wide
-from eaq.report.frame import CONFIG_KEYS
+from eaq.report.frame import CONFIG_KEYS, SCOPE_KEYS
 
 DPI = 300
 LABELS = {
@@ -192,22 +192,28 @@ def pareto_front(points: pd.DataFrame, energy: str, quality: str) -> pd.DataFram
 
 
 def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) -> Figure:
-    """Energy per sample against quality, one panel per batch size, the Pareto front drawn through the winners."""
+    """Energy per sample against quality, the Pareto front drawn through the winners: one panel per scope in which
+    configurations compete (SCOPE_KEYS: batch size, and the sequence length, workload, device, dataset and sampler
+    where the runs have several), as the front's verdicts (eaq.report.front) judge them."""
     title = f"{model}: energy vs quality, Pareto front per batch size"
     rows = with_variants(configs[configs["model"] == model])
     if quality is None:
         return Figure(title, note="no quality metric (synthetic data): energy vs quality not drawn.")
     if "energy_per_sample_mj" not in rows or rows["energy_per_sample_mj"].isna().all():
         return Figure(title, note="energy not measured (no energy sensor on the machine that ran these runs).")
-    batches = sorted(rows["batch_size"].unique())
-    fig, axes = plt.subplots(1, len(batches), figsize=(5.5 * len(batches), 4.5), squeeze=False)
-    for ax, batch in zip(axes.flat, batches):
-        sub = rows[(rows["batch_size"] == batch) & rows["energy_per_sample_mj"].notna()]
+    scopes = [k for k in SCOPE_KEYS if k != "model"]
+    panels = list(rows[rows["energy_per_sample_mj"].notna()].groupby(scopes, sort=True, dropna=False))
+    several = {k: rows[k].nunique() > 1 for k in ("seq_len", "workload")}
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False)
+    for ax, (key, sub) in zip(axes.flat, panels):
+        scope = dict(zip(scopes, key))
         _scatter_ci(ax, sub, "energy_per_sample_mj", quality)
         front = pareto_front(sub, "energy_per_sample_mj", quality)
         ax.plot(front["energy_per_sample_mj"], front[quality], "k--", lw=1, label="Pareto front")
         ax.legend(fontsize=8)
-        ax.set_title(f"batch {batch}")
+        ax.set_title(" ".join([f"batch {scope['batch_size']:.0f}", *([f"s{scope['seq_len']:.0f}"] if several["seq_len"] else []),
+                               *([str(scope["workload"])] if several["workload"] else []), str(scope["setting"])]).strip(),
+                     fontsize=9)
     fig.suptitle(title)
     return save(fig, out, f"pareto_{model}", title)
 

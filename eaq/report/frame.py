@@ -43,6 +43,9 @@ TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_re
         "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id",
         "eaq.env.device_name": "device_name"}
 KINDS = ("benchmark", "layers")
+# MLflow's statuses of a run under way. A run whose process was killed without a chance to mark it (SIGKILL, a lost
+# host) stays RUNNING for good: it counts as running only while its sweep does (column ``running``), else as failed.
+UNDER_WAY = ("RUNNING", "SCHEDULED")
 # The metrics the report's tables and figures read.
 REPORTED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", "energy_net_per_sample_mj", "power_mean_w",
             "model_size_mb", "memory_peak_rss_mb", "memory_peak_gpu_mb", "time_to_first_token_mean_ms",
@@ -74,8 +77,9 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
             raise EaqError(f"--experiment {name}: not in {uri}; experiments there: {names or 'none'}.")
         experiment_ids = [found.experiment_id]
         wheres = [""]
-    runs = [run for where in wheres for run in client.search_runs(experiment_ids, filter_string=where, max_results=50000)]
-    return [r for r in runs if r.data.tags.get("eaq.kind") in KINDS]
+    found = {run.info.run_id: run for where in wheres for run in client.search_runs(experiment_ids, filter_string=where,
+                                                                                    max_results=50000)}
+    return [r for r in found.values() if r.data.tags.get("eaq.kind") in KINDS]  # once each: a child may be reused too
 
 
 def compiler_settings(frame: pd.DataFrame, compiled: pd.Series) -> None:
@@ -90,16 +94,44 @@ def compiler_settings(frame: pd.DataFrame, compiled: pd.Series) -> None:
 def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Series:
     """Each run's values of the ``columns`` that vary among the runs of a known configuration, as words ("" where
     none varies): what tells two otherwise equal configurations apart, and nothing more, in a label.
-    Only recorded values vary: a run that failed before it logged its environment or parameters does not split
-    its configuration from the runs that did, nor name the device of every other run."""
+
+    Judged per kind, so layer-analysis runs do not rename the benchmark's configurations. A run that failed before
+    it logged its environment (the device's name comes with the run's end) takes the value its configuration's
+    other runs recorded, where they recorded one, and is counted with them; where they recorded several, which
+    one it was is unknown and it stays apart, unnamed. A run with no parameters is of no configuration.
+    """
     known = frame["model"].notna() & frame["precision"].notna()
-    varying = [c for c in columns if frame.loc[known, c].nunique() > 1]
-    words = frame[varying].fillna("").astype(str).agg(" ".join, axis=1).str.strip() if varying else ""
-    return pd.Series(words, index=frame.index, dtype=object).where(known, "")
+    keys = [k for k in CONFIG_KEYS if k != "setting"]
+    words = pd.Series("", index=frame.index, dtype=object)
+    for _, runs in frame[known].groupby("kind", dropna=False):
+        values = runs[list(columns)].copy()
+        for column in columns:
+            same = [*keys, *(c for c in columns if c != column)]  # its configuration, as far as the run recorded it
+            only = runs.groupby(same, dropna=False)[column].transform(lambda v: v.dropna().iloc[0] if v.nunique() == 1 else None)
+            values[column] = values[column].fillna(only)
+        varying = [c for c in columns if values[c].nunique() > 1]
+        if varying:
+            words[runs.index] = values[varying].fillna("").astype(str).agg(" ".join, axis=1).str.strip()
+    return words
 
 
-def runs_frame(runs: list) -> pd.DataFrame:
-    """One row per run: ids, configuration, status, validity tags, env tags and every documented metric."""
+def ended_sweeps(client: MlflowClient, runs: list) -> set[str]:
+    """The parent runs of runs still marked under way whose sweep is no longer (or no longer exists)."""
+    parents = {r.data.tags.get(PARENT_TAG) for r in runs if r.info.status in UNDER_WAY} - {None}
+    ended = set()
+    for parent in parents:
+        try:
+            if client.get_run(parent).info.status not in UNDER_WAY:
+                ended.add(parent)
+        except Exception:  # MLflow's own exception class: a parent deleted since
+            ended.add(parent)
+    return ended
+
+
+def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
+    """One row per run: ids, configuration, status, validity tags, env tags and every documented metric.
+
+    ``ended``: sweeps that ended (``ended_sweeps``); their runs still marked under way are not ``running``."""
     rows = []
     for run in runs:
         row: dict[str, object] = {"run_id": run.info.run_id, "run_name": run.info.run_name, "status": run.info.status,
@@ -127,12 +159,14 @@ def runs_frame(runs: list) -> pd.DataFrame:
     frame.loc[generating, "workload"] = "generate" + tokens[generating].fillna(0).astype(int).astype(str)
     frame = frame.drop(columns="new_tokens")
     frame["setting"] = setting(frame)
+    frame["running"] = frame["status"].isin(UNDER_WAY) & ~frame["parent_run_id"].isin(ended)
     return frame.sort_values([*CONFIG_KEYS, "trial"], na_position="last").reset_index(drop=True)
 
 
 def load(uri: str, experiment: str | None = None, sweep: str | None = None) -> pd.DataFrame:
     """``runs_frame(fetch_runs(...))``, failing with what to do when there is nothing to report."""
-    frame = runs_frame(fetch_runs(uri, experiment, sweep))
+    runs = fetch_runs(uri, experiment, sweep)
+    frame = runs_frame(runs, ended_sweeps(MlflowClient(tracking_uri=uri), runs))
     if frame.empty:
         scope = f"sweep {sweep}" if sweep else f"experiment {experiment or 'eaq'}"
         raise EaqError(f"{scope} at {uri} has no benchmark or layers runs; run `python -m eaq.run -m ...` into it first.")

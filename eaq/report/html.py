@@ -14,6 +14,7 @@ from html import escape
 import pandas as pd
 
 from eaq.report.figures import Figure
+from eaq.report.frame import UNDER_WAY
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 1200px; color: #222; }
@@ -56,6 +57,10 @@ def problems(frame: pd.DataFrame) -> pd.DataFrame:
     """Runs that did not count: failed (with their error) or flagged invalid (with ``eaq.valid.reasons``)."""
     bad = frame[(frame["status"] != "FINISHED") | (frame["valid"] == "false")]
     why = bad["error"].where(bad["status"] != "FINISHED", bad["valid_reasons"])
+    # A run marked under way: still running, or its sweep ended without it (its process killed before it could say).
+    under_way = bad["status"].isin(UNDER_WAY)
+    why = why.mask(under_way & bad["running"], "still running").mask(
+        under_way & ~bad["running"], "its sweep ended while it was marked running (its process was killed)")
     return pd.DataFrame({"run": bad["run_name"], "run id": bad["run_id"], "status": bad["status"],
                          "valid": bad["valid"].fillna(""), "why": why.fillna("no reason recorded")})
 
@@ -72,7 +77,7 @@ def render(title: str, scope: str, frame: pd.DataFrame, sections: dict[str, pd.D
         f"<style>{STYLE}</style></head><body>", f"<h1>{escape(title)}</h1>",
         f"<p>{escape(scope)}: {len(frame)} runs, {int((frame['status'] == 'FINISHED').sum())} finished. "
         f"Built {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from MLflow. Means over trials with 95% confidence "
-        "intervals (Student t); invalid and failed runs are counted, not averaged.</p>",
+        "intervals (Student t); invalid, failed and still running runs are counted, not averaged.</p>",
     ]
     if energy_notes:
         parts.append('<p class="note">Energy not measured on some runs: ' + escape("; ".join(energy_notes)) + "</p>")

@@ -30,7 +30,7 @@ from eaq.tracking.flatten import config_hash, flatten
 from eaq.tracking.run_logger import TrackedRun
 from eaq.tracking.store import open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip
-from eaq.tracking.environment import capture, summary_tags
+from eaq.tracking.environment import capture, device_name, summary_tags
 from eaq.tracking.progress import output_sink, show_phase
 from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
@@ -115,7 +115,7 @@ def run_job(cfg: DictConfig) -> str:
 
     digest = config_hash(resolved)
     if multirun and resolved.get("resume", True):
-        done = finished_run(client, experiment_id, digest)
+        done = finished_run(client, experiment_id, digest, device_name(str(resolved.get("device", "auto"))))
         if done is not None:
             record_skip(client, hydra_cfg.sweep.dir, done)
             log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)

@@ -61,7 +61,7 @@ def _installed() -> list[str]:
     return _scanned[1]
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -107,7 +107,7 @@ def capture(device: dict[str, Any], config_hash: str) -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "hostname": platform.node(),
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "packages": {p: _version(p) for p in PACKAGES},
         "pip_freeze": _installed(),
@@ -115,6 +115,26 @@ def capture(device: dict[str, Any], config_hash: str) -> dict[str, Any]:
         "device": device,
         "environ": redacted_environ(),
     })
+
+
+def device_name(spec: str) -> str | None:
+    """The name ``eaq.env.device_name`` will hold for a run of ``device=spec``, known before the run starts and
+    without a CUDA context (NVML; this process forks the runs): the GPU's name, or the CPU's model.
+
+    None where it cannot be told: an index past the GPUs this process sees, or GPUs of several names under a
+    ``cuda`` spec that GPU slots may move to another card.
+    """
+    from eaq.slots import visible_gpus
+    from eaq.measure.nvml import device_summaries
+
+    names = {gpu["uuid"]: gpu["name"] for gpu in device_summaries()}
+    visible = [names[uuid] for uuid in visible_gpus() if uuid in names]
+    if spec == "cpu" or (spec == "auto" and not visible):
+        return cpu_model()
+    if spec == "auto" or len(set(visible)) == 1:
+        return visible[0] if visible else None
+    index = int(spec.partition(":")[2] or 0) if spec.startswith("cuda") else -1
+    return visible[index] if 0 <= index < len(visible) else None
 
 
 def summary_tags(env: dict[str, Any]) -> dict[str, str]:

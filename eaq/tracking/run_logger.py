@@ -27,18 +27,20 @@ CONFIG_FILE = "config.yaml"
 ENV_FILE = "env.json"
 
 
-def finished_run(client: MlflowClient, experiment_id: str, config_hash: str) -> str | None:
+def finished_run(client: MlflowClient, experiment_id: str, config_hash: str, device_name: str | None = None) -> str | None:
     """The id of a FINISHED run with this config hash that was not flagged invalid, if there is one.
 
     A run its own checks flagged (``eaq.valid=false``: a throttled GPU, too few sensor updates)
     counts for nothing in the report, so resuming measures its configuration again. Filtered
     here, not in the query: runs without an energy sensor carry no ``eaq.valid`` tag at all.
+    ``device_name``: only a run on a device of that name counts (the config says ``cuda``, not which GPU: a store
+    shared by an H100 and an H200 host holds both); None: any device.
     """
-    found = client.search_runs(
-        [experiment_id],
-        filter_string=f"tags.`eaq.config_hash` = '{config_hash}' and attributes.status = 'FINISHED'",
-        max_results=100,
-    )
+    where = f"tags.`eaq.config_hash` = '{config_hash}' and attributes.status = 'FINISHED'"
+    quote = next((q for q in "'\"" if q not in (device_name or "")), None)  # MLflow's filters escape neither
+    if device_name is not None and quote is not None:
+        where += f" and tags.`eaq.env.device_name` = {quote}{device_name}{quote}"
+    found = client.search_runs([experiment_id], filter_string=where, max_results=100)
     return next((r.info.run_id for r in found if r.data.tags.get("eaq.valid") != "false"), None)
 
 
