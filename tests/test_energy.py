@@ -449,3 +449,21 @@ def test_what_nvidia_smi_says_on_stderr_and_its_early_exit_are_in_the_trace(tmp_
     assert not trace.times
     assert "nvidia-smi exited with status 6 before it was stopped" in trace.notes
     assert "nvidia-smi said: No devices were found" in trace.notes
+
+
+def test_a_poller_that_cannot_start_leaves_a_note_and_the_counter_still_measures() -> None:
+    # The polling process fails to open the GPU (its second handle request fails; the parent's first succeeded):
+    # the window has no trace and says why, and its energy still comes from the counter read at its ends.
+    fake = FakeNvml(fail_after={"nvmlDeviceGetHandleByUUID": 1})
+    sampler = NvmlSampler("1234-abcd", interval_s=0.01, nvml=fake)
+    sampler.start()
+    try:
+        with MeasurementWindow(CPU, sampler) as window:
+            time.sleep(0.3)
+    finally:
+        trace = sampler.stop()
+    assert not trace.times and any(note.startswith("no power trace: ") for note in trace.notes), trace.notes
+    result = window.result
+    energy = window_energy("nvml", trace, result.t0, result.t1, result.counter_j)
+    assert energy.source == "energy_counter" and energy.energy_j == pytest.approx(300.0 * result.duration_s, rel=0.15)
+    assert energy.sensor_updates is None and energy.expected_samples == 0

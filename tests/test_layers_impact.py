@@ -226,6 +226,7 @@ def test_the_chosen_plan_respects_its_budget_measured_again_from_the_file(classi
     again = compare("plan", "sensitivity", reference, run_outputs(applied, data), data.head)
     assert again.impact <= budget.limit
     assert plan.meta["saving_basis"] == "macs" and plan.meta["measured_loss"] <= budget.limit
+    assert "in-sample" in plan.meta["measured_against"]
 
 
 def test_a_plan_that_cannot_be_made_says_why(classifier) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,9 @@ def test_mixed_through_the_cli_applies_exactly_the_plan(out: Path, tmp_path: Pat
     assert run.data.params["precision.name"] == "mixed" and run.data.params["precision.plan"] == str(plan_file)
     assert run.data.metrics["quantized_linear_layers"] == len(PLAN.layers)
     assert run.data.tags["eaq.kernel_check"].startswith("passed")
+    assert run.data.tags["eaq.precision.plan_sha256"] == hashlib.sha256(plan_file.read_bytes()).hexdigest()[:16]
+    # The hash is of the bytes the run read and applied, not of the file as it is when the run is tagged.
+    assert load_plan(plan_file).sha256 == hashlib.sha256(plan_file.read_bytes()).hexdigest()
     # The per-layer proof is read from the model's weights: each named layer stores its
     # format, every other Linear stays fp32.
     local = store(out).download_artifacts(run.info.run_id, "precision_layers.csv", str(tmp_path))

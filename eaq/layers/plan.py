@@ -197,6 +197,9 @@ def choose_plan(
     total = sum(cost.values())
     plan = Plan(base, {layer: target for layer in layers}, {
         "budget": budget.describe(),
+        # What the loss is measured against and on: the plan was chosen on these examples, so it fits the budget
+        # on them by construction; on other data it can lose more (measure it: precision=mixed on another dataset).
+        "measured_against": f"the {base} model (the layers run's precision) on the examples the plan was chosen on (in-sample)",
         "measured_loss": round(loss, 6),
         "measured_impact": round(measured.impact, 6),
         "components": chosen,

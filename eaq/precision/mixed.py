@@ -54,6 +54,9 @@ class Plan:
     # Free-form facts about how the plan was chosen (budget, measured quality, source run);
     # written and read back, never used to apply the plan.
     meta: dict[str, object] = field(default_factory=dict)
+    # SHA-256 of the file's bytes as load_plan read them (what the run applied), "" for a plan not read from a file;
+    # a record of where the plan came from, not part of what it says (two equal plans may be written differently).
+    sha256: str = field(default="", compare=False)
 
     def by_format(self) -> dict[str, list[str]]:
         """{format: [layer names]} in the plan's order."""
@@ -88,16 +91,18 @@ def load_plan(path: str | Path) -> Plan:
     path = Path(path).expanduser()
     if not path.is_file():
         raise ConfigError(f"precision.plan={path} does not exist; give the path of a plan YAML (e.g. one task=layers wrote).")
+    raw = path.read_bytes()  # read once: the hash recorded is of the bytes applied, even if the file changes mid-run
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
+        data = yaml.safe_load(raw.decode())
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"precision.plan={path} is not valid YAML ({exc}); fix the file.") from exc
     if not isinstance(data, dict) or not isinstance(data.get("base"), str) or not isinstance(data.get("layers"), dict):
         raise ConfigError(
             f"precision.plan={path} must be a mapping with 'base' (a float format) and 'layers' "
             "(Linear module name -> format); see eaq/precision/mixed.py."
         )
-    plan = Plan(data["base"], {str(k): str(v) for k, v in data["layers"].items()}, dict(data.get("meta") or {}))
+    plan = Plan(data["base"], {str(k): str(v) for k, v in data["layers"].items()}, dict(data.get("meta") or {}),
+                hashlib.sha256(raw).hexdigest())
     plan.validate(f"precision.plan={path}")
     return plan
 
@@ -225,7 +230,7 @@ class MixedPrecision:
         stored = Counter(layer_formats(model).values())
         return {
             "eaq.precision.plan": self.path,
-            "eaq.precision.plan_sha256": hashlib.sha256(Path(self.path).read_bytes()).hexdigest()[:16],
+            "eaq.precision.plan_sha256": self.plan.sha256[:16],
             "eaq.precision.layer_formats": ", ".join(f"{fmt}={n}" for fmt, n in sorted(stored.items())),
         }
 
