@@ -24,7 +24,7 @@ from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError
 from eaq.tracking.flatten import NOT_MEASUREMENT, flatten
-from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, PARENT_TAG
+from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, sweep_runs
 
 # Environment facts that differ between any two runs and say nothing about the measurement.
 VOLATILE_ENV = ("config_hash", "environ.", "hostname")
@@ -113,10 +113,8 @@ def compare(a: str, b: str, client: MlflowClient, count_env: bool) -> int:
 
 def sweep(parent: str, client: MlflowClient) -> int:
     run = _find_run(client, parent)
-    children = client.search_runs(  # 1000 runs unless asked for more
-        [run.info.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{run.info.run_id}'", max_results=50000
-    )
-    configs = {c.info.run_name: measurement_config(_from_run(client, c)[0]) for c in children}
+    # Its children and the runs resume reused for it, by id: a rerun of a killed run has that run's name.
+    configs = {c.info.run_id: measurement_config(_from_run(client, c)[0]) for c in sweep_runs(client, run)}
     keys = sorted(set().union(*configs.values())) if configs else []
     varying = {k: sorted({cfg.get(k, "(absent)") for cfg in configs.values()}) for k in keys}
     varying = {k: v for k, v in varying.items() if len(v) > 1}

@@ -171,6 +171,7 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     latency = table[table["metric"] == "latency_mean_ms"]
     assert (len(latency), latency.iloc[0]["n"], latency.iloc[0]["runs"]) == (1, 3, 3)
     assert diff_main(["--sweep", parents[0].info.run_id, "--uri", uri]) == 0
+    assert ": 3 runs; 1 key(s) vary" in capsys.readouterr().out  # the trials it measured and reused; only trial varies
     # A parent has no config of its own: diff and rerun say so, and how to go on.
     assert diff_main([parents[0].info.run_id, finished[0].info.run_id, "--uri", uri]) == 2
     assert rerun_main([parents[0].info.run_id, "--uri", uri]) == 2

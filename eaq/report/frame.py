@@ -17,7 +17,7 @@ import pandas as pd
 
 from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
-from eaq.tracking.run_logger import PARENT_TAG, REUSED_TAG
+from eaq.tracking.run_logger import PARENT_TAG, sweep_runs
 
 # The configuration of a run: what a row of an aggregate is keyed by (trial is what varies within one).
 # CUDA graphs, the compiler's settings (tuned or Inductor's defaults, its pattern matcher on or off) and
@@ -63,23 +63,15 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
         except Exception as error:  # MLflow raises its own exception class for an unknown id
             raise EaqError(f"--sweep {sweep}: no such run in {uri} ({error}); pass a sweep's parent run id "
                            "(tag eaq.kind=sweep) or --experiment NAME.") from error
-        experiment_ids = [parent.info.experiment_id]
-        wheres = [f"tags.`{PARENT_TAG}` = '{sweep}'"]
-        # And the runs resume reused (tags on the parent): a sweep's report covers all its configurations.
-        reused = [tag.removeprefix(REUSED_TAG) for tag in parent.data.tags if tag.startswith(REUSED_TAG)]
-        wheres += ["attributes.run_id IN ({})".format(", ".join(f"'{i}'" for i in reused[start:start + 100]))
-                   for start in range(0, len(reused), 100)]
+        runs = sweep_runs(client, parent)
     else:
         name = experiment or "eaq"
         found = client.get_experiment_by_name(name)
         if found is None:
             names = ", ".join(e.name for e in client.search_experiments())
             raise EaqError(f"--experiment {name}: not in {uri}; experiments there: {names or 'none'}.")
-        experiment_ids = [found.experiment_id]
-        wheres = [""]
-    found = {run.info.run_id: run for where in wheres for run in client.search_runs(experiment_ids, filter_string=where,
-                                                                                    max_results=50000)}
-    return [r for r in found.values() if r.data.tags.get("eaq.kind") in KINDS]  # once each: a child may be reused too
+        runs = client.search_runs([found.experiment_id], max_results=50000)
+    return [r for r in runs if r.data.tags.get("eaq.kind") in KINDS]
 
 
 def compiler_settings(frame: pd.DataFrame, compiled: pd.Series) -> None:

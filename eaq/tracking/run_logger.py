@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param, Run, RunTag
 from mlflow.tracking import MlflowClient
 
 from eaq.tracking.redact import redact, redact_file, redact_folder, redact_tree
@@ -25,6 +25,17 @@ REUSED_TAG = "eaq.reused."
 # What every run leaves in its job folder and as artifacts: the resolved config and environment.
 CONFIG_FILE = "config.yaml"
 ENV_FILE = "env.json"
+
+
+def sweep_runs(client: MlflowClient, parent: Run) -> list[Run]:
+    """A sweep's runs: its children and the runs resume reused for it (``REUSED_TAG`` tags on the parent), once each."""
+    wheres = [f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'"]
+    reused = [tag.removeprefix(REUSED_TAG) for tag in parent.data.tags if tag.startswith(REUSED_TAG)]
+    wheres += ["attributes.run_id IN ({})".format(", ".join(f"'{i}'" for i in reused[start:start + 100]))
+               for start in range(0, len(reused), 100)]
+    found = {run.info.run_id: run for where in wheres  # MLflow returns 1000 runs unless asked for more
+             for run in client.search_runs([parent.info.experiment_id], filter_string=where, max_results=50000)}
+    return list(found.values())
 
 
 def finished_run(client: MlflowClient, experiment_id: str, config_hash: str, device_name: str | None = None) -> str | None:
