@@ -445,10 +445,11 @@ def test_what_nvidia_smi_says_on_stderr_and_its_early_exit_are_in_the_trace(tmp_
     sampler = NvidiaSmiSampler("GPU-0000", interval_s=0.02)
     sampler.start()
     time.sleep(0.5)
+    # Said before stop(): a window whose energy is taken from the live trace (the idle baseline) carries it.
+    assert "nvidia-smi exited with status 6 before it was stopped" in sampler.trace.notes
+    assert "nvidia-smi said: No devices were found" in sampler.trace.notes
     trace = sampler.stop()
-    assert not trace.times
-    assert "nvidia-smi exited with status 6 before it was stopped" in trace.notes
-    assert "nvidia-smi said: No devices were found" in trace.notes
+    assert not trace.times and trace.notes.count("nvidia-smi said: No devices were found") == 1
 
 
 def test_a_poller_that_cannot_start_leaves_a_note_and_the_counter_still_measures() -> None:
@@ -467,3 +468,17 @@ def test_a_poller_that_cannot_start_leaves_a_note_and_the_counter_still_measures
     energy = window_energy("nvml", trace, result.t0, result.t1, result.counter_j)
     assert energy.source == "energy_counter" and energy.energy_j == pytest.approx(300.0 * result.duration_s, rel=0.15)
     assert energy.sensor_updates is None and energy.expected_samples == 0
+
+
+def test_an_nvidia_smi_stopped_by_eaq_leaves_no_note(tmp_path: Path, monkeypatch) -> None:
+    from eaq.measure.nvidia_smi import NvidiaSmiSampler
+
+    fake = tmp_path / "nvidia-smi"  # prints a reading every 20 ms until it is stopped, as the real one does
+    fake.write_text("#!/bin/sh\nwhile true; do echo 250.5; sleep 0.02; done\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    sampler = NvidiaSmiSampler("GPU-0000", interval_s=0.02)
+    sampler.start()
+    time.sleep(0.5)
+    trace = sampler.stop()
+    assert len(trace.times) > 5 and not trace.notes, trace.notes

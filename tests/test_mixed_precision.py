@@ -165,3 +165,24 @@ def test_a_plan_goes_with_precision_mixed_and_mixed_needs_one(out: Path, overrid
     result = run_eaq(out, *FAST, *overrides)
     assert result.returncode != 0
     assert says in result.stderr
+
+
+def test_the_plan_hash_is_of_the_bytes_applied_and_the_check_holds_per_shape(tmp_path: Path) -> None:
+    from collections import Counter
+
+    from eaq.precision.kernel_check import Profile
+    from eaq.precision.mixed import mixed
+
+    path = save_plan(PLAN, tmp_path / "plan.yaml")
+    applied = hashlib.sha256(path.read_bytes()).hexdigest()
+    precision = mixed(CPU, str(path))
+    model = precision.apply(load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model, CPU)
+    path.write_text(path.read_text() + "# edited while the run ran\n")  # the file changes before the run is tagged
+    assert precision.tags(model)["eaq.precision.plan_sha256"] == applied[:16]
+    # Two int8 GEMMs for the two int8 layers, and two float GEMMs of the 64 x 128 shape, where only one layer of that
+    # shape computes in float (block 1's FFN up-projection; block 0's is int8): few float GEMMs in all, but block 0's
+    # up-projection fell back to float at its shape.
+    seen = Profile(Counter({"aten::_int_mm": 2}), Counter(), Counter({("float", (64, 128)): 2}))
+    assert precision.judge(model, seen).failures == [
+        "2 float GEMMs of shape 64x128 per forward for 1 layers of that shape computing in float (a float fallback)"]
+    assert precision.judge(model, Profile(Counter({"aten::_int_mm": 2}), Counter(), Counter({("float", (64, 128)): 1}))).failures == []

@@ -237,7 +237,7 @@ def _frame(energies: dict[str, list[float]]) -> pd.DataFrame:
     rows = [
         {"kind": "benchmark", "status": "FINISHED", "valid": "true", "model": "m", "precision": precision,
          "batch_size": 8, "seq_len": 128, "compile": False, "compile_tuning": True, "compile_pattern_matcher": True,
-         "cuda_graphs": False, "workload": "forward", "setting": "", "trial": trial,
+         "cuda_graphs": False, "workload": "forward", "setting": "", "running": False, "trial": trial,
          "energy_per_sample_mj": value}
         for precision, values in energies.items()
         for trial, value in enumerate(values, 1)

@@ -116,12 +116,12 @@ def test_a_run_killed_before_it_logged_its_configuration_counts_for_no_configura
     # (sorting NaN among model names) and with it the sweep's summary.
     run = {"kind": "benchmark", "status": "FINISHED", "valid": None, "model": "m", "precision": "fp32", "batch_size": 4,
            "seq_len": 32, "compile": False, "compile_tuning": True, "compile_pattern_matcher": True, "cuda_graphs": False,
-           "workload": "forward", "setting": "", "latency_mean_ms": 1.0}
-    killed = dict.fromkeys(run) | {"kind": "benchmark", "status": "KILLED"}
+           "workload": "forward", "setting": "", "running": False, "latency_mean_ms": 1.0}
+    killed = dict.fromkeys(run) | {"kind": "benchmark", "status": "KILLED", "running": False}
     table = aggregate(pd.DataFrame([run, run | {"latency_mean_ms": 1.2}, killed]), metrics=("latency_mean_ms",))
     assert list(table["model"]) == ["m"] and table.iloc[0]["n"] == 2 and table.iloc[0]["failed"] == 0
     # A run still under way (a report built while its sweep runs) has not failed: counted as running.
-    table = aggregate(pd.DataFrame([run, run | {"status": "RUNNING"}, run | {"status": "FAILED"}]), metrics=("latency_mean_ms",))
+    table = aggregate(pd.DataFrame([run, run | {"status": "RUNNING", "running": True}, run | {"status": "FAILED"}]), metrics=("latency_mean_ms",))
     assert table.iloc[0][["n", "runs", "failed", "running"]].tolist() == [1, 3, 1, 1]
     assert [config_label(row) for _, row in wide(table).reset_index().iterrows()] == ["m-fp32-b4-s32"]
 
@@ -458,7 +458,7 @@ def test_a_run_left_marked_running_by_a_sweep_that_ended_counts_as_failed(tmp_pa
     row = aggregate(frame).iloc[0]
     assert row[["n", "runs", "failed", "running"]].tolist() == [1, 3, 1, 1]
     why = {names[r]: w for r, w in zip(problems(frame)["run id"], problems(frame)["why"])}
-    assert why == {"lost": "its sweep ended while it was marked running (its process was killed)", "running": "still running"}
+    assert why == {"lost": "its sweep ended while it was marked running (its process was killed)", "running": "marked running: still running, or killed before it could say"}
 
 
 def test_the_front_says_what_dominates_and_whether_the_trials_separate_it(tmp_path: Path) -> None:

@@ -112,6 +112,29 @@ def test_resume_reuses_only_a_run_measured_on_a_device_of_the_same_name(tmp_path
     assert device_name("cpu") == device_name("auto") == cpu_model() and device_name("cuda:0") is None
 
 
+def test_the_device_a_run_will_get_is_named_ahead_only_where_it_can_be_told(monkeypatch) -> None:
+    # NVML's listing of the host's GPUs (this machine has none): which name resume may match depends on it.
+    import eaq.measure.nvml
+    import eaq.slots
+    from eaq.tracking.environment import cpu_model, device_name
+
+    def host(*names: str) -> None:
+        gpus = [{"name": n, "uuid": f"GPU-{i}", "major": 9, "minor": 0, "total_memory": 0} for i, n in enumerate(names)]
+        for module in (eaq.measure.nvml, eaq.slots):
+            monkeypatch.setattr(module, "device_summaries", lambda nvml=None: gpus)
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    host("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3")
+    assert device_name("auto") == device_name("cuda") == device_name("cuda:1") == "NVIDIA H100 80GB HBM3"
+    assert device_name("cpu") == cpu_model()
+    host("NVIDIA H100 80GB HBM3", "NVIDIA H200")  # which one a run gets depends on the order and on GPU slots
+    assert device_name("auto") is None and device_name("cuda:1") is None
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # ... unless only one is visible
+    assert device_name("auto") == "NVIDIA H200"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-4b1c2d3e")  # MIG instances: named apart by torch and NVML
+    assert device_name("auto") is None
+
+
 def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path, capsys) -> None:
     # Windows of at least 4 s keep each run RUNNING long enough for the store to be read between two
     # looks (a quick run with no sensor and no trace margins ends within one MLflow query on a slow machine).

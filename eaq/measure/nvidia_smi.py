@@ -30,6 +30,7 @@ class NvidiaSmiSampler:
         self._process: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
         self._stderr: IO[str] | None = None
+        self._stopping = False
 
     def available(self) -> str | None:
         if shutil.which("nvidia-smi") is None:
@@ -46,17 +47,25 @@ class NvidiaSmiSampler:
         return ["stdbuf", "-oL", *base] if shutil.which("stdbuf") else base
 
     def _consume(self) -> None:
-        assert self._process is not None and self._process.stdout is not None
-        for line in self._process.stdout:
+        process = self._process
+        assert process is not None and process.stdout is not None
+        for line in process.stdout:
             try:
                 self.trace.add(time.perf_counter(), {"power_smi_w": float(line.strip())})
             except ValueError:
                 self.trace.note(f"nvidia-smi printed a line that is not a number: {line.strip()!r}")
+        # Its output ended. Not stopped by stop(): it exited on its own, said now, so a window whose energy is
+        # taken before stop() (the idle baseline) already carries the reason.
+        status = process.wait()
+        if not self._stopping:
+            self.trace.note(f"nvidia-smi exited with status {status} before it was stopped")
+            self._note_stderr()
 
     def start(self) -> None:
         from eaq.measure.nvml import nvml_uuid
 
         self.uuid = nvml_uuid(self.uuid) if self.uuid else None
+        self._stopping = False
         # A file, not a pipe: nobody reads stderr while it polls, and a full pipe would stall it.
         self._stderr = tempfile.TemporaryFile("w+", errors="replace")  # a stray byte must not fail the run at stop()
         self._process = subprocess.Popen(
@@ -70,7 +79,7 @@ class NvidiaSmiSampler:
 
     def stop(self) -> PowerTrace:
         if self._process is not None:
-            exited = self._process.poll()  # before terminate(): an exit of its own, not ours
+            self._stopping = True  # the reader, at the end of the output, then knows the exit was ours
             self._process.terminate()
             try:
                 self._process.wait(timeout=5)
@@ -79,9 +88,7 @@ class NvidiaSmiSampler:
             if self._reader is not None:
                 self._reader.join(timeout=5)
             self._process = None
-            if exited is not None:
-                self.trace.note(f"nvidia-smi exited with status {exited} before it was stopped")
-            self._note_stderr()
+            self._note_stderr()  # what it said before it was stopped (the reader took it if it exited on its own)
         return self.trace
 
     def _note_stderr(self) -> None:

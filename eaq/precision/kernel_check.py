@@ -107,16 +107,20 @@ def linear_float_gemms(model: nn.Module, seen: Profile) -> Counter[str]:
     return found
 
 
-def fallbacks_by_shape(model: nn.Module, seen: Profile) -> list[str]:
-    """Each Linear shape with more float GEMMs per forward than float (unquantized) layers of that shape."""
-    layers = [m for m in model.modules() if isinstance(m, nn.Linear)]
-    left = Counter((m.in_features, m.out_features) for m in layers if not is_quantized(m))
-    shapes = {(m.in_features, m.out_features) for m in layers}
+def fallbacks_by_shape(model: nn.Module, seen: Profile,
+                       in_float: Callable[[str, nn.Linear], bool] = lambda name, layer: not is_quantized(layer)) -> list[str]:
+    """Each Linear shape with more float GEMMs per forward than layers of that shape computing in float.
+
+    ``in_float(name, layer)``: whether that layer's matmul is a float GEMM (by default: its weight is not
+    quantized; a mixed plan's weight-only layers compute in float too)."""
+    layers = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+    left = Counter((m.in_features, m.out_features) for n, m in layers if in_float(n, m))
+    shapes = {(m.in_features, m.out_features) for _, m in layers}
     ran: Counter[tuple[int, int]] = Counter()
     for (_, shape), n in seen.float_gemms.items():
         if shape in shapes:
             ran[shape] += n
-    return [f"{n} float GEMMs of shape {k}x{o} per forward for {left[(k, o)]} unquantized layers of that shape (a float fallback)"
+    return [f"{n} float GEMMs of shape {k}x{o} per forward for {left[(k, o)]} layers of that shape computing in float (a float fallback)"
             for (k, o), n in sorted(ran.items()) if n > left[(k, o)]]
 
 

@@ -31,7 +31,8 @@ from torch import nn
 
 from eaq.errors import ConfigError, UnsupportedPrecisionError
 from eaq.precision.base import dtype_name, set_tf32
-from eaq.precision.kernel_check import PROFILER_DTYPES, KernelCheck, Profile, copies, linear_float_gemms, lowp_gemms
+from eaq.precision.kernel_check import (PROFILER_DTYPES, KernelCheck, Profile, copies, fallbacks_by_shape, linear_float_gemms,
+                                       lowp_gemms)
 from eaq.precision.native import bf16, fp16, fp32
 from eaq.precision.requirements import Requirements
 from eaq.precision.torchao_quant import TorchaoQuant, _quantization, fp8, int4_weight_only, int8, int8_weight_only
@@ -246,8 +247,8 @@ class MixedPrecision:
         """The kernel check per format: each format's GEMM ran at least once per layer it holds.
 
         Float GEMMs may run only for the layers left in the base and the weight-only
-        layers (whose matmul computes in the base dtype); more means a quantized-math
-        layer fell back. Every float GEMM must be in the base dtype. Both count float GEMMs shaped
+        layers (whose matmul computes in the base dtype), in all and per Linear shape; more
+        means a quantized-math layer fell back. Every float GEMM must be in the base dtype. Both count float GEMMs shaped
         like a Linear layer only (eaq.precision.kernel_check).
         """
         failures = []
@@ -266,6 +267,9 @@ class MixedPrecision:
         floats = sum(float_gemms.values())
         if floats > float_layers:
             failures.append(f"{floats} float GEMMs per forward for {float_layers} layers computing in the base dtype (a float fallback)")
+        else:  # the count holds in all: and shape by shape?
+            failures += fallbacks_by_shape(model, seen, lambda name, _: name not in self.plan.layers
+                                           or not self.formats[self.plan.layers[name]].quantized_math)
         expected = PROFILER_DTYPES[self.float_gemm_dtype]
         for dtype, n in sorted(float_gemms.items()):
             if dtype != expected:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from eaq.report.frame import COMPILER_DEFAULTS, CONFIG_KEYS, REPORTED, SCOPE_KEYS, UNDER_WAY
+from eaq.report.frame import COMPILER_DEFAULTS, CONFIG_KEYS, REPORTED, SCOPE_KEYS
 
 LEVEL = 0.95
 # What the report aggregates; a metric absent from every run (energy on a CPU) is "not measured", not 0.
@@ -63,7 +63,7 @@ def aggregate(frame: pd.DataFrame, metrics: tuple[str, ...] = METRICS) -> pd.Dat
         finished = group[group["status"] == "FINISHED"]
         counted = finished[finished["valid"].fillna("") != "false"]
         # Under way (a report built while its sweep runs): not finished, not failed either (eaq.report.frame).
-        running = int(group.get("running", group["status"].isin(UNDER_WAY)).sum())
+        running = int(group["running"].sum())
         counts = {"runs": len(group), "invalid": int((finished["valid"] == "false").sum()),
                   "failed": len(group) - len(finished) - running, "running": running}
         for metric in metrics:

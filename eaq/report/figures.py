@@ -191,11 +191,15 @@ def pareto_front(points: pd.DataFrame, energy: str, quality: str) -> pd.DataFram
     return points.loc[keep].sort_values(energy)
 
 
+# At most this many panels side by side (more go on further rows).
+PANEL_COLUMNS = 4
+
+
 def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) -> Figure:
     """Energy per sample against quality, the Pareto front drawn through the winners: one panel per scope in which
     configurations compete (SCOPE_KEYS: batch size, and the sequence length, workload, device, dataset and sampler
     where the runs have several), as the front's verdicts (eaq.report.front) judge them."""
-    title = f"{model}: energy vs quality, Pareto front per batch size"
+    title = f"{model}: energy vs quality, Pareto front per batch size and setting"
     rows = with_variants(configs[configs["model"] == model])
     if quality is None:
         return Figure(title, note="no quality metric (synthetic data): energy vs quality not drawn.")
@@ -204,7 +208,11 @@ def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) ->
     scopes = [k for k in SCOPE_KEYS if k != "model"]
     panels = list(rows[rows["energy_per_sample_mj"].notna()].groupby(scopes, sort=True, dropna=False))
     several = {k: rows[k].nunique() > 1 for k in ("seq_len", "workload")}
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False)
+    columns = min(len(panels), PANEL_COLUMNS)  # rows of panels: a sweep of many shapes stays a drawable size
+    rows_n = math.ceil(len(panels) / columns)
+    fig, axes = plt.subplots(rows_n, columns, figsize=(5.5 * columns, 4.5 * rows_n), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
     for ax, (key, sub) in zip(axes.flat, panels):
         scope = dict(zip(scopes, key))
         _scatter_ci(ax, sub, "energy_per_sample_mj", quality)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 import pandas as pd
 
@@ -88,9 +89,10 @@ def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Serie
     none varies): what tells two otherwise equal configurations apart, and nothing more, in a label.
 
     Judged per kind, so layer-analysis runs do not rename the benchmark's configurations. A run that failed before
-    it logged its environment (the device's name comes with the run's end) takes the value its configuration's
-    other runs recorded, where they recorded one, and is counted with them; where they recorded several, which
-    one it was is unknown and it stays apart, unnamed. A run with no parameters is of no configuration.
+    it logged a value (runs logged before the device's name was tagged at a run's start, or whose device could not
+    be told ahead: eaq.tracking.environment.device_name) takes the value its configuration's other runs recorded,
+    where they recorded one, and is counted with them; where they recorded several, which one it was is unknown and
+    it stays apart, unnamed. A run with no parameters is of no configuration.
     """
     known = frame["model"].notna() & frame["precision"].notna()
     keys = [k for k in CONFIG_KEYS if k != "setting"]
@@ -108,16 +110,21 @@ def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Serie
 
 
 def ended_sweeps(client: MlflowClient, runs: list) -> set[str]:
-    """The parent runs of runs still marked under way whose sweep is no longer (or no longer exists)."""
+    """The parent runs of runs still marked under way whose sweep is no longer: ended, deleted, or gone."""
     parents = {r.data.tags.get(PARENT_TAG) for r in runs if r.info.status in UNDER_WAY} - {None}
     ended = set()
     for parent in parents:
         try:
-            if client.get_run(parent).info.status not in UNDER_WAY:
-                ended.add(parent)
-        except Exception:  # MLflow's own exception class: a parent deleted since
+            found = client.get_run(parent)
+        except MlflowException as error:  # gone; any other failure (a server's hiccup) is the report's to say
+            if error.error_code != "RESOURCE_DOES_NOT_EXIST":
+                raise
+            ended.add(parent)
+            continue
+        if found.info.status not in UNDER_WAY or found.info.lifecycle_stage == "deleted":
             ended.add(parent)
     return ended
+
 
 
 def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:

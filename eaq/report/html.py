@@ -57,9 +57,10 @@ def problems(frame: pd.DataFrame) -> pd.DataFrame:
     """Runs that did not count: failed (with their error) or flagged invalid (with ``eaq.valid.reasons``)."""
     bad = frame[(frame["status"] != "FINISHED") | (frame["valid"] == "false")]
     why = bad["error"].where(bad["status"] != "FINISHED", bad["valid_reasons"])
-    # A run marked under way: still running, or its sweep ended without it (its process killed before it could say).
+    # A run marked under way: running, or left so by a process killed before it could say (its sweep ended: surely;
+    # a run of no sweep, or of a sweep itself killed, cannot be told from a live one).
     under_way = bad["status"].isin(UNDER_WAY)
-    why = why.mask(under_way & bad["running"], "still running").mask(
+    why = why.mask(under_way & bad["running"], "marked running: still running, or killed before it could say").mask(
         under_way & ~bad["running"], "its sweep ended while it was marked running (its process was killed)")
     return pd.DataFrame({"run": bad["run_name"], "run id": bad["run_id"], "status": bad["status"],
                          "valid": bad["valid"].fillna(""), "why": why.fillna("no reason recorded")})

@@ -9,7 +9,6 @@ the trace shows both and the window's edges have samples on either side.
 from __future__ import annotations
 
 import copy
-import hashlib
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -159,7 +158,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
             if cfg.trials.reuse_quality:
                 # Everything the figures depend on; the trial index is not among them.
-                plan = hashlib.sha256(Path(cfg.precision.plan).read_bytes()).hexdigest() if cfg.precision.plan else None
+                plan = precision.plan.sha256 if isinstance(precision, MixedPrecision) else None  # the bytes it applied
                 quality_key = reference_key(
                     reference=key, precision=asdict(cfg.precision), plan=plan, batch_size=cfg.batch_size, device=device_key(device),
                     fidelity=FIDELITY_ARITHMETIC,

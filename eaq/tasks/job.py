@@ -114,8 +114,14 @@ def run_job(cfg: DictConfig) -> str:
         sys.exit(2)
 
     digest = config_hash(resolved)
+    # Where the run will be, as far as it can be told before it starts: resume reuses only a run measured there, and
+    # the run carries it from its start, so a run that fails before its end still says which device it was on.
+    device = device_name(str(resolved.get("device", "auto")))
     if multirun and resolved.get("resume", True):
-        done = finished_run(client, experiment_id, digest, device_name(str(resolved.get("device", "auto"))))
+        done = finished_run(client, experiment_id, digest, device) if device is not None else None
+        if device is None:
+            log.info("%s: resume: which device this run gets cannot be told ahead (GPUs of several names, or MIG); "
+                     "nothing reused", resolved["run_name"])
         if done is not None:
             record_skip(client, hydra_cfg.sweep.dir, done)
             log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
@@ -125,7 +131,8 @@ def run_job(cfg: DictConfig) -> str:
         client,
         experiment_id,
         run_name=str(resolved["run_name"]),
-        tags={**choices, "eaq.config_hash": digest, "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark"},
+        tags={**choices, "eaq.config_hash": digest, "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark",
+              **({"eaq.env.device_name": device} if device is not None else {})},
         parent_run_id=parent_run_id(hydra_cfg.sweep.dir) if multirun else None,
     )
     output_dir = Path(hydra_cfg.runtime.output_dir)

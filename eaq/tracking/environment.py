@@ -119,22 +119,25 @@ def capture(device: dict[str, Any], config_hash: str) -> dict[str, Any]:
 
 def device_name(spec: str) -> str | None:
     """The name ``eaq.env.device_name`` will hold for a run of ``device=spec``, known before the run starts and
-    without a CUDA context (NVML; this process forks the runs): the GPU's name, or the CPU's model.
+    without a CUDA context (NVML; this process forks the runs): the CPU's model, or the GPU's name where every GPU
+    this process sees has that name.
 
-    None where it cannot be told: an index past the GPUs this process sees, or GPUs of several names under a
-    ``cuda`` spec that GPU slots may move to another card.
+    None where it cannot be told: GPUs of several names (which one a run gets depends on the device order and on
+    GPU slots), MIG instances (CUDA_VISIBLE_DEVICES names them; torch and NVML name them differently), or a GPU
+    asked for where NVML sees none.
     """
     from eaq.slots import visible_gpus
     from eaq.measure.nvml import device_summaries
 
-    names = {gpu["uuid"]: gpu["name"] for gpu in device_summaries()}
-    visible = [names[uuid] for uuid in visible_gpus() if uuid in names]
-    if spec == "cpu" or (spec == "auto" and not visible):
+    if spec == "cpu":
         return cpu_model()
-    if spec == "auto" or len(set(visible)) == 1:
-        return visible[0] if visible else None
-    index = int(spec.partition(":")[2] or 0) if spec.startswith("cuda") else -1
-    return visible[index] if 0 <= index < len(visible) else None
+    if "MIG-" in os.environ.get("CUDA_VISIBLE_DEVICES", ""):
+        return None
+    names = {gpu["uuid"]: gpu["name"] for gpu in device_summaries()}
+    visible = {names[uuid] for uuid in visible_gpus() if uuid in names}
+    if spec == "auto" and not visible:
+        return cpu_model()
+    return visible.pop() if len(visible) == 1 else None
 
 
 def summary_tags(env: dict[str, Any]) -> dict[str, str]:

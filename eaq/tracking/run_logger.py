@@ -48,8 +48,10 @@ def finished_run(client: MlflowClient, experiment_id: str, config_hash: str, dev
     shared by an H100 and an H200 host holds both); None: any device.
     """
     where = f"tags.`eaq.config_hash` = '{config_hash}' and attributes.status = 'FINISHED'"
-    quote = next((q for q in "'\"" if q not in (device_name or "")), None)  # MLflow's filters escape neither
-    if device_name is not None and quote is not None:
+    if device_name is not None:
+        quote = next((q for q in "'\"" if q not in device_name), None)  # MLflow's filters escape neither
+        if quote is None:  # a name no filter can hold: reuse nothing rather than another device's run
+            return None
         where += f" and tags.`eaq.env.device_name` = {quote}{device_name}{quote}"
     found = client.search_runs([experiment_id], filter_string=where, max_results=100)
     return next((r.info.run_id for r in found if r.data.tags.get("eaq.valid") != "false"), None)
