@@ -434,17 +434,23 @@ def test_other_processes_on_the_gpu_do_not_count_this_one_under_a_pid_namespace(
         sampler.stop()
 
 
-def test_what_nvidia_smi_says_on_stderr_and_its_early_exit_are_in_the_trace(tmp_path: Path, monkeypatch) -> None:
-    # This machine has no nvidia-smi: a stand-in on PATH that fails the way a wrong --id does.
+def _nvidia_smi_sampling(script: str, folder: Path, monkeypatch: pytest.MonkeyPatch):
+    """The nvidia_smi sampler, half a second after its start, over a stand-in nvidia-smi (this machine has none)."""
     from eaq.measure.nvidia_smi import NvidiaSmiSampler
 
-    fake = tmp_path / "nvidia-smi"
-    fake.write_text("#!/bin/sh\necho 'No devices were found' >&2\nexit 6\n")
+    fake = folder / "nvidia-smi"
+    fake.write_text(f"#!/bin/sh\n{script}\n")
     fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
     sampler = NvidiaSmiSampler("GPU-0000", interval_s=0.02)
     sampler.start()
     time.sleep(0.5)
+    return sampler
+
+
+def test_what_nvidia_smi_says_on_stderr_and_its_early_exit_are_in_the_trace(tmp_path: Path, monkeypatch) -> None:
+    # It fails the way a wrong --id does.
+    sampler = _nvidia_smi_sampling("echo 'No devices were found' >&2\nexit 6", tmp_path, monkeypatch)
     # Said before stop(): a window whose energy is taken from the live trace (the idle baseline) carries it.
     assert "nvidia-smi exited with status 6 before it was stopped" in sampler.trace.notes
     assert "nvidia-smi said: No devices were found" in sampler.trace.notes
@@ -471,14 +477,6 @@ def test_a_poller_that_cannot_start_leaves_a_note_and_the_counter_still_measures
 
 
 def test_an_nvidia_smi_stopped_by_eaq_leaves_no_note(tmp_path: Path, monkeypatch) -> None:
-    from eaq.measure.nvidia_smi import NvidiaSmiSampler
-
-    fake = tmp_path / "nvidia-smi"  # prints a reading every 20 ms until it is stopped, as the real one does
-    fake.write_text("#!/bin/sh\nwhile true; do echo 250.5; sleep 0.02; done\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    sampler = NvidiaSmiSampler("GPU-0000", interval_s=0.02)
-    sampler.start()
-    time.sleep(0.5)
-    trace = sampler.stop()
+    # It prints a reading every 20 ms until it is stopped, as the real one does.
+    trace = _nvidia_smi_sampling("while true; do echo 250.5; sleep 0.02; done", tmp_path, monkeypatch).stop()
     assert len(trace.times) > 5 and not trace.notes, trace.notes
