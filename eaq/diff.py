@@ -114,11 +114,17 @@ def compare(a: str, b: str, client: MlflowClient, count_env: bool) -> int:
 def sweep(parent: str, client: MlflowClient) -> int:
     run = _find_run(client, parent)
     # Its children and the runs resume reused for it, by id: a rerun of a killed run has that run's name.
-    configs = {c.info.run_id: measurement_config(_from_run(client, c)[0]) for c in sweep_runs(client, run)}
+    configs, unrecorded = {}, []
+    for child in sweep_runs(client, run):
+        try:
+            configs[child.info.run_id] = measurement_config(_from_run(client, child)[0])
+        except MlflowException:  # killed before it logged its config: nothing to compare, said below
+            unrecorded.append(child.info.run_name)
     keys = sorted(set().union(*configs.values())) if configs else []
     varying = {k: sorted({cfg.get(k, "(absent)") for cfg in configs.values()}) for k in keys}
     varying = {k: v for k, v in varying.items() if len(v) > 1}
-    print(f"sweep {run.info.run_name}: {len(configs)} runs; {len(varying)} key(s) vary")
+    print(f"sweep {run.info.run_name}: {len(configs)} runs; {len(varying)} key(s) vary"
+          + (f"; {len(unrecorded)} without a recorded config left out ({', '.join(unrecorded)})" if unrecorded else ""))
     for key, values in varying.items():
         print(f"  {key}: {', '.join(values)}")
     return 0

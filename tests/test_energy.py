@@ -456,6 +456,7 @@ def test_what_nvidia_smi_says_on_stderr_and_its_early_exit_are_in_the_trace(tmp_
     assert "nvidia-smi said: No devices were found" in sampler.trace.notes
     trace = sampler.stop()
     assert not trace.times and trace.notes.count("nvidia-smi said: No devices were found") == 1
+    assert trace.notes.count("nvidia-smi exited with status 6 before it was stopped") == 1  # said once
 
 
 def test_a_poller_that_cannot_start_leaves_a_note_and_the_counter_still_measures() -> None:

@@ -46,6 +46,7 @@ def test_a_plan_file_round_trips(tmp_path: Path) -> None:
         ("base: fp64\nlayers: {}\n", "base 'fp64' is not a float format"),
         ("layers: {a: int8}\n", "must be a mapping with 'base'"),
         ("base: [fp32\n", "is not valid YAML"),
+        ("base: fp32\nlayers:\n  a: int8\n  a: fp8\n", "is not valid YAML .*given twice: a"),  # PyYAML keeps the last
     ],
 )
 def test_a_malformed_plan_says_what_to_fix(tmp_path: Path, text: str, says: str) -> None:

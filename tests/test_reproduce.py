@@ -118,15 +118,17 @@ def test_the_device_a_run_will_get_is_named_ahead_only_where_it_can_be_told(monk
     import eaq.slots
     from eaq.tracking.environment import cpu_model, device_name
 
-    def host(*names: str) -> None:
-        gpus = [{"name": n, "uuid": f"GPU-{i}", "major": 9, "minor": 0, "total_memory": 0} for i, n in enumerate(names)]
+    def host(*names: str, mig: bool = False) -> None:
+        gpus = [{"name": n, "uuid": f"GPU-{i}", "major": 9, "minor": 0, "total_memory": 0, "mig": mig} for i, n in enumerate(names)]
         for module in (eaq.measure.nvml, eaq.slots):
             monkeypatch.setattr(module, "device_summaries", lambda nvml=None: gpus)
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     host("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3")
     assert device_name("auto") == device_name("cuda") == device_name("cuda:1") == "NVIDIA H100 80GB HBM3"
-    assert device_name("cpu") == cpu_model()
+    assert device_name("cpu") == device_name("cpu:0") == cpu_model()
+    host("NVIDIA H100 80GB HBM3", mig=True)  # MIG on, CUDA_VISIBLE_DEVICES unset (a scheduler's own variables chose)
+    assert device_name("auto") is None
     host("NVIDIA H100 80GB HBM3", "NVIDIA H200")  # which one a run gets depends on the order and on GPU slots
     assert device_name("auto") is None and device_name("cuda:1") is None
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # ... unless only one is visible
@@ -195,6 +197,11 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     assert (len(latency), latency.iloc[0]["n"], latency.iloc[0]["runs"]) == (1, 3, 3)
     assert diff_main(["--sweep", parents[0].info.run_id, "--uri", uri]) == 0
     assert ": 3 runs; 1 key(s) vary" in capsys.readouterr().out  # the trials it measured and reused; only trial varies
+    # A run killed before it logged its config is said, not a traceback.
+    bare = store(out).create_run(parents[0].info.experiment_id, run_name="bare", tags={"mlflow.parentRunId": parents[0].info.run_id})
+    store(out).set_terminated(bare.info.run_id, "KILLED")
+    assert diff_main(["--sweep", parents[0].info.run_id, "--uri", uri]) == 0
+    assert ": 3 runs; 1 key(s) vary; 1 without a recorded config left out (bare)" in capsys.readouterr().out
     # A parent has no config of its own: diff and rerun say so, and how to go on.
     assert diff_main([parents[0].info.run_id, finished[0].info.run_id, "--uri", uri]) == 2
     assert rerun_main([parents[0].info.run_id, "--uri", uri]) == 2

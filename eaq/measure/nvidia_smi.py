@@ -58,7 +58,7 @@ class NvidiaSmiSampler:
         # taken before stop() (the idle baseline) already carries the reason.
         status = process.wait()
         if not self._stopping:
-            self.trace.note(f"nvidia-smi exited with status {status} before it was stopped")
+            self._note_exit(status)
             self._note_stderr()
 
     def start(self) -> None:
@@ -79,6 +79,7 @@ class NvidiaSmiSampler:
 
     def stop(self) -> PowerTrace:
         if self._process is not None:
+            exited = self._process.poll()  # an exit of its own just before this, which the reader may not have said
             self._stopping = True  # the reader, at the end of the output, then knows the exit was ours
             self._process.terminate()
             try:
@@ -88,8 +89,16 @@ class NvidiaSmiSampler:
             if self._reader is not None:
                 self._reader.join(timeout=5)
             self._process = None
+            if exited is not None:
+                self._note_exit(exited)
             self._note_stderr()  # what it said before it was stopped (the reader took it if it exited on its own)
         return self.trace
+
+    def _note_exit(self, status: int) -> None:
+        """An exit of its own, said once (by the reader at the end of the output, or by stop())."""
+        note = f"nvidia-smi exited with status {status} before it was stopped"
+        if note not in self.trace.notes:
+            self.trace.note(note)
 
     def _note_stderr(self) -> None:
         """nvidia-smi's complaints, once, as one note (its last 500 characters)."""

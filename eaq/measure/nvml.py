@@ -170,8 +170,16 @@ def gpu_facts(uuid: str, nvml: ModuleType | None = None) -> dict[str, str]:
     return facts
 
 
+def _mig_on(nvml: ModuleType, handle: Any) -> bool:
+    try:
+        return nvml.nvmlDeviceGetMigMode(handle)[0] == 1
+    except Exception:  # a GPU without MIG (or a driver without the query): off
+        return False
+
+
 def device_summaries(nvml: ModuleType | None = None) -> list[dict[str, Any]]:
-    """Per GPU, in NVML's order (the PCI bus's): name, UUID, compute capability and memory, read without a CUDA context."""
+    """Per GPU, in NVML's order (the PCI bus's): name, UUID, compute capability, memory and whether MIG is on (its
+    instances are what CUDA then sees, named apart from the GPU), read without a CUDA context."""
     try:
         nvml = nvml or import_pynvml()
         nvml.nvmlInit()
@@ -183,7 +191,7 @@ def device_summaries(nvml: ModuleType | None = None) -> list[dict[str, Any]]:
             uuid = nvml.nvmlDeviceGetUUID(handle)
             found.append({"name": name.decode() if isinstance(name, bytes) else name, "major": major, "minor": minor,
                           "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
-                          "total_memory": nvml.nvmlDeviceGetMemoryInfo(handle).total})
+                          "total_memory": nvml.nvmlDeviceGetMemoryInfo(handle).total, "mig": _mig_on(nvml, handle)})
         return found
     except Exception:  # no driver, no library: nothing to tell
         return []

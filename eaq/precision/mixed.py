@@ -87,6 +87,18 @@ def save_plan(plan: Plan, path: str | Path) -> Path:
     return path
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice: PyYAML keeps the last silently, and a plan naming one layer
+    twice (two formats) would run one of them without a word."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
+        twice = sorted({str(k) for k in keys if keys.count(k) > 1})
+        if twice:
+            raise yaml.constructor.ConstructorError(None, None, f"given twice: {', '.join(twice)}", node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_plan(path: str | Path) -> Plan:
     """Read and check a plan file; a missing or malformed one fails with what to fix."""
     path = Path(path).expanduser()
@@ -94,7 +106,7 @@ def load_plan(path: str | Path) -> Plan:
         raise ConfigError(f"precision.plan={path} does not exist; give the path of a plan YAML (e.g. one task=layers wrote).")
     raw = path.read_bytes()  # read once: the hash recorded is of the bytes applied, even if the file changes mid-run
     try:
-        data = yaml.safe_load(raw.decode())
+        data = yaml.load(raw.decode(), Loader=_UniqueKeys)  # noqa: S506 (a safe loader)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"precision.plan={path} is not valid YAML ({exc}); fix the file.") from exc
     if not isinstance(data, dict) or not isinstance(data.get("base"), str) or not isinstance(data.get("layers"), dict):

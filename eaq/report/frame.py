@@ -126,7 +126,6 @@ def ended_sweeps(client: MlflowClient, runs: list) -> set[str]:
     return ended
 
 
-
 def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
     """One row per run: ids, configuration, status, validity tags, env tags and every documented metric.
 

@@ -30,7 +30,7 @@ from eaq.tracking.flatten import config_hash, flatten
 from eaq.tracking.run_logger import TrackedRun
 from eaq.tracking.store import open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip
-from eaq.tracking.environment import capture, device_name, summary_tags
+from eaq.tracking.environment import capture, cpu_model, device_name, summary_tags
 from eaq.tracking.progress import output_sink, show_phase
 from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
@@ -116,12 +116,13 @@ def run_job(cfg: DictConfig) -> str:
     digest = config_hash(resolved)
     # Where the run will be, as far as it can be told before it starts: resume reuses only a run measured there, and
     # the run carries it from its start, so a run that fails before its end still says which device it was on.
-    device = device_name(str(resolved.get("device", "auto")))
+    spec = str(resolved.get("device", "auto"))
+    device = device_name(spec)
     if multirun and resolved.get("resume", True):
         done = finished_run(client, experiment_id, digest, device) if device is not None else None
         if device is None:
-            log.info("%s: resume: which device this run gets cannot be told ahead (GPUs of several names, or MIG); "
-                     "nothing reused", resolved["run_name"])
+            log.info("%s: resume: which device this run gets cannot be told ahead (no GPU NVML can see for "
+                     "device=%s, GPUs of several names, or MIG); nothing reused", resolved["run_name"], spec)
         if done is not None:
             record_skip(client, hydra_cfg.sweep.dir, done)
             log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
@@ -132,7 +133,9 @@ def run_job(cfg: DictConfig) -> str:
         experiment_id,
         run_name=str(resolved["run_name"]),
         tags={**choices, "eaq.config_hash": digest, "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark",
-              **({"eaq.env.device_name": device} if device is not None else {})},
+              # Only where sure: "auto" read as the CPU because NVML saw no GPU may yet run on one that torch sees.
+              **({"eaq.env.device_name": device} if device is not None and not (spec == "auto" and device == cpu_model())
+                 else {})},
         parent_run_id=parent_run_id(hydra_cfg.sweep.dir) if multirun else None,
     )
     output_dir = Path(hydra_cfg.runtime.output_dir)

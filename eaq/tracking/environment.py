@@ -129,12 +129,13 @@ def device_name(spec: str) -> str | None:
     from eaq.slots import visible_gpus
     from eaq.measure.nvml import device_summaries
 
-    if spec == "cpu":
+    if spec.startswith("cpu"):
         return cpu_model()
-    if "MIG-" in os.environ.get("CUDA_VISIBLE_DEVICES", ""):
+    gpus = {gpu["uuid"]: gpu for gpu in device_summaries()}
+    seen = [gpus[uuid] for uuid in visible_gpus() if uuid in gpus]
+    if "MIG-" in os.environ.get("CUDA_VISIBLE_DEVICES", "") or any(gpu.get("mig") for gpu in seen):
         return None
-    names = {gpu["uuid"]: gpu["name"] for gpu in device_summaries()}
-    visible = {names[uuid] for uuid in visible_gpus() if uuid in names}
+    visible = {gpu["name"] for gpu in seen}
     if spec == "auto" and not visible:
         return cpu_model()
     return visible.pop() if len(visible) == 1 else None
