@@ -23,16 +23,17 @@ import sys
 
 import pandas as pd
 
-from eaq.report.frame import compiler_settings
+from eaq.report.frame import PARAMS, TAGS, compiler_settings
+from eaq.report.frame import SETTING as FRAME_SETTING
 from eaq.report.table import runs_table
 
 SHAPE = ("model.name", "seq_len", "batch_size")
 # Compiled with torchao's tuned Inductor settings or with the defaults: two configurations, never averaged together.
 COMPILER = ("compile_tuning", "compile_pattern_matcher", "cuda_graphs")
 KEYS = (*SHAPE, "compile", *COMPILER)
-# Where a run ran and on what (as the report's SETTING): keys where the stores' runs differ in them, so stores of
-# an H100 and an H200, or of two datasets, are never averaged together.
-SETTING = ("eaq.env.device_name", "dataset.name", "sampler.name")
+# Where a run ran and on what (the report's SETTING, by their MLflow names): keys where the stores' runs differ in
+# them, so stores of an H100 and an H200, or of two datasets, are never averaged together.
+SETTING = tuple({column: name for name, column in {**PARAMS, **TAGS}.items()}[c] for c in FRAME_SETTING)
 COLUMNS = (
     "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.compile_tuning",
     "params.compile_pattern_matcher", "params.cuda_graphs", "params.workload.name", "params.dataset.name",

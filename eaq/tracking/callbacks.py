@@ -81,7 +81,7 @@ def record_skip(client: MlflowClient, sweep_dir: str, run_id: str) -> None:
         handle.write(run_id + "\n")
     parent = parent_run_id(sweep_dir)
     if parent is not None:
-        client.set_tag(parent, REUSED_TAG + run_id, client.get_run(run_id).info.run_name)
+        client.set_tag(parent, REUSED_TAG + run_id, redact(client.get_run(run_id).info.run_name))  # as every record
 
 
 def parent_run_id(sweep_dir: str) -> str | None:

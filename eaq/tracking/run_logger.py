@@ -3,8 +3,9 @@
 Uses the explicit ``MlflowClient`` rather than mlflow's global active run, so several
 runs in one process (a Hydra multirun) never leak state into each other. Every param, tag
 and text artifact passes through eaq.tracking.redact on its way in. This class writes every
-run's records; the one other writer, the report's (eaq.report.build.log), redacts its folder
-before it logs it, so no credential reaches the store by another path.
+run's records; the other writers redact too: the report's (eaq.report.build.log) its folder
+before it logs it, resume's (eaq.tracking.callbacks.record_skip) the tag it puts on a sweep's
+parent, so no credential reaches the store by another path.
 """
 
 from __future__ import annotations
