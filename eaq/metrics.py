@@ -163,8 +163,13 @@ METRICS: tuple[Metric, ...] = (
     Metric("layers_model_glue_attribution_mj", "mJ", "task=layers: the whole-model window's energy per pass in proportion to layers_model_glue_time_ms."),
     Metric("layers_components", "count", "task=layers: components the model was grouped into (rows of layers/components.csv)."),
     *(
-        Metric(f"energy_share_{kind}", "1", f"task=layers: share of the components' summed energy spent in {kind} components (basis: tag eaq.layers.share_basis).")
+        metric
         for kind in ("embeddings", "attention", "ffn", "layer_norm", "head", "other")
+        for metric in (
+            Metric(f"energy_share_{kind}", "1", f"task=layers: share of the components' summed energy spent in {kind} components (basis: tag eaq.layers.share_basis)."),
+            Metric(f"sensitivity_impact_{kind}", "1", f"task=layers: impact score (docs/impact.md) of lowering every {kind} component at once to layers.target; absent where none has a layer the target takes."),
+            Metric(f"ablation_impact_{kind}", "1", f"task=layers: impact score of skipping every {kind} component's residual branch at once (attention and ffn only; layers.ablation)."),
+        )
     ),
 )
 

@@ -13,7 +13,7 @@ import torch
 import yaml
 from omegaconf import OmegaConf
 from torch import nn
-from transformers import AutoConfig, AutoModelForSequenceClassification
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSequenceClassification
 
 from eaq.config import ModelConfig
 from eaq.layers.components import TYPES, Component, find_blocks, find_components
@@ -32,7 +32,7 @@ from eaq.models.masks import eager_mask_decisions
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.samplers import NoSampler
-from eaq.layers.tables import COMPONENT_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_SAVING_COLUMNS, Impacts, component_rows, energy_shares, type_rows
+from eaq.layers.tables import COMPONENT_COLUMNS, IMPACT_DETAIL_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_COLUMNS, TYPE_SAVING_COLUMNS, Impacts, component_rows, energy_shares, type_rows
 from eaq.metrics import METRIC_NAMES, documented_tag
 from conftest import FAST, all_runs, run_eaq, store
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -49,6 +49,8 @@ def tiny(kind: str) -> nn.Module:
     """The test presets (conf/model/<kind>.yaml) as eaq loads them, or a DistilBERT-shaped classifier."""
     if kind == "distilbert":
         return AutoModelForSequenceClassification.from_config(AutoConfig.for_model("distilbert", **DISTILBERT_TINY)).eval()
+    if kind in HUB_TINY:  # architectures eaq has no preset of, grouped by the same name rules
+        return AutoModelForCausalLM.from_config(AutoConfig.for_model(kind, **HUB_TINY[kind])).eval()
     cfg = ModelConfig(**OmegaConf.to_container(OmegaConf.load(CONF / "model" / f"{kind}.yaml")))
     return load_model(cfg, with_tokenizer=False).model
 
@@ -58,7 +60,15 @@ def own_parameters(model: nn.Module) -> list[str]:
     return [n for n, m in model.named_modules() if next(m.parameters(recurse=False), None) is not None]
 
 
-@pytest.mark.parametrize("kind", ["bert_tiny_random", "gpt2_tiny_random", "distilbert"])
+# Qwen3 normalises queries and keys inside its attention (q_norm, k_norm); OPT keeps fc1/fc2 in the block itself.
+HUB_TINY = {
+    "qwen3": dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=8),
+    "opt": dict(vocab_size=64, hidden_size=32, ffn_dim=64, num_hidden_layers=2, num_attention_heads=4, word_embed_proj_dim=32),
+}
+
+
+@pytest.mark.parametrize("kind", ["bert_tiny_random", "gpt2_tiny_random", "distilbert", *HUB_TINY])
 def test_components_cover_every_parameterised_module_once(kind: str) -> None:
     model = tiny(kind)
     components = find_components(model)
@@ -85,6 +95,13 @@ def test_gpt2_and_bert_names_land_where_the_docs_say() -> None:
     assert gpt2["block.0.ffn"].roots == ("transformer.h.0.mlp",)
     assert gpt2["layer_norm"].modules == ("transformer.ln_f",) and gpt2["layer_norm"].block is None
     assert gpt2["head"].modules == ("lm_head",)
+    # A query/key norm is part of the attention's forward: the whole attention module stays its one root.
+    qwen3 = {c.name: c for c in find_components(tiny("qwen3"))}
+    assert qwen3["block.0.attention"].roots == ("model.layers.0.self_attn",)
+    assert {"model.layers.0.self_attn.q_norm", "model.layers.0.self_attn.k_norm"} <= set(qwen3["block.0.attention"].modules)
+    assert qwen3["block.0.layer_norm"].modules == ("model.layers.0.input_layernorm", "model.layers.0.post_attention_layernorm")
+    opt = {c.name: c for c in find_components(tiny("opt"))}
+    assert opt["block.0.ffn"].roots == ("model.decoder.layers.0.fc1", "model.decoder.layers.0.fc2")
     bert = {c.name: c for c in find_components(tiny("bert_tiny_random"))}
     assert bert["block.0.layer_norm"].modules == ("encoder.layer.0.attention.output.LayerNorm", "encoder.layer.0.output.LayerNorm")
     assert bert["block.0.ffn"].roots == ("encoder.layer.0.intermediate", "encoder.layer.0.output.dense")
@@ -517,10 +534,19 @@ def test_task_layers_leaves_a_finished_run_with_the_tables_and_metrics(out: Path
     assert sum(int(r["params"]) for r in rows) == sum(p.numel() for p in model.parameters())
     # Ablation exists for attention and FFN only: a layer norm's cell is empty, not 0.
     assert {r["type"] for r in rows if r["ablation_impact"] != ""} == {"attention", "ffn"}
+    # Each change's figures beside its score, empty where the model and data have none: an embedding model has no
+    # top-1 to agree on, the shipped sentences no labels or perplexity (filled: test_layers_impact).
+    assert any(r["sensitivity_impact"] != "" for r in rows)
+    assert all(r[column] == "" for r in rows for column in IMPACT_DETAIL_COLUMNS)
     types = _csv(client, run.info.run_id, "layers/component_types.csv", tmp_path)
+    assert tuple(types[0]) == TYPE_COLUMNS
     assert [t["type"] for t in types] == [t for t in TYPES if any(r["type"] == t for r in rows)]
     for t in types:
         assert metrics[f"energy_share_{t['type']}"] == pytest.approx(float(t["energy_share"]))
+        for method in ("sensitivity", "ablation"):  # the whole type changed at once, as a metric where measured
+            cell = t[f"{method}_impact"]
+            assert (f"{method}_impact_{t['type']}" in metrics) == (cell != "")
+            assert cell == "" or metrics[f"{method}_impact_{t['type']}"] == pytest.approx(float(cell))
         members = [r for r in rows if r["type"] == t["type"]]
         assert float(t["time_ms_per_pass"]) == pytest.approx(sum(float(r["time_ms_per_pass"]) for r in members))
     correlation = _csv(client, run.info.run_id, "layers/correlation.csv", tmp_path)
@@ -641,6 +667,8 @@ def test_task_layers_refuses_a_compiled_model_before_loading(out: Path) -> None:
         (["precision=amp_bf16"], "outside the autocast region amp_bf16 puts around the whole model"),
         # The format components are lowered to must run for real here, as the run's own precision must.
         (["layers.target=fp8"], "on cpu these run for real"),
+        # int8 on the CPU computes with fp32 activations: its layers cannot sit in a bf16 model.
+        (["layers.base=bf16"], "int8 on cpu computes with activations in float32, not the base bf16; set layers.base=fp32."),
     ],
 )
 def test_task_layers_refuses_what_its_components_cannot_run_before_loading(out: Path, overrides: list[str], message: str) -> None:
@@ -649,12 +677,31 @@ def test_task_layers_refuses_what_its_components_cannot_run_before_loading(out: 
     assert "loaded " not in done.stdout + done.stderr
 
 
-def test_task_layers_refuses_a_budget_its_data_cannot_measure_before_loading(out: Path) -> None:
-    # A causal LM's default budget is perplexity, which needs raw text: the shipped sentences are not.
-    done = run_eaq(out, "task=layers", "model=gpt2_tiny_random", "trials=quick", "batch_size=2", "seq_len=16")
-    assert done.returncode == 2
-    assert "has no raw text for perplexity" in done.stderr and "layers.budget=impact" in done.stderr
-    assert "loaded gpt2-tiny-random" not in done.stdout + done.stderr
+@pytest.mark.parametrize(
+    ("overrides", "needs"),
+    [
+        # A causal LM's default budget is perplexity, which needs raw text: the shipped sentences are not.
+        (["model=gpt2_tiny_random"], "a causal LM (model.head=causal_lm) on raw text"),
+        # Labels alone do not make accuracy: an embedding model on SST-2 has no class to be right about.
+        (["model=minilm", "dataset=sst2", "layers.budget=accuracy_points", "layers.budget_limit=0.5"],
+         "a sequence classifier (model.head=sequence_classification) on labelled data"),
+    ],
+)
+def test_task_layers_refuses_a_budget_its_model_or_data_cannot_measure_before_loading(
+        out: Path, overrides: list[str], needs: str) -> None:
+    done = run_eaq(out, "task=layers", *overrides, "trials=quick", "batch_size=2", "seq_len=16")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert needs in done.stderr and "layers.budget=impact" in done.stderr
+    assert "loaded " not in done.stdout + done.stderr
+
+
+def test_minilm_with_eaqs_linear_classifier_runs_without_a_mask_as_with_an_all_ones_one() -> None:
+    # The layers task drops an all-ones mask (graphed and eager passes then take one attention path).
+    model = tiny("minilm_sst2")
+    ids = torch.randint(1000, 2000, (2, 12), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids).logits, model(ids, torch.ones_like(ids)).logits)
+        assert list(without_full_mask({"input_ids": ids, "attention_mask": torch.ones_like(ids)})) == ["input_ids"]
 
 
 def test_minilm_with_eaqs_linear_classifier_groups_its_pooler_and_classifier_as_the_head() -> None:

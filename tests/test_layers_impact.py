@@ -22,6 +22,7 @@ from eaq.layers.impact import (
     EvalData, Impact, ablated, ablation, by_type, compare, each, linears, lowerable, lowered, run_outputs, sensitivity,
 )
 from eaq.layers.plan import Budget, choose_plan, rank
+from eaq.layers.tables import Impacts
 from eaq.models import load_model
 from eaq.precision.mixed import apply_plan, layer_formats, load_plan, save_plan
 
@@ -151,6 +152,20 @@ def test_sensitivity_lowers_only_the_components_layers_and_leaves_the_model(clas
     assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
 
 
+def test_each_changes_figures_reach_the_tables_beside_its_score(classifier) -> None:
+    model, components, data = classifier
+    reference = run_outputs(model, data)
+    found = sensitivity(model, by_type(components), data, CPU, reference=reference)
+    skipped = ablation(model, by_type(components), data, reference)
+    for name, change in found.items():
+        row = Impacts(found, skipped).columns(name)
+        # A labelled classifier: agreement and accuracy change are figures; no perplexity without a causal LM.
+        assert row["sensitivity_agreement"] == change.agreement and 0 <= change.agreement <= 1
+        assert row["sensitivity_accuracy_delta_points"] == change.accuracy_delta_points is not None
+        assert row["sensitivity_perplexity_delta_pct"] is None
+        assert (row["ablation_agreement"] is None) == (name not in skipped)
+
+
 def test_float_sensitivity_casts_only_the_component_with_casts_at_its_boundary(classifier) -> None:
     model, components, data = classifier
     attention = _named(components, "block.0.attention")
@@ -161,6 +176,15 @@ def test_float_sensitivity_casts_only_the_component_with_casts_at_its_boundary(c
     found = sensitivity(model, {"attention": [attention]}, data, CPU, target="bf16")
     assert found["attention"].impact > 0
     assert next(model.parameters()).dtype == torch.float32
+
+
+def test_float_sensitivity_of_a_tied_lm_head_leaves_the_token_table_it_shares(causal_lm) -> None:
+    model, components, data = causal_lm
+    assert model.lm_head.weight is model.transformer.wte.weight  # GPT-2 ties them
+    copy_ = lowered(model, ["lm_head"], "bf16", "fp32", CPU)
+    assert copy_.lm_head.weight.dtype == torch.bfloat16
+    assert copy_.transformer.wte.weight.dtype == torch.float32  # the embeddings are not the head's component
+    assert torch.equal(copy_.transformer.wte.weight, model.transformer.wte.weight)
 
 
 def test_causal_lm_impact_has_token_kl_and_perplexity_change(causal_lm) -> None:
@@ -227,6 +251,9 @@ def test_the_chosen_plan_respects_its_budget_measured_again_from_the_file(classi
     assert again.impact <= budget.limit
     assert plan.meta["saving_basis"] == "macs" and plan.meta["measured_loss"] <= budget.limit
     assert "in-sample" in plan.meta["measured_against"]
+    rows = sum(b["input_ids"].shape[0] for b in data.batches)
+    assert f"on the {rows} examples (one changed prediction moves accuracy by {100 / rows:.3g} points)" in plan.meta["measured_against"]
+    assert len({frozenset(c) for c, _, _ in choice.steps}) == len(choice.steps)  # no plan measured twice
 
 
 def test_a_plan_that_cannot_be_made_says_why(classifier) -> None:
@@ -234,8 +261,11 @@ def test_a_plan_that_cannot_be_made_says_why(classifier) -> None:
     reference = run_outputs(model, data)
     impacts = sensitivity(model, each(components), data, CPU, reference=reference)
     cost = {c.name: float(linear_macs(model, c)) for c in components}
-    with pytest.raises(ConfigError, match="every single one measured over it"):  # no quality loss allowed at all
-        choose_plan(model, components, data, CPU, Budget("impact", -1.0), impacts, cost, "macs", reference=reference)
+    # No quality loss allowed at all: the base is the plan, and says why; the analysis before it is not lost to an error.
+    none_fits = choose_plan(model, components, data, CPU, Budget("impact", -1.0), impacts, cost, "macs", reference=reference)
+    assert none_fits.plan.layers == {} and none_fits.components == []
+    assert f"each of the {len(impacts)} candidates alone measured over the budget" in none_fits.plan.meta["saving"]
+    assert none_fits.steps == []  # a one-component plan is its sensitivity, measured already: none measured again
     norms = dict.fromkeys((c.name for c in components if c.type == "layer_norm"), next(iter(impacts.values())))
     with pytest.raises(ConfigError, match="no component has a Linear layer that int8 can take on cpu"):
         choose_plan(model, components, data, CPU, Budget("impact", 1.0), norms, cost | dict.fromkeys(norms, 1.0), "macs",

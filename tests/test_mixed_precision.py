@@ -124,7 +124,7 @@ def test_the_shape_rule_names_the_layer_and_its_shape() -> None:
 
 
 def test_a_base_the_format_does_not_compute_in_is_refused() -> None:
-    with pytest.raises(UnsupportedPrecisionError, match=r"int8 on cpu computes with activations in float32, not the plan's base bf16; set base: fp32"):
+    with pytest.raises(UnsupportedPrecisionError, match=r"int8 on cpu computes with activations in float32, not the base bf16; set base: fp32"):
         apply_plan(nn.Sequential(nn.Linear(64, 64)), CPU, Plan("bf16", {"0": "int8"}))
 
 

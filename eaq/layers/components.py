@@ -14,10 +14,16 @@ usual conventions, checked in this order:
    ``pre_classifier``, ``lm_head``, ``pooler``, ``score``, ...) or under a ``pooler``
    anywhere (eaq's MiniLM + linear classifier keeps BERT's pooler at ``encoder.pooler``).
 3. ``layer_norm``: a class whose name contains ``LayerNorm``/``RMSNorm``/``GroupNorm``,
-   or a last segment like ``layer_norm``, ``LayerNorm``, ``ln_1``, ``ln_f``, ``norm``.
+   or a last segment like ``layer_norm``, ``LayerNorm``, ``ln_1``, ``ln_f``, ``norm``; but a
+   query/key norm (``q_norm``, ``k_norm``, ``q_layernorm``: Qwen3, Gemma3, OLMo2) is applied
+   inside the attention's own ``forward``, between its projections and the attention product,
+   so it is attention: as a layer norm it would leave the attention module two owners, and
+   its roots only the projections, with the rotary embedding and attention product outside
+   every component.
 4. ``attention``: a segment containing ``attn`` or ``attention``.
 5. ``ffn``: a segment containing ``mlp``, ``ffn``, ``intermediate``, ``feed_forward``, or
-   ``output`` inside a block (BERT's ``output.dense``, after rule 4 took ``attention.output``).
+   ``output`` inside a block (BERT's ``output.dense``, after rule 4 took ``attention.output``),
+   or a block's ``fc1``/``fc2`` (OPT keeps its feed-forward layers in the block itself).
 6. ``other``: everything else.
 
 The block is the first all-digit segment of the name (``encoder.layer.3...``,
@@ -50,6 +56,8 @@ HEAD_SEGMENTS = frozenset({"classifier", "pre_classifier", "lm_head", "pooler", 
 _NORM_CLASS = re.compile(r"(LayerNorm|RMSNorm|GroupNorm)")
 _NORM_NAME = re.compile(r"^(.*layer_?norm.*|ln_?\w*|.*_ln|norm\w*|.*_norm)$")
 _FFN_SEGMENT = re.compile(r"(mlp|ffn|intermediate|feed_forward)")
+_QK_NORM = re.compile(r"^(q|k|query|key)_?(norm|layer_?norm|ln)$")
+_FFN_LAYER = re.compile(r"^fc_?[12]$")
 
 
 @dataclass(frozen=True)
@@ -74,11 +82,14 @@ def classify(name: str, module: nn.Module) -> str:
         return "embeddings"
     if segments[0] in HEAD_SEGMENTS or "pooler" in segments:
         return "head"
-    if _NORM_CLASS.search(type(module).__name__) or _NORM_NAME.match(segments[-1]):
+    attention = any("attn" in s or "attention" in s for s in segments)
+    if (_NORM_CLASS.search(type(module).__name__) or _NORM_NAME.match(segments[-1])) and not (
+            attention and _QK_NORM.match(segments[-1])):
         return "layer_norm"
-    if any("attn" in s or "attention" in s for s in segments):
+    if attention:
         return "attention"
-    if any(_FFN_SEGMENT.search(s) for s in segments) or (_block(segments) is not None and "output" in segments):
+    in_block = _block(segments) is not None
+    if any(_FFN_SEGMENT.search(s) for s in segments) or (in_block and ("output" in segments or _FFN_LAYER.match(segments[-1]))):
         return "ffn"
     return "other"
 

@@ -62,6 +62,17 @@ class EvalData:
     seq_len: int = 0
     stride: int = 0
 
+    def examples(self) -> str:
+        """What the figures rest on, in words (a plan's meta): a budget of 0.5 accuracy points is below one
+        example's flip on fewer than 200 examples, and the plan file should let its reader see that."""
+        rows = sum(b["input_ids"].shape[0] for b in self.batches)
+        text = f"{rows} examples"
+        if self.labels is not None and self.head == "sequence_classification":
+            text += f" (one changed prediction moves accuracy by {100 / rows:.3g} points)"
+        if self.stream is not None and self.head == "causal_lm":
+            text += f" and {self.stream.numel()} tokens of text for perplexity"
+        return text
+
 
 @dataclass
 class Outputs:
@@ -153,10 +164,17 @@ def _cast_floats(value: object, dtype: torch.dtype) -> object:
 
 
 def _cast_layers(model: nn.Module, layers: list[str], dtype: torch.dtype, back: torch.dtype) -> None:
-    """Cast these modules' weights to ``dtype``, with casts of their inputs in and outputs back."""
+    """Cast these modules' weights to ``dtype``, with casts of their inputs in and outputs back.
+
+    Each parameter is replaced by a cast copy, not cast in place: a weight shared with a module outside
+    ``layers`` (GPT-2's LM head is its token table) would otherwise be lowered there too.
+    """
     for name in layers:
         module = model.get_submodule(name)
-        module.to(dtype)
+        for owner in module.modules():
+            for key, param in list(owner.named_parameters(recurse=False)):
+                setattr(owner, key, nn.Parameter(param.detach().to(dtype), requires_grad=param.requires_grad))
+        module.to(dtype)  # its buffers
         module.register_forward_pre_hook(lambda m, args: _cast_floats(args, dtype))
         module.register_forward_hook(lambda m, args, out: _cast_floats(out, back))
 

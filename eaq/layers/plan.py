@@ -21,8 +21,13 @@
    and kept when the measured quality stays within budget.
 
 The plan written is the last one measured within budget; its measured quality, the
-budget and the basis go into its ``meta``. With measured savings and no component
-cheaper in the target, the plan lowers nothing (the base alone), and says why.
+budget and the basis go into its ``meta``. Where no component is cheaper in the target
+(measured savings) or none fits the budget alone, the plan lowers nothing (the base
+alone), and its ``meta`` says why: the analysis before it stands, and the plan is its
+last step, so it never fails the run. A plan already measured is not measured again
+(the fill step after a back-off would), and a one-component plan is the component's
+sensitivity, measured already: a second measurement could only differ by noise, and
+a re-roll of one known to be over budget could let it in.
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ BUDGETS = {
     "perplexity_pct": "perplexity increase in percent (causal LMs on raw text)",
     "impact": "impact score (KL divergence, or 1 - cosine for embedding models)",
 }
+# What the two task-quality budgets need: (the model's head, the dataset's kind), and in words.
+REQUIRES = {"accuracy_points": ("sequence_classification", "labelled"), "perplexity_pct": ("causal_lm", "raw")}
+NEEDS = {"accuracy_points": "a sequence classifier (model.head=sequence_classification) on labelled data, e.g. dataset=sst2",
+         "perplexity_pct": "a causal LM (model.head=causal_lm) on raw text, e.g. dataset=wikitext2"}
 
 
 @dataclass(frozen=True)
@@ -60,9 +69,8 @@ class Budget:
         }[self.kind]
         if value is None:
             raise ConfigError(
-                f"a plan budget in {self.kind} needs that figure and this model/data has none; "
-                f"use {'accuracy_points with labelled data' if self.kind == 'perplexity_pct' else 'perplexity_pct with raw text'} "
-                "or impact."
+                f"a plan budget in {self.kind} needs that figure and this model/data has none "
+                f"({NEEDS[self.kind]}); use layers.budget=impact, which every model and dataset has."
             )
         return max(value, 0.0)
 
@@ -118,6 +126,11 @@ def split_type_savings(members: dict[str, list[str]], saved: dict[str, float], c
     return found
 
 
+def _figure(value: float) -> float:
+    """Six significant digits for the plan's meta: a KL-scale loss of 3e-10 must not read 0.0 (as six decimals did)."""
+    return float(f"{value:.6g}")
+
+
 def choose_plan(
     model: nn.Module,
     components: list[Component],
@@ -134,10 +147,11 @@ def choose_plan(
 ) -> Choice:
     """The plan saving the most by lowering to ``target`` whose measured quality loss fits ``budget``.
 
-    ``impacts``: each component's sensitivity to ``target`` (eaq.layers.impact.sensitivity);
-    ``cost``: per component in the base, in the unit ``basis`` names (energy, time or MACs per pass);
-    ``saving``: per component, its measured cost in the base minus in ``target`` (None: assumed
-    proportional to ``cost``). With ``saving``, only components with a positive saving are candidates.
+    ``impacts``: each component's sensitivity to ``target`` (eaq.layers.impact.sensitivity), measured
+    against ``reference`` on ``data``, as the plans are; ``cost``: per component, in the unit ``basis``
+    names (energy or time per pass: only its proportions rank); ``saving``: per component, its measured
+    cost in the base minus in ``target`` (None: assumed proportional to ``cost``). With ``saving``, only
+    components with a positive saving are candidates.
     """
     reference = reference or run_outputs(model, data)
     by_name = {c.name: c for c in components}
@@ -159,13 +173,19 @@ def choose_plan(
     how = ("assumed proportional to cost" if saving is None else
            f"measured ({basis}): cost in {base} minus cost in {target}; {len(candidates)} of {len(able)} lowerable components cheaper in {target}")
 
+    # Plans measured, by their components (a set: the same components are the same plan); one-component plans
+    # are the sensitivities already measured.
+    known: dict[frozenset[str], tuple[Impact, float]] = {frozenset([c]): (impacts[c], budget.loss(impacts[c])) for c in able}
+
     def measure(chosen: list[str]) -> tuple[Impact, float]:
-        layers = layers_of(chosen)
-        changed = lowered(model, layers, target, base, device)
-        found = compare("plan", "sensitivity", reference, run_outputs(changed, data), data.head, tuple(layers))
-        loss = budget.loss(found)
-        steps.append((tuple(chosen), loss, loss <= budget.limit))
-        return found, loss
+        key = frozenset(chosen)
+        if key not in known:
+            layers = layers_of(chosen)
+            changed = lowered(model, layers, target, base, device)
+            found = compare("plan", "sensitivity", reference, run_outputs(changed, data), data.head, tuple(layers))
+            known[key] = found, budget.loss(found)
+            steps.append((tuple(chosen), known[key][1], known[key][1] <= budget.limit))
+        return known[key]
 
     # 1. The estimate: summed single-component losses within the budget.
     chosen, estimate = [], 0.0
@@ -184,29 +204,30 @@ def choose_plan(
             trial, trial_loss = measure(chosen + [name])
             if trial_loss <= budget.limit:
                 chosen, measured, loss = chosen + [name], trial, trial_loss
-    if measured is None and saving is not None and not candidates:  # nothing to lower: the base is the plan
-        return Choice(Plan(base, {}, {"budget": budget.describe(), "saving": f"{how}, so none is lowered", "saving_basis": basis,
-                                      "saving_share_estimated": 0.0}),
+    # What the loss is measured against and on: the plan was chosen on these examples, so it fits the budget on them
+    # by construction; on other data it can lose more (measure it: precision=mixed on another dataset).
+    against = f"the {base} model (layers.base) on the {data.examples()} the plan was chosen on (in-sample)"
+    if measured is None:  # nothing lowered: the base is the plan, and its meta says why
+        if saving is not None and not candidates:
+            why = f"{how}, so none is lowered"
+        else:
+            why = (f"{how}; none is lowered: each of the {len(candidates)} candidates alone measured over the budget "
+                   "(raise layers.budget_limit or choose a gentler layers.target)")
+        return Choice(Plan(base, {}, {"budget": budget.describe(), "saving": why, "saving_basis": basis, "measured_against": against,
+                                      **({} if saving is None else {"saving_share_estimated": 0.0})}),
                       [], compare("plan", "sensitivity", reference, reference, data.head), steps)
-    if measured is None:
-        raise ConfigError(
-            f"no component can be lowered to {target} within the budget ({budget.describe()}): "
-            "every single one measured over it; raise the budget or choose a gentler target."
-        )
     layers = list(measured.layers)
     total = sum(cost.values())
     plan = Plan(base, {layer: target for layer in layers}, {
         "budget": budget.describe(),
-        # What the loss is measured against and on: the plan was chosen on these examples, so it fits the budget
-        # on them by construction; on other data it can lose more (measure it: precision=mixed on another dataset).
-        "measured_against": f"the {base} model (the layers run's precision) on the examples the plan was chosen on (in-sample)",
-        "measured_loss": round(loss, 6),
-        "measured_impact": round(measured.impact, 6),
+        "measured_against": against,
+        "measured_loss": _figure(loss),
+        "measured_impact": _figure(measured.impact),
         "components": chosen,
         "saving_basis": basis,
         "saving": how,
-        "cost_share_lowered": round(sum(cost[c] for c in chosen) / total, 6) if total else None,
-        **({} if saving is None or not total else {"saving_share_estimated": round(sum(saving[c] for c in chosen) / total, 6)}),
+        "cost_share_lowered": _figure(sum(cost[c] for c in chosen) / total) if total else None,
+        **({} if saving is None or not total else {"saving_share_estimated": _figure(sum(saving[c] for c in chosen) / total)}),
         "linear_layers_lowered": f"{len(layers)} of {len(linears(model, components))}",
         # The verification trail: each plan measured, in order.
         "measured_plans": [f"{len(c)} components: loss {loss_:.4g}, {'within' if ok else 'over'} budget" for c, loss_, ok in steps],
@@ -214,4 +235,4 @@ def choose_plan(
     return Choice(plan, chosen, measured, steps)
 
 
-__all__ = ["BUDGETS", "Budget", "Choice", "choose_plan", "default_budget", "rank", "split_type_savings"]
+__all__ = ["BUDGETS", "NEEDS", "REQUIRES", "Budget", "Choice", "choose_plan", "default_budget", "rank", "split_type_savings"]

@@ -25,10 +25,16 @@ COMPONENT_COLUMNS = (
     # Beyond the contract: net of the idle baseline, and the replay's own time.
     "energy_replay_net_mj_per_pass", "energy_attribution_net_mj_per_pass", "time_ms_replay_alone",
 )
+# Each change's other figures (docs/impact.md), after the contract's columns: empty where the data has none
+# (accuracy needs labels and a classifier, perplexity raw text and a causal LM).
+CHANGE_FIGURES = ("agreement", "accuracy_delta_points", "perplexity_delta_pct")
+IMPACT_DETAIL_COLUMNS = tuple(f"{method}_{figure}" for method in ("sensitivity", "ablation") for figure in CHANGE_FIGURES)
+COMPONENT_COLUMNS += IMPACT_DETAIL_COLUMNS
 # Per type: summed over its components, impacts measured on the whole type at once.
 SUMMED = ("params", "flops_per_pass", "time_ms_per_pass", "energy_replay_mj_per_pass", "energy_attribution_mj_per_pass",
           "energy_share", "energy_replay_net_mj_per_pass", "energy_attribution_net_mj_per_pass", "time_ms_replay_alone")
-TYPE_COLUMNS = ("type", "components", *SUMMED, "sensitivity_kl", "sensitivity_impact", "ablation_kl", "ablation_impact")
+TYPE_COLUMNS = ("type", "components", *SUMMED, "sensitivity_kl", "sensitivity_impact", "ablation_kl", "ablation_impact",
+                *IMPACT_DETAIL_COLUMNS)
 # Work outside every component (eaq.layers.energy.OutsideWork): one row per entry, its basis in words.
 OUTSIDE_COLUMNS = ("entry", "basis", "time_ms_per_pass", "energy_replay_mj_per_pass", "energy_attribution_mj_per_pass",
                    "energy_replay_net_mj_per_pass", "energy_attribution_net_mj_per_pass")
@@ -54,8 +60,8 @@ class Impacts:
         found: Row = {}
         for method, impacts in (("sensitivity", self.sensitivity), ("ablation", self.ablation)):
             impact = impacts.get(name)
-            found[f"{method}_kl"] = impact.kl if impact is not None else None
-            found[f"{method}_impact"] = impact.impact if impact is not None else None
+            for figure in ("kl", "impact", *CHANGE_FIGURES):
+                found[f"{method}_{figure}"] = getattr(impact, figure) if impact is not None else None
         return found
 
 
@@ -167,6 +173,15 @@ def type_rows(rows: list[Row], impacts: Impacts) -> list[Row]:
     return found
 
 
+def type_metrics(types: list[Row]) -> dict[str, float]:
+    """Per type, the MLflow metrics: its energy share and the impact of changing the whole type at once
+    (``energy_share_<type>``, ``sensitivity_impact_<type>``, ``ablation_impact_<type>``); a figure not measured is
+    no metric, never 0."""
+    return {f"{column}_{row['type']}": float(row[column])  # type: ignore[arg-type]
+            for row in types for column in ("energy_share", "sensitivity_impact", "ablation_impact")
+            if row.get(column) is not None and not (isinstance(row[column], float) and math.isnan(row[column]))}
+
+
 def outside_rows(outside: OutsideWork) -> list[Row]:
     """One row per entry of the work outside components, in OUTSIDE_COLUMNS."""
     return [
@@ -201,5 +216,5 @@ def write_csv(path: Path, columns: tuple[str, ...], rows: list[Row]) -> Path:
 __all__ = [
     "COMPONENT_COLUMNS", "CORRELATION_COLUMNS", "COST_BASES", "OUTSIDE_COLUMNS", "SAVING_COLUMNS", "TYPE_COLUMNS",
     "TYPE_SAVING_COLUMNS", "Impacts", "component_costs", "component_rows", "correlation_rows", "energy_shares", "outside_rows",
-    "saving_rows", "type_rows", "type_saving_rows", "write_csv",
+    "saving_rows", "type_metrics", "type_rows", "type_saving_rows", "write_csv",
 ]

@@ -31,9 +31,11 @@ class EmbeddingClassifier(nn.Module):
         self.classifier = head
         self.config = encoder.config  # what the rest of eaq reads (vocab size, pad id)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> SimpleNamespace:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> SimpleNamespace:
+        """No mask means every token counts, as for a Hugging Face model: the layers task passes a batch without
+        padding without its all-ones mask (eaq.layers.energy.without_full_mask)."""
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        embedding = mean_pool(hidden, attention_mask)
+        embedding = mean_pool(hidden, attention_mask if attention_mask is not None else torch.ones_like(input_ids))
         return SimpleNamespace(logits=self.classifier(embedding.to(self.classifier.weight.dtype)))
 
 

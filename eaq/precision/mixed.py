@@ -128,14 +128,10 @@ def check_plan(model: nn.Module, plan: Plan, device: torch.device) -> None:
     """Refuse, before anything runs, a plan this model or device cannot run as written."""
     plan.validate()
     modules = dict(model.named_modules())
-    base = BASES[plan.base](device).dtype
     problems = []
     for fmt_name, fmt in _formats(plan, device).items():
-        if fmt.base != base:
-            problems.append(
-                f"{fmt_name} on {device.type} computes with activations in {dtype_name(fmt.base)}, "
-                f"not the plan's base {plan.base}; set base: {_base_name(fmt.base)}"
-            )
+        if reason := base_refusal(fmt_name, plan.base, device):
+            problems.append(f"{reason}; set base: {_base_name(fmt.base)}")
         for layer in plan.by_format()[fmt_name]:
             if layer not in modules:
                 problems.append(f"layer {layer} does not exist in this model")
@@ -148,6 +144,20 @@ def check_plan(model: nn.Module, plan: Plan, device: torch.device) -> None:
             f"precision=mixed cannot run this plan ({'; '.join(problems)}); "
             "remove those layers from the plan or give them another format."
         )
+
+
+def base_refusal(fmt_name: str, base: str, device: torch.device) -> str | None:
+    """Why layers in ``fmt_name`` cannot sit in a model of float ``base`` on ``device`` (their activations are in
+    another dtype), or None; the name of the base that fits is ``fitting_base``."""
+    fmt = LAYER_FORMATS[fmt_name](device)
+    if fmt.base == BASES[base](device).dtype:
+        return None
+    return f"{fmt_name} on {device.type} computes with activations in {dtype_name(fmt.base)}, not the base {base}"
+
+
+def fitting_base(fmt_name: str, device: torch.device) -> str:
+    """The float base ``fmt_name``'s layers compute with on ``device``."""
+    return _base_name(LAYER_FORMATS[fmt_name](device).base)
 
 
 def _base_name(dtype: torch.dtype) -> str:

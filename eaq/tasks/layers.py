@@ -27,10 +27,11 @@ from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
 from eaq.layers.energy import ComponentEnergy, Settings, measure_components, measure_passes, without_cache, without_full_mask
 from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, lowerable, run_outputs, sensitivity
-from eaq.layers.plan import BUDGETS, Budget, choose_plan, default_budget, split_type_savings
+from eaq.layers.plan import BUDGETS, NEEDS, REQUIRES, Budget, choose_plan, default_budget, split_type_savings
 from eaq.layers.tables import (
     COMPONENT_COLUMNS, CORRELATION_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_COLUMNS, TYPE_SAVING_COLUMNS, Impacts,
-    component_costs, component_rows, correlation_rows, energy_shares, outside_rows, saving_rows, type_rows, type_saving_rows,
+    component_costs, component_rows, correlation_rows, energy_shares, outside_rows, saving_rows, type_metrics, type_rows,
+    type_saving_rows,
     write_csv,
 )
 from eaq.measure.samplers import Sampler, measures_energy, select_sampler
@@ -38,7 +39,7 @@ from eaq.models import load_model
 from eaq.precision import get_precision, proof
 from eaq.precision.base import base_dtype, set_tf32
 from eaq.precision.native import Autocast
-from eaq.precision.mixed import LAYER_FORMATS, Plan, apply_plan, save_plan
+from eaq.precision.mixed import LAYER_FORMATS, Plan, apply_plan, base_refusal, fitting_base, save_plan
 from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
 from eaq.tasks.shared import make_inputs
@@ -62,14 +63,14 @@ def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
         )
     else:
         budget = Budget(kind, limit)
-    missing = {"accuracy_points": not labelled, "perplexity_pct": cfg.dataset.kind != "raw"}.get(budget.kind, False)
-    if missing:
-        raise ConfigError(
-            f"the plan's budget is in {budget.kind} and dataset={cfg.dataset.name} has no "
-            f"{'labels' if budget.kind == 'accuracy_points' else 'raw text for perplexity'}; use "
-            f"{'labelled data (dataset=sst2)' if budget.kind == 'accuracy_points' else 'dataset=wikitext2'}, "
-            "or layers.budget=impact layers.budget_limit=0.01, or layers.plan=false."
-        )
+    if budget.kind in REQUIRES:
+        head, kind = REQUIRES[budget.kind]
+        if cfg.model.head != head or (kind == "labelled" and not labelled) or (kind == "raw" and cfg.dataset.kind != "raw"):
+            raise ConfigError(
+                f"the plan's budget is in {budget.kind}, which needs {NEEDS[budget.kind]}; this run has "
+                f"model.head={cfg.model.head} and dataset={cfg.dataset.name}{'' if labelled else ' (no labels)'}. "
+                "Use layers.budget=impact layers.budget_limit=0.01, or layers.plan=false."
+            )
     return budget
 
 
@@ -128,6 +129,11 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     get_precision(base, device)  # the impact model's format must run here too
     if cfg.layers.impact:
         get_precision(cfg.layers.target, device)  # and the format components are lowered to
+        if cfg.layers.target in LAYER_FORMATS and (mismatch := base_refusal(cfg.layers.target, base, device)):
+            raise ConfigError(
+                f"layers.target={cfg.layers.target} cannot lower components of the layers.base={base} model: {mismatch}; "
+                f"set layers.base={fitting_base(cfg.layers.target, device)}."
+            )
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
     measuring = measures_energy(sampler)
     examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
@@ -144,6 +150,11 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     timed = without_cache(model, without_full_mask(batch))
     forward = lambda: model(**timed)  # noqa: E731  (model is rebound below: the precision's)
     components = find_components(model)
+    if budget is not None and not lowerable(model, components, cfg.layers.target, device):
+        raise ConfigError(
+            f"no Linear layer of {cfg.model.name} has a shape {cfg.layers.target}'s kernel takes on {device.type}, so "
+            "there is no plan to make; choose another layers.target, or layers.plan=false."
+        )
     params = {c.name: component_params(model, c) for c in components}
     flops = component_flops(model, components, forward)  # on the fp32 model, as the benchmark's roofline
 
@@ -200,7 +211,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
               correlation_rows(correlations({c.name: c.type for c in components}, shares, impacts)))
     metrics = {
         **energy.metrics,
-        **{f"energy_share_{r['type']}": r["energy_share"] for r in types_out if r["energy_share"] is not None},
+        **type_metrics(types_out),
         "layers_components": len(components),
         "model_size_mb": evidence["model_size_mb"],
         "quantized_linear_layers": evidence["quantized_linear_layers"],
@@ -305,10 +316,10 @@ def _plan(
     reference: Outputs | None, folder: Path, tags: dict[str, str],
 ) -> None:
     """Choose the plan saving the most (by the cost basis) within the budget; write layers/plan.yaml."""
-    choice = choose_plan(
-        base_model, components, data, device, budget, impacts.sensitivity, cost,
-        {"replay": "energy_replay", "attribution": "energy_attribution"}.get(basis, basis),
-        cfg.layers.target, base, reference, saving,
-    )
+    named = {"replay": "energy_replay", "attribution": "energy_attribution"}.get(basis, basis)
+    if saving is None and cfg.precision.name != base:  # assumed savings rank by the run's own costs
+        named += f", measured in {cfg.precision.name} (the run's precision), not in the base {base}"
+    choice = choose_plan(base_model, components, data, device, budget, impacts.sensitivity, cost, named, cfg.layers.target, base,
+                         reference, saving)
     save_plan(choice.plan, folder / "plan.yaml")
     tags["eaq.layers.plan"] = f"{len(choice.plan.layers)} layers to {cfg.layers.target} ({budget.describe()}; saving {choice.plan.meta['saving']})"
