@@ -217,7 +217,9 @@ class TrackingConfig:
 
     uri: str = "sqlite:///outputs/mlflow.db"
     experiment: str = "eaq"
-    artifact_location: str = "outputs/mlartifacts"
+    # Where a new experiment's artifacts go: a folder, a URI (s3://..., mlflow-artifacts:/...), or null for the
+    # store's default (a server's --artifacts-destination). An existing experiment keeps its own.
+    artifact_location: str | None = "outputs/mlartifacts"
 
 
 @dataclass

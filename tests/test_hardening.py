@@ -12,8 +12,10 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -22,10 +24,12 @@ from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
 from conftest import FAST, REPO, all_runs, mlflow_server_on, run_eaq, store
+from eaq.errors import EaqError
 from eaq.evaluate.reference import cached_reference
 from eaq.files import exclusive
 from eaq.measure.roofline import Calibration, load_calibration, save_calibration
 from eaq.tracking.redact import REDACTED, redact
+from eaq.tracking.store import _check_reachable, open_store
 
 # Secrets in values whose names give nothing away (redaction by name misses every one).
 GITHUB_TOKEN = "ghp_" + "x7Q2" * 9
@@ -256,6 +260,14 @@ def test_exclusive_lets_one_process_in_at_a_time(tmp_path: Path) -> None:
         ('{"api_key": "k-123"}', f'{{"api_key": "{REDACTED}"}}'),
         ("hf_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef12 AKIAIOSFODNN7EXAMPLE sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa", f"{REDACTED} {REDACTED} {REDACTED}"),
         ("https://user:pa/ss@host/db", f"https://user:{REDACTED}@host/db"),  # an unescaped '/' in the password
+        # '?', '#' and a space, which SQLAlchemy (MLflow's database stores) takes raw in a password.
+        ("postgresql+psycopg://eaq:s3cr#et@db:5432/eaq", f"postgresql+psycopg://eaq:{REDACTED}@db:5432/eaq"),
+        ("tracking.uri=postgresql://eaq:pa?ss@db/x", f"tracking.uri=postgresql://eaq:{REDACTED}@db/x"),
+        ("'postgresql://eaq:hunter 2@db'", f"'postgresql://eaq:{REDACTED}@db'"),
+        ('{"A": "http://127.0.0.1:5000", "B": "git@example.com"}', '{"A": "http://127.0.0.1:5000", "B": "git@example.com"}'),
+        ("Server=db;Uid=sa;Pwd=hunter2;", f"Server=db;Uid=sa;Pwd={REDACTED};"),
+        # Hydra's hydra.yaml: a choice "basic" at a line's end is no header, and the next line is not its value.
+        ("    hydra/sweeper: basic\n    hydra/launcher: gpus/joblib", "    hydra/sweeper: basic\n    hydra/launcher: gpus/joblib"),
         ("password=ab,cd&u=1", f"password={REDACTED}&u=1"),  # a comma inside the value
         ("db:\n  password: my secret\n  host: x", f"db:\n  password: {REDACTED}\n  host: x"),  # a YAML line to its end
         ('{"token": "a b, c", "n": 1}', f'{{"token": "{REDACTED}", "n": 1}}'),  # a quoted value whole
@@ -279,3 +291,43 @@ def test_a_failing_run_prints_its_traceback_without_the_password(out: Path) -> N
     assert result.returncode != 0
     assert "error:" in result.stderr
     assert secret not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("location", ["s3://bucket/eaq", "mlflow-artifacts:/eaq", None])
+def test_an_artifact_location_uri_is_passed_as_given_and_null_is_the_stores_default(
+        tmp_path: Path, monkeypatch, location: str | None) -> None:
+    monkeypatch.chdir(tmp_path)  # MLflow's default root for a database store is ./mlruns
+    client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", location)
+    found = client.get_experiment(experiment).artifact_location
+    assert found == location if location else found.endswith(f"/{experiment}")  # MLflow's own default under its root
+    assert not [p for p in tmp_path.rglob("*") if ":" in p.name]  # no folder named after a scheme
+
+
+def test_an_artifact_folder_is_made_absolute_and_created(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", "arts")
+    assert client.get_experiment(experiment).artifact_location == (tmp_path / "arts").as_uri() and (tmp_path / "arts").is_dir()
+
+
+class _Unauthorized(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (the handler's API)
+        self.send_response(401)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_server_that_answers_at_all_is_reachable_and_a_bad_port_never_quotes_the_password() -> None:
+    server = HTTPServer(("127.0.0.1", 0), _Unauthorized)  # a proxy wanting a token MLflow would send
+    thread = threading.Thread(target=server.handle_request, daemon=True)
+    thread.start()
+    try:
+        _check_reachable(f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        thread.join(timeout=10)
+        server.server_close()
+    # An unescaped '/' in a password ends the authority there: urllib reads "zq9" as the port and says so.
+    with pytest.raises(EaqError, match="is not a port number") as refused:
+        _check_reachable("http://user:zq9/secretpart@127.0.0.1:5000")
+    assert "zq9" not in str(refused.value) and "secretpart" not in str(refused.value)

@@ -62,6 +62,10 @@ def test_environment_is_captured_and_secrets_never_land(out: Path, monkeypatch) 
     (run,) = all_runs(out)
     assert run.data.tags["eaq.env.torch"] == captured["packages"]["torch"]
     assert redacted_environ({"PATH": "/bin", "GITHUB_TOKEN": "x"}) == {"GITHUB_TOKEN": REDACTED, "PATH": "/bin"}
+    # Secret by name whatever the value looks like; the shell's directories are not secrets.
+    named = {"DB_PASS": "hunter2", "MYSQL_PWD": "hunter2", "SSHPASS": "hunter2", "BORG_PASSPHRASE": "a b c",
+             "SENTRY_DSN": "x", "PWD": "/work", "OLDPWD": "/tmp"}
+    assert redacted_environ(named) == dict.fromkeys(named, REDACTED) | {"PWD": "/work", "OLDPWD": "/tmp"}
 
 
 def test_each_run_records_the_packages_installed_at_its_end(tmp_path: Path, monkeypatch) -> None:

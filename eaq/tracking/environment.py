@@ -20,7 +20,9 @@ from eaq.tracking.redact import REDACTED, redact, redact_tree
 
 PACKAGES = ("torch", "transformers", "torchao", "mlflow", "mlflow-skinny", "hydra-core", "omegaconf", "nvidia-ml-py", "eaq")
 # Environment variables whose names say they hold a secret: their values never leave the process.
-SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+# PASS covers PASSWORD, PASSWD, PASSPHRASE (BORG_PASSPHRASE) and SSHPASS; a PWD of a name's own (MYSQL_PWD), not
+# the shell's PWD and OLDPWD (directories).
+SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN|_PWD\b|PWD_", re.IGNORECASE)
 
 
 def _version(package: str) -> str:

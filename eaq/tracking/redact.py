@@ -9,11 +9,13 @@ goes into a record passes through ``redact`` here, the one place that knows the 
 
 - the password in ``scheme://user:password@`` (the whole user part when there is no
   password: a token is often passed as the user, ``https://TOKEN@github.com``), a password
-  with an unescaped ``/`` too;
+  with an unescaped ``/``, ``?``, ``#``, space or tab too (SQLAlchemy, behind MLflow's
+  database stores, takes them raw: its password runs to the last ``@``);
 - the value of ``password=``, ``token=``, ``api_key=``, ``secret=``, ``sig=``... pairs
   (query strings, connection strings: up to ``&``, ``;`` or a space; a quoted value whole,
   spaces and commas included; in a ``key: value`` line, the rest of the line);
-- ``Bearer <token>``, ``Basic <base64>`` and any ``Authorization`` header value;
+- ``Bearer <token>``, ``Basic <base64>`` (on one line: Hydra's files hold ``launcher: basic``
+  at a line's end) and any ``Authorization`` header value; an ODBC ``Pwd=`` value;
 - well-known token shapes (GitHub, GitLab, Hugging Face, OpenAI/Anthropic, AWS access
   key ids, Slack, Google API keys, Stripe, PyPI, npm, JWTs, PEM private keys).
 """
@@ -33,9 +35,14 @@ REDACTED = "<redacted>"
 # password with an unescaped '@' is still covered. Hydra's own files escape the colons
 # of an override (``http\://user\:pw@host``), hence the optional backslashes.
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*\\?://)(?P<userinfo>[^\s/?#]+)@")
-# user:password@ whose password holds an unescaped '/', which ends the authority above.
-_URL_SLASHED_PASSWORD = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*\\?://)(?P<user>[^\s/?#:@]+)(?P<colon>\\?:)[^\s@]*/[^\s@]*@")
-_SECRET_WORD = r"(?:password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|account[_-]?key|private[_-]?key|sig|signature|credentials?|auth)"
+# user:password@ whose password holds an unescaped '/', '?', '#', space or tab, each of which ends the authority above;
+# it runs to the last '@' before a line's end, a quote or another URL (over-redacting a URL with a port followed by
+# an '@' in the same value is the price of never printing such a password).
+_ODD = r"(?:(?!://)[^\r\n@\"'])"
+_URL_ODD_PASSWORD = re.compile(
+    rf"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*\\?://)(?P<user>[^\s/?#:@]+)(?P<colon>\\?:){_ODD}*[/?# \t]{_ODD}*@"
+)
+_SECRET_WORD = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|account[_-]?key|private[_-]?key|sig|signature|credentials?|auth)"
 # key=value or key: value where the key ends in a secret word (user_password=, X-Amz-Signature=, "token": ...).
 _SECRET_KEY = rf"\b[\w.-]*{_SECRET_WORD}[\"']?"
 # A quoted value is the secret whole (spaces, commas); an unquoted one of a "key: value" line (YAML, a header:
@@ -50,9 +57,12 @@ _SECRET_PAIR = re.compile(
     re.IGNORECASE,
 )
 _AUTHORIZATION = re.compile(r"(?P<key>\b(?:proxy-)?authorization[\"']?\s*[=:]\s*[\"']?)(?P<value>(?!<redacted>)[^\s\"'][^\r\n\"']*)", re.IGNORECASE)
-_BEARER = re.compile(r"(?P<key>\bbearer\s+)(?P<value>(?!<redacted>)[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
+_BEARER = re.compile(r"(?P<key>\bbearer[ \t]+)(?P<value>(?!<redacted>)[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
 # Basic credentials: base64 of user:password, told from an ordinary word after "basic" by a digit, '+', '/' or '='.
-_BASIC = re.compile(r"(?P<key>\bbasic\s+)(?P<value>(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})", re.IGNORECASE)
+_BASIC = re.compile(r"(?P<key>\bbasic[ \t]+)(?P<value>(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})", re.IGNORECASE)
+# ODBC/ADO connection strings spell the password Pwd (Server=db;Uid=sa;Pwd=...); only with '=', since a "pwd:" key
+# is a working directory more often than not.
+_PWD = re.compile(r"(?P<key>\bpwd\s*=\s*)(?P<value>(?![\"']|<redacted>)[^\s;&\"'<>]+)", re.IGNORECASE)
 _TOKEN_SHAPES = re.compile(
     "|".join(
         (
@@ -83,10 +93,10 @@ def _userinfo(match: re.Match[str]) -> str:
 def redact(text: str) -> str:
     """``text`` with every credential the module docstring lists replaced by ``<redacted>``; idempotent."""
     text = _TOKEN_SHAPES.sub(REDACTED, text)
-    text = _URL_SLASHED_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}{m['colon']}{REDACTED}@", text)
+    text = _URL_ODD_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}{m['colon']}{REDACTED}@", text)
     text = _URL_USERINFO.sub(_userinfo, text)
     text = _SECRET_QUOTED.sub(lambda m: f"{m['key']}{REDACTED}{m['quote']}", text)
-    for pattern in (_AUTHORIZATION, _BEARER, _BASIC, _SECRET_LINE, _SECRET_PAIR):
+    for pattern in (_AUTHORIZATION, _BEARER, _BASIC, _SECRET_LINE, _SECRET_PAIR, _PWD):
         text = pattern.sub(lambda m: f"{m['key']}{REDACTED}", text)
     return text
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import os
+import ssl
+import urllib.error
 import urllib.parse
 import urllib.request
 from contextlib import AbstractContextManager, nullcontext
@@ -24,24 +26,42 @@ from eaq.files import exclusive
 from eaq.tracking.redact import redact
 
 
+def _tls_context() -> ssl.SSLContext | None:
+    """The TLS settings MLflow's own client takes from the environment, so the check trusts what MLflow trusts."""
+    if os.environ.get("MLFLOW_TRACKING_INSECURE_TLS", "").lower() == "true":
+        return ssl._create_unverified_context()  # noqa: S323 (the user turned verification off for MLflow)
+    bundle = os.environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH") or os.environ.get("REQUESTS_CA_BUNDLE")
+    return ssl.create_default_context(cafile=bundle) if bundle else None
+
+
 def _check_reachable(uri: str) -> None:
     """Fail in seconds on a dead server, not after MLflow's minutes of retries.
 
     Credentials in the URI (``https://user:pw@host``) go in a header: urllib would take
-    them for part of the host name.
+    them for part of the host name. Any HTTP answer, an error status included (401 from a
+    proxy that wants a token MLflow will send), means a server is there.
     """
     parts = urllib.parse.urlsplit(uri)
+    try:
+        port = parts.port
+    except ValueError as exc:  # the message quotes what follows the ':', which may be a password: not repeated
+        raise EaqError(
+            f"tracking.uri={redact(uri)} is not a valid URL: what follows the host's ':' is not a port number. A password "
+            "holding '/', '?', '#' or '@' must be percent-encoded (urllib.parse.quote(password, safe=''))."
+        ) from None
     netloc = parts.hostname or ""
     if ":" in netloc:  # an IPv6 literal
         netloc = f"[{netloc}]"
     request = urllib.request.Request(
-        urllib.parse.urlunsplit(parts._replace(netloc=netloc + (f":{parts.port}" if parts.port else ""))).rstrip("/") + "/health"
+        urllib.parse.urlunsplit(parts._replace(netloc=netloc + (f":{port}" if port else ""))).rstrip("/") + "/health"
     )
     if parts.username is not None:
         pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
         request.add_header("Authorization", "Basic " + base64.b64encode(pair.encode()).decode())
     try:
-        urllib.request.urlopen(request, timeout=5).close()
+        urllib.request.urlopen(request, timeout=5, context=_tls_context()).close()
+    except urllib.error.HTTPError:
+        return
     except OSError as exc:
         raise EaqError(
             f"the MLflow server tracking.uri={redact(uri)} cannot be reached ({redact(str(exc))}); start it, or pass "
@@ -57,7 +77,19 @@ def _creation_lock(uri: str) -> AbstractContextManager[object]:
     return exclusive(database.with_name(database.name + ".lock"))
 
 
-def open_store(uri: str, experiment: str, artifact_location: str) -> tuple[MlflowClient, str]:
+def _artifact_uri(location: str | None) -> str | None:
+    """Where a new experiment's artifacts go: a URI (``s3://``, ``mlflow-artifacts:/``, ``file:///``) as given, a
+    path made absolute (and created, as a file store needs), or None for the store's own default (a server's
+    ``--artifacts-destination``)."""
+    if location is None:
+        return None
+    if len(urllib.parse.urlsplit(location).scheme) > 1:  # one letter is a Windows drive, not a scheme
+        return location
+    Path(location).mkdir(parents=True, exist_ok=True)
+    return Path(location).resolve().as_uri()
+
+
+def open_store(uri: str, experiment: str, artifact_location: str | None) -> tuple[MlflowClient, str]:
     """Return a client and the experiment id, creating the database and experiment if new.
 
     Any number of processes may call it at the same moment on a new store (see the
@@ -74,10 +106,8 @@ def open_store(uri: str, experiment: str, artifact_location: str) -> tuple[Mlflo
             client = MlflowClient(tracking_uri=uri)
             found = client.get_experiment_by_name(experiment)
             if found is None:
-                Path(artifact_location).mkdir(parents=True, exist_ok=True)
-                location = Path(artifact_location).resolve().as_uri()
                 try:
-                    return client, client.create_experiment(experiment, artifact_location=location)
+                    return client, client.create_experiment(experiment, artifact_location=_artifact_uri(artifact_location))
                 except MlflowException:  # created in between, by a process this lock does not cover (a server store)
                     found = client.get_experiment_by_name(experiment)
                     if found is None:
