@@ -69,3 +69,18 @@ def test_bad_locations_fail_with_an_actionable_sentence(location: str, message: 
 def test_folder_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match="not a model folder"):
         load_model(ModelConfig(name="x", name_or_path=str(tmp_path)))
+
+
+def test_a_model_folder_without_tokenizer_files_is_refused_naming_the_fix(saved_model: Path, tmp_path: Path) -> None:
+    # transformers would load it as a tokenizer of 5 special tokens, every word unknown, and quality be measured on that.
+    folder = tmp_path / "weights-only"
+    BertModel.from_pretrained(saved_model).save_pretrained(folder)
+    with pytest.raises(ModelLoadError, match=r"has no tokenizer files .*model\.tokenizer="):
+        load_model(ModelConfig(name="x", name_or_path=str(folder)))
+    assert len(load_model(ModelConfig(name="x", name_or_path=str(folder), tokenizer=str(saved_model))).tokenizer) > 1000
+
+
+def test_a_folder_given_with_a_tilde_loads_from_the_home_folder(saved_model: Path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(saved_model.parent))
+    loaded = load_model(ModelConfig(name="t", name_or_path=f"~/{saved_model.name}"))
+    assert loaded.source == str(saved_model) and len(loaded.tokenizer) > 1000

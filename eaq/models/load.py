@@ -76,7 +76,12 @@ def _looks_local(location: str) -> bool:
     return location.startswith((".", "/", "~")) or Path(location).exists() or location.count("/") > 1
 
 
-def _check_local(location: str, what: str) -> None:
+# What a saved tokenizer leaves in its folder (one is enough): fast, slow WordPiece/BPE, SentencePiece.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "*.model")
+
+
+def _check_local(location: str, what: str) -> str:
+    """The folder with ``~`` expanded (the loader gets what was checked), or an error naming what is missing."""
     path = Path(location).expanduser()
     if not path.exists():
         raise ModelLoadError(f"{what} {location!r} does not exist; pass a folder saved with save_pretrained or a hub id.")
@@ -84,12 +89,20 @@ def _check_local(location: str, what: str) -> None:
         raise ModelLoadError(
             f"{location!r} is not a model folder (it has no config.json); pass a folder saved with save_pretrained."
         )
+    # transformers loads a folder without them as a tokenizer of a few special tokens, without a word: every
+    # text would become unknown tokens, and quality be measured on them.
+    if what == "the tokenizer folder" and path.is_dir() and not any(next(path.glob(p), None) for p in TOKENIZER_FILES):
+        raise ModelLoadError(
+            f"{location!r} has no tokenizer files ({', '.join(TOKENIZER_FILES)}): save the tokenizer there too "
+            "(tokenizer.save_pretrained(DIR)), or pass model.tokenizer=<hub id or folder>."
+        )
+    return str(path)
 
 
 def _load_tokenizer(location: str) -> PreTrainedTokenizerBase:
     resolved = resolve_location(location)
     if _looks_local(resolved):
-        _check_local(resolved, "the tokenizer folder")
+        resolved = _check_local(resolved, "the tokenizer folder")
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolved)
     except OSError as exc:
@@ -117,7 +130,7 @@ def load_model(cfg: ModelConfig, with_tokenizer: bool = True, device: torch.devi
     # Random weights read nothing from name_or_path but, when text needs one, its tokenizer.
     location = resolve_location(cfg.name_or_path) if cfg.weights == "pretrained" else "random"
     if cfg.weights == "pretrained" and _looks_local(location):
-        _check_local(location, "model.name_or_path")  # before the tokenizer: name the real problem
+        location = _check_local(location, "model.name_or_path")  # before the tokenizer: name the real problem
     tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path) if with_tokenizer else None
     if cfg.weights == "random":
         fields = dict(cfg.architecture)
