@@ -2,8 +2,10 @@
 
 RUN is a job folder, an MLflow run id or a run name. The run's Hydra overrides
 (``.hydra/overrides.yaml``, kept in its folder and as an artifact) are replayed through
-``python -m eaq.run``, with any extra overrides after them; ``python -m eaq.diff`` then
-shows whether anything differs from the original (the config, or the environment).
+``python -m eaq.run``, with any extra overrides after them, from the config it was composed
+from: a named sweep's job (``-cd sweeps -cn NAME``) is composed from that file again, read
+from ``.hydra/hydra.yaml``, since its top-level settings are in no override. ``python -m
+eaq.diff`` then shows whether anything differs from the original (the config, or the environment).
 """
 
 from __future__ import annotations
@@ -21,15 +23,31 @@ from eaq.diff import find_job_run
 from eaq.errors import EaqError
 
 OVERRIDES = ".hydra/overrides.yaml"
+HYDRA = ".hydra/hydra.yaml"
 
 
-def logged_overrides(ref: str, client: MlflowClient) -> list[str]:
-    folder = Path(ref)
-    if (folder / OVERRIDES).exists():
-        return list(yaml.safe_load((folder / OVERRIDES).read_text()) or [])
+def _composed_from(hydra_yaml: dict) -> list[str]:
+    """``-cd DIR -cn NAME`` where the run was composed from another config than eaq's own ``config``, else nothing."""
+    hydra = hydra_yaml.get("hydra", {})
+    name = hydra.get("job", {}).get("config_name") or "config"
+    folders = [s["path"] for s in hydra.get("runtime", {}).get("config_sources", []) if s.get("provider") == "command-line"]
+    return [*(["-cd", folders[0]] if folders else []), *(["-cn", name] if name != "config" or folders else [])]
+
+
+def logged_command(ref: str, client: MlflowClient) -> list[str]:
+    """The arguments that compose the run ``ref`` again: its config's folder and name, then its overrides."""
+    if (Path(ref) / OVERRIDES).exists():  # a job folder
+        return _read(Path(ref))
     run = find_job_run(client, ref)
     with tempfile.TemporaryDirectory() as tmp:
-        return list(yaml.safe_load(Path(client.download_artifacts(run.info.run_id, OVERRIDES, tmp)).read_text()) or [])
+        return _read(Path(client.download_artifacts(run.info.run_id, ".hydra", tmp)).parent)
+
+
+def _read(folder: Path) -> list[str]:
+    """From a folder holding ``.hydra/``."""
+    overrides = list(yaml.safe_load((folder / OVERRIDES).read_text()) or [])
+    hydra = yaml.safe_load((folder / HYDRA).read_text()) if (folder / HYDRA).exists() else {}
+    return [*_composed_from(hydra or {}), *overrides]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,11 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking store")
     args = parser.parse_args(argv)
     try:
-        overrides = logged_overrides(args.run, MlflowClient(tracking_uri=args.uri))
+        logged = logged_command(args.run, MlflowClient(tracking_uri=args.uri))
     except EaqError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    command = [sys.executable, "-m", "eaq.run", *overrides, *args.overrides]
+    command = [sys.executable, "-m", "eaq.run", *logged, *args.overrides]
     print("rerun:", " ".join(command[1:]))
     return subprocess.call(command)
 

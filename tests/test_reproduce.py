@@ -15,7 +15,7 @@ import psutil
 
 from conftest import FAST, REPO, all_runs, run_eaq, store
 from eaq.diff import main as diff_main
-from eaq.rerun import main as rerun_main
+from eaq.rerun import logged_command, main as rerun_main
 from eaq.tracking.environment import REDACTED, capture, redacted_environ
 from eaq.tracking.run_logger import TrackedRun, finished_run
 from eaq.tracking.store import open_store
@@ -46,6 +46,22 @@ def test_rerun_reproduces_and_diff_tells_what_differs(out: Path, capsys) -> None
     assert "configuration: 1 difference(s)" in shown and "batch_size: 4 -> 8" in shown
 
     assert diff_main(["no-such-run", "x", "--uri", uri]) == 2
+
+
+def test_rerun_composes_a_named_configs_job_from_that_config_again(out: Path, tmp_path: Path, capsys) -> None:
+    # Its top-level settings (batch_size here) are in no override: replaying the overrides on conf/config.yaml
+    # alone would measure batch 32 under the original's name.
+    (tmp_path / "mine.yaml").write_text("defaults:\n  - config\n  - _self_\n\nbatch_size: 3\n")
+    uri = f"sqlite:///{out}/mlflow.db"
+    assert run_eaq(out, "-cd", str(tmp_path), "-cn", "mine", *[o for o in FAST if not o.startswith("batch_size")]).returncode == 0
+    (original,) = _job_folders(out)
+    (run,) = all_runs(out)
+    assert logged_command(run.info.run_id, store(out))[:4] == ["-cd", str(tmp_path), "-cn", "mine"]
+    assert rerun_main([str(original), "--uri", uri]) == 0
+    again = next(f for f in _job_folders(out) if f != original)
+    capsys.readouterr()
+    assert diff_main([str(original), str(again), "--uri", uri]) == 0
+    assert "configuration: identical" in capsys.readouterr().out
 
 
 def test_environment_is_captured_and_secrets_never_land(out: Path, monkeypatch) -> None:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from eaq.errors import EaqError
 from eaq.report import aggregate, figures, frame as frames, front, html, layers
-from eaq.rerun import logged_overrides
+from eaq.rerun import logged_command
 from eaq.tracking.redact import redact, redact_folder
 
 # The report downloads a small artifact per configuration (its overrides, a trace, layer CSVs); MLflow's
@@ -52,7 +52,7 @@ def _commands(client: MlflowClient, frame: pd.DataFrame) -> list[str]:
     lines = []
     for _, run in frame.drop_duplicates([*frames.CONFIG_KEYS, "kind"]).iterrows():
         try:
-            lines.append("python -m eaq.run " + " ".join(logged_overrides(run["run_id"], client)))
+            lines.append("python -m eaq.run " + " ".join(logged_command(run["run_id"], client)))
         except Exception as error:  # an older run, or an artifact store that moved: say it, list the rest
             lines.append(f"# {run['run_name']}: overrides not recorded ({type(error).__name__})")
     return lines
