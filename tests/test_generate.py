@@ -11,6 +11,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 from torch.utils._python_dispatch import TorchDispatchMode
+from transformers import AutoConfig
 
 from conftest import CONF, all_runs, run_eaq
 from eaq.config import ModelConfig
@@ -26,7 +27,7 @@ from eaq.precision.proof import model_size_bytes, stored_bytes_read
 from eaq.measure.phases import Phases
 from eaq.tasks.compile import compile_model
 from eaq.tasks.generate import generate_metrics, measure_generate
-from eaq.workloads.generate import Decoder, Generator
+from eaq.workloads.generate import Decoder, Generator, check_generation
 from fake_nvml import FakeNvml
 
 CPU = torch.device("cpu")
@@ -116,6 +117,28 @@ def test_sliding_window_models_generate_over_a_dynamic_cache_and_refuse_a_static
         ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW, min_new_tokens=NEW, pad_token_id=0
     )[:, PROMPT:]
     assert torch.equal(Generator(model, model, model.config, PROMPT, NEW, CPU).generate(ids), expected)
+
+
+@torch.inference_mode()
+def test_the_generation_configs_end_of_sequence_ids_are_masked_as_generate_masks_them() -> None:
+    # Llama-3-Instruct's generation config names <|eot_id|> beside the config's end-of-text: generate masks both.
+    model = preset("gpt2_tiny_random")
+    ids = prompts(model)
+    free = Generator(model, model, model.config, PROMPT, NEW, CPU).generate(ids)
+    model.generation_config.eos_token_id = [5, int(free[0, 0])]
+    expected = model.generate(
+        ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW, min_new_tokens=NEW, pad_token_id=0
+    )[:, PROMPT:]
+    tokens = Generator(model, model, model.config, PROMPT, NEW, CPU, generation_config=model.generation_config).generate(ids)
+    assert torch.equal(tokens, expected) and not torch.equal(tokens, free)
+
+
+def test_a_model_with_layers_that_are_not_attention_is_refused_naming_them() -> None:
+    # A hybrid's convolution layers keep a state no restart to the prompt's KV cache could rewind.
+    config = AutoConfig.for_model("lfm2", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                  num_attention_heads=4, num_key_value_heads=2, layer_types=["conv", "full_attention"])
+    with pytest.raises(ConfigError, match=r"layers of kind conv \(config.layer_types\).*workload=forward"):
+        check_generation(config, PROMPT, NEW, static=False)
 
 
 @torch.inference_mode()

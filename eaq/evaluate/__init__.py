@@ -2,6 +2,7 @@
 
 from eaq.evaluate.fidelity import accuracy, fidelity, generation_agreement
 from eaq.evaluate.outputs import collect_outputs
-from eaq.evaluate.reference import cached_figures, cached_reference, reference_key
+from eaq.evaluate.reference import cached_figures, cached_reference, reference_key, weights_fingerprint
 
-__all__ = ["accuracy", "cached_figures", "cached_reference", "collect_outputs", "fidelity", "generation_agreement", "reference_key"]
+__all__ = ["accuracy", "cached_figures", "cached_reference", "collect_outputs", "fidelity", "generation_agreement", "reference_key",
+           "weights_fingerprint"]

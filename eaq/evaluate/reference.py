@@ -27,6 +27,23 @@ from eaq.files import atomic_write, atomic_write_text
 log = logging.getLogger(__name__)
 
 
+def weights_fingerprint(model: torch.nn.Module, samples: int = 1024) -> str:
+    """A short hash of the model's weights: every tensor's name, shape and dtype, and ``samples`` values strided
+    over it (a few kB copied to the host, not the model).
+
+    The reference's key needs it beside the model's settings: random weights drawn from one seed differ between
+    GPUs (torch's CUDA generator spreads its draws over the device's multiprocessors) and torch or transformers
+    versions, and a folder can be saved over; a reference of other weights would put every precision, fp32 too,
+    out of agreement with it, without an error.
+    """
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        flat = tensor.detach().reshape(-1)
+        digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
+        digest.update(flat[:: max(1, flat.numel() // samples)][:samples].float().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
 def reference_key(**settings: object) -> str:
     """A short hash of everything the reference outputs depend on."""
     blob = json.dumps(settings, sort_keys=True, default=str).encode()

@@ -19,7 +19,9 @@ import transformers
 from eaq.config import EaqConfig, protocol_seconds
 from eaq.data import load_examples
 from eaq.device import describe_device, device_key, resolve_device
-from eaq.evaluate import accuracy, cached_figures, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key
+from eaq.evaluate import (
+    accuracy, cached_figures, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key, weights_fingerprint,
+)
 from eaq.evaluate.perplexity import perplexity
 from eaq.evaluate.fidelity import ARITHMETIC as FIDELITY_ARITHMETIC
 from eaq.measure.energy import PRIMARY_CHANNELS, energy_metrics, window_energy
@@ -57,7 +59,9 @@ def _primary(trace) -> str:
 
 def _generation_reference(cfg: EaqConfig, generator: Generator, batches: list[dict[str, torch.Tensor]], key: str) -> torch.Tensor:
     """The fp32 model's generated tokens for the quality batches, cached like the forward reference."""
-    gen_key = reference_key(forward=key, new_tokens=cfg.workload.new_tokens)
+    # Batched at batch_size: a row's float results depend on how many rows share its GEMMs, and one flipped argmax
+    # changes every later token, so each batch size has its own reference.
+    gen_key = reference_key(forward=key, new_tokens=cfg.workload.new_tokens, batch_size=cfg.batch_size)
     return cached_reference(cfg.paths.cache_dir, gen_key, lambda: generator.generate_all(batches))
 
 
@@ -115,7 +119,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             )
 
     def generator(net: torch.nn.Module, runner: torch.nn.Module | None = None, static: bool = False) -> Generator:
-        return Generator(net, runner if runner is not None else net, config, cfg.seq_len, cfg.workload.new_tokens, device, static)
+        return Generator(net, runner if runner is not None else net, config, cfg.seq_len, cfg.workload.new_tokens, device, static,
+                         getattr(loaded.model, "generation_config", None))
 
     evaluated = synthetic_batches(cfg, config.vocab_size, device, FIDELITY_SEED) if fidelity_only else batches
     quality_batches = evaluated.batches[: cfg.trials.quality_max_batches]
@@ -126,7 +131,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             rows = sum(b["input_ids"].shape[0] for b in quality_batches)
             # dataset holds kind=synthetic, so no synthetic reference is taken for a text one.
             key = reference_key(
-                model=asdict(cfg.model), dataset=asdict(cfg.dataset), seq_len=cfg.seq_len, rows=rows, device=device.type,
+                model=asdict(cfg.model), weights=weights_fingerprint(model), dataset=asdict(cfg.dataset), seq_len=cfg.seq_len,
+                rows=rows, device=device.type,
                 **({"synthetic_seed": FIDELITY_SEED} if fidelity_only else {}),
             )
             reference = cached_reference(cfg.paths.cache_dir, key, lambda: collect_outputs(model, head, quality_batches))

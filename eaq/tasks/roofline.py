@@ -94,7 +94,7 @@ def decode_roofline_metrics(
         "decode_bandwidth_fraction": limit_s / step_s,
     }
     return metrics, {
-        "eaq.roofline.bandwidth": f"{bandwidth.bytes_per_copy / 2**30:.2f} GiB copy on {bandwidth.device_name}",
+        "eaq.roofline.bandwidth": f"copies of a {bandwidth.bytes_per_copy / 2 / 2**30:.2f} GiB buffer (read and written) on {bandwidth.device_name}",
         # What decode_bytes_per_step_mb counts, recorded with it: runs before 2026-11-26 counted every table whole.
         "eaq.roofline.decode_bytes": "stored weights less the embedding rows a step does not look up, plus the KV cache read",
     }

@@ -33,11 +33,20 @@ from transformers import DynamicCache, PretrainedConfig, StaticCache
 from eaq.errors import ConfigError
 
 
-def _eos_ids(config: PretrainedConfig, vocab_size: int) -> list[int]:
-    """End-of-sequence ids in the vocabulary, to mask (a random-weight model may name one past its vocabulary)."""
-    eos = getattr(config, "eos_token_id", None)
-    ids = eos if isinstance(eos, list) else [eos] if eos is not None else []
-    return [i for i in ids if 0 <= i < vocab_size]
+def _eos_ids(vocab_size: int, *configs: object) -> list[int]:
+    """End-of-sequence ids in the vocabulary, to mask (a random-weight model may name one past its vocabulary):
+    those of the model's config and of its generation config, which ``generate`` masks (Llama-3-Instruct's holds
+    ``<|eot_id|>`` as well)."""
+    ids: list[int] = []
+    for config in configs:
+        eos = getattr(config, "eos_token_id", None)
+        ids += eos if isinstance(eos, list) else [eos] if eos is not None else []
+    return sorted({i for i in ids if 0 <= i < vocab_size})
+
+
+# Layers whose state is an attention KV cache; any other kind (convolution, linear attention, state-space) keeps a
+# state that Decoder.restart cannot rewind to the prompt's.
+ATTENTION_LAYERS = frozenset({"full_attention", "sliding_attention"})
 
 
 def check_generation(config: PretrainedConfig, seq_len: int, new_tokens: int, static: bool) -> None:
@@ -45,11 +54,21 @@ def check_generation(config: PretrainedConfig, seq_len: int, new_tokens: int, st
 
     - More positions than the model has: the prompt's ``seq_len`` and one per decode step
       (the last token is picked, never fed back), so ``seq_len + new_tokens - 1``.
+    - Layers that are not attention (``config.layer_types``: a hybrid model's convolutions or linear attention):
+      their state is no KV cache, and no restart between measured sequences could rewind it.
     - ``static`` (a compiled decode step) over sliding-window attention layers: their static
       cache rolls once full and keeps a host-side count of what it holds, so a decode window
       that restarts each sequence from the prompt's cache (Decoder.restart) would attend over
       the wrong keys, and a recorded step would freeze that count.
     """
+    others = sorted(set(getattr(config, "layer_types", None) or ()) - ATTENTION_LAYERS)
+    if others:
+        raise ConfigError(
+            f"this model has layers of kind {', '.join(others)} (config.layer_types), which keep a state beside or instead "
+            "of an attention KV cache; workload=generate restarts each measured sequence from the prompt's KV cache and "
+            "cannot rewind that state. It measures attention-only causal LMs (GPT-2, Llama, Mistral, Qwen, ...); use "
+            "workload=forward for this model."
+        )
     limit = getattr(config, "max_position_embeddings", None)
     used = seq_len + new_tokens - 1
     if limit is not None and used > limit:
@@ -86,12 +105,14 @@ class Generator:
         new_tokens: int,
         device: torch.device,
         static: bool = False,
+        generation_config: object | None = None,
     ) -> None:
+        """``generation_config``: the model's (``model.generation_config``), whose end-of-sequence ids are masked too."""
         check_generation(config, seq_len, new_tokens, static)
         self.model, self.runner, self.config = model, runner, config
         self.seq_len, self.new_tokens, self.static = seq_len, new_tokens, static
         self.positions = torch.arange(seq_len + new_tokens, device=device)
-        self.eos = torch.tensor(_eos_ids(config, config.vocab_size), dtype=torch.long, device=device)
+        self.eos = torch.tensor(_eos_ids(config.vocab_size, config, generation_config), dtype=torch.long, device=device)
 
     def new_cache(self) -> DynamicCache | StaticCache:
         if self.static:
