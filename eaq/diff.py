@@ -61,7 +61,13 @@ def find_job_run(client: MlflowClient, ref: str):
 
 def _from_run(client: MlflowClient, run) -> tuple[dict[str, Any], dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
-        config = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, CONFIG_FILE, tmp)).read_text())
+        try:
+            config = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, CONFIG_FILE, tmp)).read_text())
+        except (MlflowException, OSError) as error:  # exit 1 would read as "the configurations differ"
+            raise EaqError(
+                f"run {run.info.run_name} ({run.info.run_id}) has no recorded {CONFIG_FILE} (killed before it logged its "
+                "config, or not a run of one configuration); pass a run that finished or failed after starting."
+            ) from error
         try:
             env = json.loads(Path(client.download_artifacts(run.info.run_id, ENV_FILE, tmp)).read_text())
         except (MlflowException, OSError):

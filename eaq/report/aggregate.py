@@ -56,8 +56,11 @@ def benchmark_runs(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def aggregate(frame: pd.DataFrame, metrics: tuple[str, ...] = METRICS) -> pd.DataFrame:
-    """Long table: configuration keys, ``metric`` and STATS; only metrics some run logged."""
+    """Long table: configuration keys, ``metric`` and STATS; only metrics some run logged, and where no run logged
+    any (every run failed before its window), the first of ``metrics``, unmeasured, so that each configuration's
+    counts of runs, failed and running ones are still a row."""
     runs = benchmark_runs(frame)
+    present = [m for m in metrics if m in runs.columns and runs[m].notna().any()] or list(metrics[:1])
     rows = []
     for key, group in runs.groupby(list(CONFIG_KEYS), sort=True, dropna=False):
         finished = group[group["status"] == "FINISHED"]
@@ -66,10 +69,8 @@ def aggregate(frame: pd.DataFrame, metrics: tuple[str, ...] = METRICS) -> pd.Dat
         running = int(group["running"].sum())
         counts = {"runs": len(group), "invalid": int((finished["valid"] == "false").sum()),
                   "failed": len(group) - len(finished) - running, "running": running}
-        for metric in metrics:
-            if metric not in runs.columns or runs[metric].isna().all():
-                continue
-            n, mean, std, low, high = t_interval(counted[metric])
+        for metric in present:
+            n, mean, std, low, high = t_interval(counted[metric] if metric in counted else pd.Series(dtype=float))
             cv = std / mean if n > 1 and mean else math.nan
             rows.append({**dict(zip(CONFIG_KEYS, key)), "metric": metric, "n": n, "mean": mean, "std": std,
                          "ci_low": low, "ci_high": high, "cv": cv, **counts})

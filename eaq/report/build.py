@@ -59,10 +59,12 @@ def _commands(client: MlflowClient, frame: pd.DataFrame) -> list[str]:
 
 
 def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None = None, baseline: str | None = None,
-          trace_run: str | None = None) -> Report:
-    """Frame, aggregates, ratios, figures and ``report.html`` under ``out``; returns where they are."""
+          trace_run: str | None = None, ended: frozenset[str] = frozenset()) -> Report:
+    """Frame, aggregates, ratios, figures and ``report.html`` under ``out``; returns where they are.
+
+    ``ended``: sweeps that have ended though their parent run is still open (eaq.report.frame.load)."""
     client = MlflowClient(tracking_uri=uri)
-    frame = frames.load(uri, experiment, sweep)
+    frame = frames.load(uri, experiment, sweep, ended)
     if trace_run is not None and trace_run not in set(frame["run_id"]):
         raise EaqError(f"--trace-run {trace_run} is not one of the reported runs; pick a run id from runs.csv.")
     out.mkdir(parents=True, exist_ok=True)
@@ -70,7 +72,10 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     table = aggregate.aggregate(frame)
     table.to_csv(out / "aggregates.csv", index=False)
     precisions = sorted(frame["precision"].dropna().unique())
-    baseline = baseline if baseline in precisions else ("fp32" if "fp32" in precisions else precisions[0])
+    if baseline is not None and precisions and baseline not in precisions:
+        raise EaqError(f"--baseline {baseline} is not a precision of these runs ({', '.join(precisions)}); choose one of them.")
+    # With no run that logged its precision (every one killed at its start), there is nothing to compare with.
+    baseline = baseline or ("fp32" if "fp32" in precisions or not precisions else precisions[0])
     ratio = aggregate.ratios(frame, baseline, ("latency_mean_ms", "energy_per_sample_mj"))
     ratio.to_csv(out / "ratios.csv", index=False)
     judged = front.verdicts(frame)

@@ -61,7 +61,8 @@ class SweepReportCallback(Callback):
             return
         uri = config.tracking.uri
         try:
-            report = build(uri, sweep_dir / "report", sweep=parent)
+            # Every job has returned: a run still marked under way was killed (its worker), not running.
+            report = build(uri, sweep_dir / "report", sweep=parent, ended=frozenset({parent}))
             log(MlflowClient(tracking_uri=uri), parent, report)
         except Exception as error:  # EaqError: no run finished, the summary says why; anything else: a report bug
             if config.get("debug") and not isinstance(error, EaqError):

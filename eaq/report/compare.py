@@ -36,8 +36,8 @@ KEYS = (*SHAPE, "compile", *COMPILER)
 SETTING = tuple({column: name for name, column in {**PARAMS, **TAGS}.items()}[c] for c in FRAME_SETTING)
 COLUMNS = (
     "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.compile_tuning",
-    "params.compile_pattern_matcher", "params.cuda_graphs", "params.workload.name", "params.dataset.name",
-    "params.sampler.name", "tags.eaq.env.device_name",
+    "params.compile_pattern_matcher", "params.cuda_graphs", "params.workload.name", "params.workload.new_tokens", "params.dataset.name",
+    "params.sampler.name", "tags.eaq.env.device_name", "params.precision.plan", "params.model.name_or_path",
     "params.precision.name", "params.trial", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
     "metrics.energy_per_sample_mj", "metrics.roofline_efficiency", "metrics.quantized_linear_layers",
     "metrics.linear_layers", "tags.eaq.valid",
@@ -54,8 +54,15 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Runs as ``runs_table(..., columns=COLUMNS)`` returns them, one row per configuration."""
     # A CPU store has no energy metrics and no validity tags: their columns stay empty.
     runs = runs.reindex(columns=[c.split(".", 1)[1] for c in COLUMNS])
-    compiler_settings(runs, runs["compile"].astype(str).str.lower() == "true")
-    runs["workload.name"] = runs["workload.name"].fillna("forward")  # runs before the workload group: forward passes
+    for flag in ("compile", "cuda_graphs"):  # as the report reads them: runs logged before a flag existed ran without it
+        runs[flag] = runs[flag].astype(str).str.lower() == "true"
+    compiler_settings(runs, runs["compile"])
+    # As the report's workload: runs before the workload group were forward passes; generation runs of different
+    # lengths are different configurations ("generate128").
+    generating = runs["workload.name"] == "generate"
+    runs["workload.name"] = runs["workload.name"].fillna("forward")
+    runs.loc[generating, "workload.name"] = "generate" + runs.loc[generating, "workload.new_tokens"].astype(str)
+    runs = runs.drop(columns="workload.new_tokens")
     keys = [k for k in KEYS if runs[k].notna().any()] + [k for k in ("workload.name", *SETTING)
                                                          if runs[k].nunique() > 1]
     runs = runs.assign(valid=runs["eaq.valid"].fillna(""))

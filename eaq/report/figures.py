@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 import math
+import re
 from pathlib import Path
 import tempfile
 
@@ -35,7 +36,26 @@ LABELS = {
     "quality_accuracy": "accuracy (fraction)", "quality_perplexity": "perplexity",
     "quality_cosine_to_fp32_mean": "cosine to fp32 (1 = same)", "quality_agreement_with_fp32": "agreement with fp32 (fraction)",
     "quality_top1_agreement_with_fp32": "top-1 agreement with fp32 (fraction)", "speed_up": "speed-up vs baseline (x)", "quality": "quality (synthetic data: none)",
+    "time_per_output_token_mean_ms": "time per output token (ms)", "decode_tokens_per_s": "decode throughput (tokens/s)",
+    "decode_energy_per_token_mj": "energy per output token (mJ)",
 }
+# A workload's figures in the figures' roles: a forward pass's per batch and sample, generation's per output token.
+# A model's figures take the first workload its runs measured (forward where both ran).
+ROLES = {
+    "latency": ("latency_mean_ms", "time_per_output_token_mean_ms"),
+    "throughput": ("throughput_samples_per_s", "decode_tokens_per_s"),
+    "energy": ("energy_per_sample_mj", "decode_energy_per_token_mj"),
+}
+
+
+def measured(rows: pd.DataFrame, role: str) -> str | None:
+    """The figure of ``role`` these rows measured (ROLES' order), or None."""
+    return next((m for m in ROLES[role] if m in rows and rows[m].notna().any()), None)
+
+
+def _file_name(name: str) -> str:
+    """A figure's file name from a model's: a hub id's '/' (Qwen/Qwen2-0.5B) would be a folder."""
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", name)
 
 
 @dataclass(frozen=True)
@@ -52,7 +72,7 @@ def save(fig: plt.Figure, out: Path, name: str, title: str) -> Figure:
     """PNG at 300 DPI for papers and the HTML, SVG for editing; the figure is closed (a sweep draws dozens)."""
     out.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    png, svg = out / f"{name}.png", out / f"{name}.svg"
+    png, svg = out / f"{_file_name(name)}.png", out / f"{_file_name(name)}.svg"
     fig.savefig(png, dpi=DPI)
     fig.savefig(svg)
     plt.close(fig)
@@ -60,9 +80,10 @@ def save(fig: plt.Figure, out: Path, name: str, title: str) -> Figure:
 
 
 def _yerr(rows: pd.DataFrame, metric: str) -> np.ndarray:
-    """Asymmetric error bars from the CI columns; 0 where one trial gives no interval."""
+    """Asymmetric error bars from the CI columns; 0 where one trial gives no interval (never negative: matplotlib
+    refuses those)."""
     mean, low, high = rows[metric], rows[f"{metric}_ci_low"], rows[f"{metric}_ci_high"]
-    return np.nan_to_num(np.vstack([mean - low, high - mean]))
+    return np.clip(np.nan_to_num(np.vstack([mean - low, high - mean])), 0, None)
 
 
 def _not_measured(ax: Axes, label: str) -> None:
@@ -131,9 +152,10 @@ def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str
     rows = with_variants(configs[configs["model"] == model].merge(ups, how="left", on=list(CONFIG_KEYS)))
     variants = sorted(rows["variant"].unique(), key=lambda v: (v.split(" ")[0] != baseline, v))
     quality = next((m for m in LABELS if m.startswith("quality_") and m in rows and rows[m].notna().any()), "quality")
+    # Speed-up is of forward passes' latency: a generation-only model's panel says "not measured".
+    roles = {role: measured(rows, role) or ROLES[role][0] for role in ROLES}
     fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
-    for ax, metric in zip(axes.flat, ("latency_mean_ms", "speed_up", "energy_per_sample_mj",
-                                      "throughput_samples_per_s", quality, "model_size_mb")):
+    for ax, metric in zip(axes.flat, (roles["latency"], "speed_up", roles["energy"], roles["throughput"], quality, "model_size_mb")):
         _bars(ax, rows, metric, variants)
     axes.flat[1].axhline(1, color="0.3", lw=0.8, ls="--")
     axes.flat[1].set_ylabel(f"speed-up vs {baseline} (x)")
@@ -169,12 +191,16 @@ def _scatter_ci(ax: Axes, rows: pd.DataFrame, x: str, y: str) -> None:
 
 
 def tradeoff(configs: pd.DataFrame, model: str, quality: str | None, out: Path) -> Figure:
-    """Throughput against quality: what a precision gives up for its speed."""
+    """Throughput (decode throughput for generation) against quality: what a precision gives up for its speed."""
     title = f"{model}: speed vs quality"
     if quality is None:
         return Figure(title, note="no quality metric (synthetic data): speed vs quality not drawn.")
+    rows = with_variants(configs[configs["model"] == model])
+    speed = measured(rows, "throughput")
+    if speed is None:
+        return Figure(title, note=f"no throughput measured for {model}: speed vs quality not drawn.")
     fig, ax = plt.subplots(figsize=(7, 5))
-    _scatter_ci(ax, with_variants(configs[configs["model"] == model]), "throughput_samples_per_s", quality)
+    _scatter_ci(ax, rows[rows[speed].notna()], speed, quality)
     ax.set_title(title)
     return save(fig, out, f"tradeoff_{model}", title)
 
@@ -196,17 +222,19 @@ PANEL_COLUMNS = 4
 
 
 def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) -> Figure:
-    """Energy per sample against quality, the Pareto front drawn through the winners: one panel per scope in which
-    configurations compete (SCOPE_KEYS: batch size, and the sequence length, workload, device, dataset and sampler
-    where the runs have several), as the front's verdicts (eaq.report.front) judge them."""
+    """Energy per sample (per output token for generation) against quality, the Pareto front drawn through the
+    winners: one panel per scope in which configurations compete (SCOPE_KEYS: batch size, and the sequence length,
+    workload, device, dataset and sampler where the runs have several), as the front's verdicts (eaq.report.front)
+    judge them."""
     title = f"{model}: energy vs quality, Pareto front per batch size and setting"
     rows = with_variants(configs[configs["model"] == model])
     if quality is None:
         return Figure(title, note="no quality metric (synthetic data): energy vs quality not drawn.")
-    if "energy_per_sample_mj" not in rows or rows["energy_per_sample_mj"].isna().all():
+    if measured(rows, "energy") is None:
         return Figure(title, note="energy not measured (no energy sensor on the machine that ran these runs).")
+    energies = [m for m in ROLES["energy"] if m in rows]
     scopes = [k for k in SCOPE_KEYS if k != "model"]
-    panels = list(rows[rows["energy_per_sample_mj"].notna()].groupby(scopes, sort=True, dropna=False))
+    panels = list(rows[rows[energies].notna().any(axis=1)].groupby(scopes, sort=True, dropna=False))
     several = {k: rows[k].nunique() > 1 for k in ("seq_len", "workload")}
     columns = min(len(panels), PANEL_COLUMNS)  # rows of panels: a sweep of many shapes stays a drawable size
     rows_n = math.ceil(len(panels) / columns)
@@ -215,9 +243,11 @@ def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) ->
         ax.set_visible(False)
     for ax, (key, sub) in zip(axes.flat, panels):
         scope = dict(zip(scopes, key))
-        _scatter_ci(ax, sub, "energy_per_sample_mj", quality)
-        front = pareto_front(sub, "energy_per_sample_mj", quality)
-        ax.plot(front["energy_per_sample_mj"], front[quality], "k--", lw=1, label="Pareto front")
+        energy = measured(sub, "energy")  # one workload a panel: its own energy figure
+        sub = sub[sub[energy].notna()]
+        _scatter_ci(ax, sub, energy, quality)
+        front = pareto_front(sub, energy, quality)
+        ax.plot(front[energy], front[quality], "k--", lw=1, label="Pareto front")
         ax.legend(fontsize=8)
         ax.set_title(" ".join([f"batch {scope['batch_size']:.0f}", *([f"s{scope['seq_len']:.0f}"] if several["seq_len"] else []),
                                *([str(scope["workload"])] if several["workload"] else []), str(scope["setting"])]).strip(),
@@ -227,13 +257,15 @@ def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) ->
 
 
 def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
-    """Latency and energy per sample against batch size, a line per variant (precision and how it ran)."""
-    title = f"{model}: latency and energy per sample vs batch size"
+    """Latency and energy per sample (per output token for generation) against batch size, a line per variant
+    (precision and how it ran)."""
     rows = with_variants(configs[configs["model"] == model])
+    generation = measured(rows, "latency") == ROLES["latency"][1]
+    title = f"{model}: {'time and energy per output token' if generation else 'latency and energy per sample'} vs batch size"
     if rows["batch_size"].nunique() < 2:
         return Figure(title, note=f"one batch size ({rows['batch_size'].iloc[0]}) for {model}: no batch-size curve.")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-    for ax, metric in zip(axes, ("latency_mean_ms", "energy_per_sample_mj")):
+    for ax, metric in zip(axes, (ROLES["latency"][generation], ROLES["energy"][generation])):
         if metric not in rows or rows[metric].isna().all():
             _not_measured(ax, LABELS[metric])
             continue
@@ -258,8 +290,7 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
     title = "model vs model"
     if configs["model"].nunique() < 2:
         return Figure(title, note="one model in these runs: no model comparison.")
-    metric = "energy_per_sample_mj" if "energy_per_sample_mj" in configs and configs["energy_per_sample_mj"].notna().any() \
-        else "latency_mean_ms"
+    metric = measured(configs, "energy") or measured(configs, "latency") or "latency_mean_ms"
     fig, ax = plt.subplots(figsize=(8, 4.5))
     names = sorted(configs["model"].unique())
     rows = pd.concat([with_variants(group) for _, group in configs.groupby("model")])  # each model's own sequence lengths
@@ -267,7 +298,10 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
     width = 0.8 / len(variants)
     for i, variant in enumerate(variants):
         # The largest batch of each model: where precisions differ most, one bar per model.
-        sub = rows[rows["variant"] == variant].sort_values("batch_size").groupby("model").last().reindex(names)
+        # Whole rows: groupby().last() took each column's last non-empty value, a mean of one batch size with the
+        # interval of another where the largest batch had one trial.
+        sub = rows[rows["variant"] == variant].sort_values("batch_size").drop_duplicates("model", keep="last")
+        sub = sub.set_index("model").reindex(names)
         ax.bar(np.arange(len(names)) + (i - (len(variants) - 1) / 2) * width, sub[metric], width,
                yerr=_yerr(sub, metric), capsize=3, label=variant)
     ax.set_xticks(np.arange(len(names)), names)
@@ -291,7 +325,9 @@ def power_trace(client: MlflowClient, run: pd.Series, out: Path) -> Figure:
     fig, ax = plt.subplots(figsize=(9, 4))
     for column in trace.columns[1:]:
         ax.plot(trace["t_s"], trace[column], lw=0.8, label=column.removesuffix("_w").replace("_", " "))
-    ax.axvspan(0, run.get("window_duration_s", 0) or 0, color="C2", alpha=0.15, label="measurement window")
+    # The trace's origin is the measured window's start: a forward pass's, or generation's decode window.
+    duration = next((d for d in (run.get("window_duration_s"), run.get("decode_window_duration_s")) if d is not None and d == d), 0)
+    ax.axvspan(0, duration, color="C2", alpha=0.15, label="measurement window")
     ax.set_xlabel("time from window start (s)")
     ax.set_ylabel("power (W)")
     ax.legend(fontsize=8)
@@ -303,10 +339,10 @@ def study(frame: pd.DataFrame, table: pd.DataFrame, baseline: str, out: Path, cl
           layer_figures: Callable[[], list[Figure]], trace_run: str | None = None) -> list[Figure]:
     """Every figure of the report, in reading order, per model where it applies."""
     configs = wide(table)
-    quality = quality_metric(table)
     ups = speed_up(frame, baseline)
     figures: list[Figure] = []
     for model in sorted(configs["model"].unique()):
+        quality = quality_metric(table[table["model"] == model])  # each model's own: a classifier's accuracy, an LM's agreement
         figures += [overview(configs, ups, model, baseline, out), tradeoff(configs, model, quality, out),
                     pareto(configs, model, quality, out), batch_scaling(configs, model, out)]
     figures.append(models(configs, out))

@@ -24,22 +24,25 @@ from eaq.tracking.run_logger import PARENT_TAG, sweep_runs
 # CUDA graphs, the compiler's settings (tuned or Inductor's defaults, its pattern matcher on or off) and
 # the workload (a forward pass, or generating N tokens) change what a run measures as much as compiling
 # does: runs that differ in them are never averaged together.
-# So do the device, the dataset and the sampler (SETTING): they share one key, ``setting``, which names only
-# those that vary among the frame's runs, as most reports hold one of each.
+# So do the device, the dataset and the sampler, a mixed precision's plan file and where the weights came from
+# (SETTING), and every parameter of the measurement protocol (``trials.*``: a sweep comparing warm-up rules): they
+# share one key, ``setting``, which names only those that vary among the frame's runs, as most reports hold one of each.
 CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile", "compile_tuning", "compile_pattern_matcher",
                "cuda_graphs", "workload", "setting")
 # Where configurations compete (a ranking, a front): the keys but the precision and how it ran.
 SCOPE_KEYS = ("model", "batch_size", "seq_len", "workload", "setting")
 # Where a run ran and on what: the device's name (two cards of one model are one device; an H100 and an H200 are
 # two), the dataset, and the sampler asked for (``auto`` resolves by the device, which the device's name tells).
-SETTING = ("device_name", "dataset", "sampler")
+SETTING = ("device_name", "dataset", "sampler", "plan", "source")
+# The protocol's parameters, by their MLflow names' prefix: each a setting, named "trials.<name>=<value>" where it varies.
+PROTOCOL = "trials."
 # The compiler's settings, with their defaults (eaq.config): runs logged before a setting existed, and
 # runs that compiled nothing they measured (the settings do nothing there), read as the default.
 COMPILER_DEFAULTS = {"compile_tuning": True, "compile_pattern_matcher": True}
 PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "batch_size", "seq_len": "seq_len",
           "compile": "compile", "compile_tuning": "compile_tuning", "compile_pattern_matcher": "compile_pattern_matcher",
           "cuda_graphs": "cuda_graphs", "trial": "trial", "workload.name": "workload", "workload.new_tokens": "new_tokens",
-          "dataset.name": "dataset", "sampler.name": "sampler"}
+          "dataset.name": "dataset", "sampler.name": "sampler", "precision.plan": "plan", "model.name_or_path": "source"}
 TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_reasons", "eaq.energy": "energy",
         "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id",
         "eaq.env.device_name": "device_name"}
@@ -137,6 +140,7 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
         row |= {column: run.data.params.get(param) for param, column in PARAMS.items()}
         row |= {column: run.data.tags.get(tag) for tag, column in TAGS.items()}
         row |= {tag: value for tag, value in run.data.tags.items() if tag.startswith("eaq.env.")}
+        row |= {name: value for name, value in run.data.params.items() if name.startswith(PROTOCOL)}
         row |= {name: value for name, value in run.data.metrics.items() if name in METRIC_NAMES}
         rows.append(row)
     frame = pd.DataFrame(rows)
@@ -156,15 +160,24 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
     frame["workload"] = frame["workload"].fillna("forward").astype(str)
     frame.loc[generating, "workload"] = "generate" + tokens[generating].fillna(0).astype(int).astype(str)
     frame = frame.drop(columns="new_tokens")
-    frame["setting"] = setting(frame)
+    # As words, where they vary: "plan mine" (the file's stem), "from ./my-model", "trials.warmup_rule=pairs".
+    frame["plan"] = frame["plan"].map(lambda v: f"plan {Path(v).stem}" if isinstance(v, str) and v not in ("", "None") else None)
+    frame["source"] = frame["source"].map(lambda v: f"from {v}" if isinstance(v, str) else None)
+    protocol = tuple(sorted(c for c in frame.columns if c.startswith(PROTOCOL)))
+    for column in protocol:
+        frame[column] = frame[column].map(lambda v, c=column: f"{c}={v}" if isinstance(v, str) else None)
+    frame["setting"] = setting(frame, (*SETTING, *protocol))
     frame["running"] = frame["status"].isin(UNDER_WAY) & ~frame["parent_run_id"].isin(ended)
     return frame.sort_values([*CONFIG_KEYS, "trial"], na_position="last").reset_index(drop=True)
 
 
-def load(uri: str, experiment: str | None = None, sweep: str | None = None) -> pd.DataFrame:
-    """``runs_frame(fetch_runs(...))``, failing with what to do when there is nothing to report."""
+def load(uri: str, experiment: str | None = None, sweep: str | None = None, ended: frozenset[str] = frozenset()) -> pd.DataFrame:
+    """``runs_frame(fetch_runs(...))``, failing with what to do when there is nothing to report.
+
+    ``ended``: sweeps known to have ended though their parent is still open: the sweep's own report at its end
+    (every job has returned, and a run left under way by a killed worker is failed, not running)."""
     runs = fetch_runs(uri, experiment, sweep)
-    frame = runs_frame(runs, ended_sweeps(MlflowClient(tracking_uri=uri), runs))
+    frame = runs_frame(runs, ended_sweeps(MlflowClient(tracking_uri=uri), runs) | ended)
     if frame.empty:
         scope = f"sweep {sweep}" if sweep else f"experiment {experiment or 'eaq'}"
         raise EaqError(f"{scope} at {uri} has no benchmark or layers runs; run `python -m eaq.run -m ...` into it first.")

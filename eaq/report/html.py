@@ -28,10 +28,23 @@ code, pre { background: #f6f6f6; padding: 0.1em 0.3em; }
 """
 
 
+# A statistic of spread that one trial cannot give: empty beside a measured mean (or ratio) is no missing measurement.
+SPREAD = ("std", "ci_low", "ci_high", "cv")
+
+
 def _table(frame: pd.DataFrame) -> str:
-    """A DataFrame as an HTML table; a missing value reads "not measured", never 0 or NaN."""
+    """A DataFrame as an HTML table; a missing value reads "not measured", never 0 or NaN, but a spread missing
+    beside a measured mean or ratio reads "one trial": the figure was measured, once."""
     if frame.empty:
         return '<p class="note">none</p>'
+    centre = next((c for c in ("mean", "ratio") if c in frame), None)
+    if centre is not None:
+        once = frame[centre].notna()
+        frame = frame.astype({c: object for c in SPREAD if c in frame})
+        for column in (c for c in SPREAD if c in frame):
+            frame.loc[once & frame[column].isna(), column] = "one trial"
+            # float_format reads float columns only: these now hold words too
+            frame[column] = [f"{v:.4g}" if isinstance(v, float) and v == v else v for v in frame[column]]
     return frame.to_html(index=False, border=0, na_rep="not measured", float_format=lambda v: f"{v:.4g}", escape=True)
 
 

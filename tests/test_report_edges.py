@@ -1,0 +1,157 @@
+"""The report on the stores users leave: hub ids with '/', one trial at the largest batch, runs that all failed,
+generation-only sweeps, a sweep comparing measurement protocols or mixed plans, a mistyped baseline; each on a real
+MLflow store in tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+import pandas as pd
+import pytest
+
+from eaq.diff import main as diff_main
+from eaq.errors import EaqError
+from eaq.report.aggregate import aggregate, compact, config_label
+from eaq.report.build import build
+from eaq.report.compare import compare
+from eaq.report.frame import load
+from eaq.report.html import _table
+from eaq.report.table import runs_table
+
+BASE = {"batch_size": "8", "seq_len": "32", "compile": "False", "workload.name": "forward", "dataset.name": "sst2",
+        "sampler.name": "none"}
+
+
+def _log(client: MlflowClient, experiment: str, params: dict[str, str], metrics: dict[str, float], status: str = "FINISHED",
+         tags: dict[str, str] | None = None) -> str:
+    run = client.create_run(experiment, tags={"eaq.kind": "benchmark", **(tags or {})}).info.run_id
+    for key, value in params.items():
+        client.log_param(run, key, value)
+    for key, value in metrics.items():
+        client.log_metric(run, key, value)
+    client.set_terminated(run, status)
+    return run
+
+
+def _store(tmp_path: Path) -> tuple[str, MlflowClient, str]:
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    return uri, client, client.create_experiment("eaq")
+
+
+def test_a_hub_id_and_one_trial_at_the_largest_batch_draw_every_figure(tmp_path: Path) -> None:
+    # "Qwen/Qwen2-0.5B" would be a folder in a figure's file name; the largest batch's one trial has no interval, and
+    # its mean was drawn with another batch's interval (negative error bars: no report at all).
+    uri, client, experiment = _store(tmp_path)
+    for model in ("Qwen/Qwen2-0.5B", "m"):
+        for batch, latencies in (("8", [10.0, 11.0, 12.0]), ("32", [50.0])):
+            for trial, latency in enumerate(latencies, 1):
+                _log(client, experiment, {**BASE, "model.name": model, "precision.name": "fp32", "batch_size": batch,
+                                          "trial": str(trial)}, {"latency_mean_ms": latency, "quality_accuracy": 0.9})
+    report = build(uri, tmp_path / "report", experiment="eaq")
+    written = {f.png.name for f in report.figures if f.png is not None}
+    assert {"overview_Qwen-Qwen2-0.5B.png", "models.png"} <= written
+    assert all(f.png.parent == tmp_path / "report" / "figures" for f in report.figures if f.png is not None)
+
+
+def test_a_sweep_whose_runs_all_failed_still_counts_them_and_builds(tmp_path: Path) -> None:
+    uri, client, experiment = _store(tmp_path)
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "int8", "trial": trial}, {}, "FAILED")
+    table = aggregate(load(uri, experiment="eaq"))
+    assert table[["runs", "failed", "n"]].values.tolist() == [[2, 2, 0]]
+    assert compact(table)["trials"].tolist() == ["0/2"]
+    build(uri, tmp_path / "report", experiment="eaq")
+    # Killed before any parameter: no precision to compare with, still a report.
+    _, client2, experiment2 = _store(tmp_path / "bare")
+    client2.set_terminated(client2.create_run(experiment2, tags={"eaq.kind": "benchmark"}).info.run_id, "KILLED")
+    build(f"sqlite:///{tmp_path}/bare/mlflow.db", tmp_path / "bare-report", experiment="eaq")
+
+
+def test_a_mistyped_baseline_is_refused_naming_the_precisions(tmp_path: Path) -> None:
+    uri, client, experiment = _store(tmp_path)
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1"}, {"latency_mean_ms": 1.0})
+    with pytest.raises(EaqError, match=r"--baseline bf61 is not a precision of these runs \(bf16\)"):
+        build(uri, tmp_path / "report", experiment="eaq", baseline="bf61")
+
+
+def test_runs_of_two_protocols_or_two_plans_are_two_configurations(tmp_path: Path) -> None:
+    uri, client, experiment = _store(tmp_path)
+    for rule, latencies in (("trend", [10.0, 10.2]), ("pairs", [14.0, 14.4])):
+        for trial, latency in enumerate(latencies, 1):
+            _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": str(trial),
+                                      "trials.warmup_rule": rule, "trials.iters": "10"}, {"latency_mean_ms": latency})
+    for plan, latency in (("/p/attention.yaml", 9.0), ("/p/ffn.yaml", 7.0)):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "mixed", "precision.plan": plan, "trial": "1",
+                                  "trials.warmup_rule": "trend", "trials.iters": "10"}, {"latency_mean_ms": latency})
+    table = aggregate(load(uri, experiment="eaq"))
+    means = {config_label(r): (r["n"], r["mean"]) for _, r in table.iterrows()}
+    assert means == {
+        "m-fp32-b8-s32-trials.warmup_rule-trend": (2, pytest.approx(10.1)),
+        "m-fp32-b8-s32-trials.warmup_rule-pairs": (2, pytest.approx(14.2)),
+        "m-mixed-b8-s32-plan-attention-trials.warmup_rule-trend": (1, pytest.approx(9.0)),
+        "m-mixed-b8-s32-plan-ffn-trials.warmup_rule-trend": (1, pytest.approx(7.0)),
+    }
+
+
+def test_a_generation_sweep_is_drawn_on_its_per_token_figures(tmp_path: Path) -> None:
+    uri, client, experiment = _store(tmp_path)
+    for precision, energy in (("bf16", [500.0, 510.0]), ("int4_weight_only", [350.0, 352.0])):
+        for batch in ("1", "16"):
+            for trial, mj in enumerate(energy, 1):
+                _log(client, experiment, {**BASE, "model.name": "llama", "precision.name": precision, "batch_size": batch,
+                                          "workload.name": "generate", "workload.new_tokens": "128", "trial": str(trial)},
+                     {"decode_energy_per_token_mj": mj / int(batch), "time_per_output_token_mean_ms": 2.0,
+                      "decode_tokens_per_s": 500.0 * int(batch), "quality_top1_agreement_with_fp32": 1.0 if precision == "bf16" else 0.8,
+                      "decode_window_duration_s": 3.0},
+                     tags={"eaq.energy": "measured"})
+    report = build(uri, tmp_path / "report", experiment="eaq", baseline="bf16")
+    notes = {f.title: f.note for f in report.figures}
+    drawn = {f.title for f in report.figures if f.png is not None}
+    assert "llama: energy vs quality, Pareto front per batch size and setting" in drawn, notes
+    assert "llama: speed vs quality" in drawn and "llama: time and energy per output token vs batch size" in drawn
+
+
+def test_one_trials_spread_reads_one_trial_and_an_unmeasured_figure_not_measured() -> None:
+    frame = pd.DataFrame({"metric": ["a", "b"], "n": [1, 0], "mean": [1.5, float("nan")],
+                          "std": [float("nan")] * 2, "ci_low": [float("nan")] * 2})
+    cells = _table(frame)
+    assert cells.count("one trial") == 2 and cells.count("not measured") == 3
+
+
+def test_compare_reads_runs_logged_before_a_flag_existed_as_without_it_and_tells_generation_lengths_apart(tmp_path: Path) -> None:
+    uri, client, experiment = _store(tmp_path)
+    _log(client, experiment, {"model.name": "m", "seq_len": "32", "batch_size": "8", "precision.name": "bf16", "trial": "1"},
+         {"energy_per_sample_mj": 10.0})  # before compile and cuda_graphs were parameters
+    for precision, energy in (("bf16", 12.0), ("int8", 9.0)):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": "2", "cuda_graphs": "False"},
+             {"energy_per_sample_mj": energy})
+    for tokens in ("32", "128"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1",
+                                  "workload.name": "generate", "workload.new_tokens": tokens}, {"energy_per_sample_mj": 1.0})
+    from eaq.report.compare import COLUMNS
+    table = compare(runs_table([uri], columns=COLUMNS), "bf16")
+    forward = table[table["workload.name"] == "forward"]
+    assert forward["precision.name"].tolist() == ["bf16", "int8"]  # the old bf16 run and the new one: one row
+    assert forward["energy_mj_per_sample"].tolist() == pytest.approx([11.0, 9.0])
+    assert sorted(table["workload.name"].unique()) == ["forward", "generate128", "generate32"]
+
+
+def test_diff_of_a_run_without_a_recorded_config_says_so_with_exit_2(tmp_path: Path, capsys) -> None:
+    uri, client, experiment = _store(tmp_path)
+    run = _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1"}, {}, "FAILED")
+    assert diff_main([run, run, "--uri", uri]) == 2
+    assert "has no recorded config.yaml" in capsys.readouterr().err
+
+
+def test_at_a_sweeps_end_a_run_still_marked_running_was_killed(tmp_path: Path) -> None:
+    # The sweep's own report is built before its parent closes; every job has returned by then.
+    uri, client, experiment = _store(tmp_path)
+    parent = client.create_run(experiment, tags={"eaq.kind": "sweep"}).info.run_id
+    run = client.create_run(experiment, tags={"eaq.kind": "benchmark", "mlflow.parentRunId": parent}).info.run_id
+    for key, value in {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1"}.items():
+        client.log_param(run, key, value)  # left RUNNING: its worker was killed
+    live = aggregate(load(uri, sweep=parent)).iloc[0]
+    ended = aggregate(load(uri, sweep=parent, ended=frozenset({parent}))).iloc[0]
+    assert (live["running"], live["failed"], ended["running"], ended["failed"]) == (1, 0, 0, 1)
