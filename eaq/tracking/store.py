@@ -44,7 +44,7 @@ def _check_reachable(uri: str) -> None:
     parts = urllib.parse.urlsplit(uri)
     try:
         port = parts.port
-    except ValueError as exc:  # the message quotes what follows the ':', which may be a password: not repeated
+    except ValueError:  # the message quotes what follows the ':', which may be a password: not repeated
         raise EaqError(
             f"tracking.uri={redact(uri)} is not a valid URL: what follows the host's ':' is not a port number. A password "
             "holding '/', '?', '#' or '@' must be percent-encoded (urllib.parse.quote(password, safe=''))."
