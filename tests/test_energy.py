@@ -481,3 +481,46 @@ def test_an_nvidia_smi_stopped_by_eaq_leaves_no_note(tmp_path: Path, monkeypatch
     # It prints a reading every 20 ms until it is stopped, as the real one does.
     trace = _nvidia_smi_sampling("while true; do echo 250.5; sleep 0.02; done", tmp_path, monkeypatch).stop()
     assert len(trace.times) > 5 and not trace.notes, trace.notes
+
+
+def test_a_trace_read_while_its_poller_appends_cuts_its_columns_to_one_length() -> None:
+    # A poller thread appends the time first and the values after: a read in between saw one more time than values.
+    trace = PowerTrace()
+    for i in range(5):
+        trace.add(float(i), {"power_instant_w": 100.0 + (i % 2)})
+    trace.times.append(5.0)  # the next sample, half written
+    assert trace.integral_j("power_instant_w", 0.5, 3.5) == pytest.approx(3 * 100.5, rel=0.01)
+    assert trace.updates("power_instant_w", 0.0, 5.0) == 4
+    assert trace.stats_w("power_instant_w", 0.0, 5.0)["mean"] == pytest.approx(100.4)
+
+
+def test_a_comparison_sampler_that_cannot_start_stops_the_polling_process_it_follows() -> None:
+    class Missing:  # nvidia-smi not on PATH: its start raises, after NVML's polling process is up
+        name = "nvidia_smi"
+
+        def start(self) -> None:
+            raise FileNotFoundError("nvidia-smi")
+
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml())
+    sampler.companion = Missing()
+    with pytest.raises(FileNotFoundError):
+        sampler.start()
+    assert sampler._poll is None  # stopped, not left polling until the process exits
+
+
+class _SlowSensor:
+    """A reader factory that takes longer to open its sensor than the start may wait (nvmlInit on a lost GPU)."""
+
+    def __call__(self):  # type: ignore[no-untyped-def]
+        time.sleep(30)
+        return lambda: {"power_instant_w": 1.0}
+
+
+def test_a_polling_process_that_does_not_start_in_time_is_killed_at_the_limit(monkeypatch) -> None:
+    from eaq.measure import poll_process
+
+    monkeypatch.setattr(poll_process, "START_TIMEOUT_S", 1.0)
+    started = time.perf_counter()
+    with pytest.raises(RuntimeError, match="did not start within 1 s"):
+        poll_process.PollProcess(_SlowSensor(), 0.01, PowerTrace()).start()
+    assert time.perf_counter() - started < 5  # not the sensor's 30 s

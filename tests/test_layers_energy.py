@@ -715,3 +715,17 @@ def test_minilm_with_eaqs_linear_classifier_groups_its_pooler_and_classifier_as_
     assert {c.block for c in components.values() if c.block is not None} == set(range(6))
     assert [m for c in components.values() for m in c.modules if m.startswith("encoder.embeddings")] == list(
         components["embeddings"].modules)
+
+
+def test_an_idle_baseline_is_measured_without_an_energy_counter(tmp_path: Path) -> None:
+    # A GPU before Volta (or nvidia-smi) has no counter: the trace's integral is the idle energy, and it needs a
+    # sample past the idle window's end.
+    fake = FakeNvml(schedule=[(0.0, 120.0)], update_s=0.005, unsupported={"nvmlDeviceGetTotalEnergyConsumption"})
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)
+    sampler.start()
+    try:
+        baseline, _, tags = idle_baseline(CPU, sampler, 0.2, None)
+    finally:
+        sampler.stop()
+    assert baseline is not None, tags
+    assert baseline.power_w == pytest.approx(120.0, rel=0.05)

@@ -111,6 +111,7 @@ def idle_baseline(
     which baseline it was and why (``eaq.idle``, ``eaq.idle.measured_unix_s``).
     """
     from eaq.measure.energy import window_energy
+    from eaq.measure.samplers import wait_for_sample
     from eaq.measure.window import MeasurementWindow
 
     if idle_s <= 0:
@@ -123,6 +124,9 @@ def idle_baseline(
     with MeasurementWindow(device, sampler) as window:
         time.sleep(idle_s)
     assert window.result is not None
+    # Without an energy counter (nvidia-smi; NVML before Volta) the trace integral is the energy, and it needs a
+    # sample past the window's end, which the trace, read at once, does not hold yet.
+    wait_for_sample(sampler)
     energy = window_energy(sampler.name, sampler.trace, window.result.t0, window.result.t1, window.result.counter_j)
     if energy.energy_j is None:
         return None, window.result, {"eaq.idle": f"measured in this run, no energy: {energy.reason}"}

@@ -76,7 +76,13 @@ class NvmlSampler:
             self._trace.note(f"no power trace: {exc}")
             self._poll = None
         if self.companion is not None:
-            self.companion.start()
+            try:
+                self.companion.start()
+            except BaseException:  # the polling process is up: it must not outlive a start that failed
+                if self._poll is not None:
+                    self._poll.stop()
+                    self._poll = None
+                raise
 
     def pause(self, paused: bool) -> None:
         """Stop or resume polling without ending the session (the overhead check's off/on)."""

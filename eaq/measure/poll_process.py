@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # the child never builds a trace: it starts without numpy (ea
 # Builds, inside the child, a function that reads every channel once: {"power_instant_w": 231.5, ...}.
 MakeReader = Callable[[], Callable[[], dict[str, float]]]
 START_TIMEOUT_S = 60.0
+# How long stop() waits for the child's last samples and its exit before killing it (a GPU fallen off the bus hangs
+# a read, and the run must end rather than wait for it).
+STOP_TIMEOUT_S = 10.0
 DRAIN = b"d"
 _HEADER = struct.Struct("!I")
 
@@ -112,7 +115,10 @@ class PollProcess:
         assert self._process.stdin is not None and self._process.stdout is not None
         _send(self._process.stdin, ("start", (self._make_reader, self._interval)))
         if not select.select([self._process.stdout], [], [], START_TIMEOUT_S)[0]:
-            self.stop()
+            # Killed, not asked: a child stuck opening its sensor (nvmlInit) would not answer a stop either.
+            process, self._process = self._process, None
+            process.kill()
+            process.wait()
             raise RuntimeError(f"the power-polling process did not start within {START_TIMEOUT_S:g} s")
         message = _receive(self._process.stdout)
         if message is None or message[0] == "failed":
@@ -158,11 +164,14 @@ class PollProcess:
         if process is None:
             return
         assert process.stdin is not None and process.stdout is not None
+        deadline = time.monotonic() + STOP_TIMEOUT_S
         try:
             process.stdin.close()
-            while self._take(_receive(process.stdout)):
+            # The last samples, while the child answers in time; then its exit, or it is killed.
+            while select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))[0] and self._take(
+                    _receive(process.stdout)):
                 pass
-            process.wait(timeout=10)
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except (OSError, subprocess.TimeoutExpired):
             process.kill()
             process.wait()

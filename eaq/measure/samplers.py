@@ -134,6 +134,9 @@ def select_sampler(name: str, device: torch.device, interval_s: float = 0.015, c
         reason = sampler.available()
         if reason:
             raise ConfigError(f"sampler={name} cannot run here: {reason}; use sampler=auto or sampler=none.")
+        companion = getattr(sampler, "companion", None)  # nvidia-smi beside NVML: checked before either starts
+        if companion is not None and (reason := companion.available()):
+            raise ConfigError(f"sampler.compare_nvidia_smi=true cannot run here: {reason}; drop it (NVML alone measures).")
         return sampler
     candidate = _make("nvml" if device.type == "cuda" else "rapl", device, interval_s)
     reason = candidate.available()

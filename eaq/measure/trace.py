@@ -39,6 +39,12 @@ class PowerTrace:
         if message not in self.notes:
             self.notes.append(message)
 
+    def _aligned(self, channel: str) -> tuple[np.ndarray, np.ndarray]:
+        """(times, the channel's values) cut to one length: a poller thread may append between the two reads."""
+        values = self.channels[channel]
+        n = min(len(self.times), len(values))
+        return np.asarray(self.times[:n]), np.asarray(values[:n], dtype=np.float64)
+
     def between(self, t0: float, t1: float) -> int:
         """How many samples fall inside [t0, t1]."""
         times = np.asarray(self.times)
@@ -48,8 +54,8 @@ class PowerTrace:
         """How many times the channel's value changed inside [t0, t1]: the sensor's real updates."""
         if channel not in self.channels:
             return 0
-        times = np.asarray(self.times)
-        inside = np.asarray(self.channels[channel], dtype=np.float64)[(times >= t0) & (times <= t1)]
+        times, values = self._aligned(channel)
+        inside = values[(times >= t0) & (times <= t1)]
         return int(np.count_nonzero(np.diff(inside[~np.isnan(inside)])))
 
     def integrals_j(self, t0: float, t1: float) -> dict[str, float]:
@@ -63,8 +69,7 @@ class PowerTrace:
         """Trapezoidal energy of a power channel over [t0, t1], interpolating at both ends."""
         if channel not in self.channels:
             return None
-        times = np.asarray(self.times)
-        watts = np.asarray(self.channels[channel], dtype=np.float64)
+        times, watts = self._aligned(channel)
         ok = ~np.isnan(watts)
         times, watts = times[ok], watts[ok]
         if times.size < 2 or t0 < times[0] or t1 > times[-1]:
@@ -78,10 +83,7 @@ class PowerTrace:
         """Mean/std/min/max over [t0, t1]; safe to call while a poller is still appending."""
         if channel not in self.channels:
             return {}
-        values = self.channels[channel]
-        n = min(len(self.times), len(values))
-        times = np.asarray(self.times[:n])
-        watts = np.asarray(values[:n], dtype=np.float64)
+        times, watts = self._aligned(channel)
         inside = watts[(times >= t0) & (times <= t1) & ~np.isnan(watts)]
         if inside.size == 0:
             return {}
