@@ -211,7 +211,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.decode.cuda_graph", "workload=generate: 'one CUDA graph per decode step' (the compiled model over its static cache, the greedy pick, the token's record and the position, replayed with one launch), or 'none: not asked for' (a step that cannot be recorded fails the run)."),
     ("eaq.kernel_check", "'passed' (or 'passed, with N host<->device copies ...') when precision.kernel_check profiled the kernels; a failed check fails the run; else 'not asked'."),
     ("eaq.weights", "'pretrained' or 'random' (random-weight results measure speed and energy, not task quality)."),
-    ("eaq.proof.stored_dtypes", "Share of stored elements per dtype after the precision is applied."),
+    ("eaq.proof.stored_dtypes", "Share of stored values per dtype after the precision is applied (packed int4 weights counted as int4 values, 8 per int32)."),
     ("eaq.precision.plan", "precision=mixed: the plan file the run applied."),
     ("eaq.precision.plan_sha256", "precision=mixed: the first 16 hex digits of the plan file's SHA-256."),
     ("eaq.precision.layer_formats", "precision=mixed: how many Linear layers store each format after the plan is applied."),

@@ -187,3 +187,21 @@ def test_the_plan_hash_is_of_the_bytes_applied_and_the_check_holds_per_shape(tmp
     assert precision.judge(model, seen).failures == [
         "2 float GEMMs of shape 64x128 per forward for 1 layers of that shape computing in float (a float fallback)"]
     assert precision.judge(model, Profile(Counter({"aten::_int_mm": 2}), Counter(), Counter({("float", (64, 128)): 1}))).failures == []
+
+
+def test_int4_layers_of_a_plan_allow_no_float_gemm_so_an_int8_layers_fallback_is_seen(monkeypatch) -> None:
+    # int4's matmul is its own kernel (_weight_int4pack_mm), not a float GEMM: counting its layers as float ones hid
+    # the int8 layer's float fallback. Judged on a profile as an H100 gives it (the capability is all it asks here).
+    from collections import Counter
+
+    from eaq.precision.kernel_check import Profile
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    precision = MixedPrecision(Plan("bf16", {"0": "int8", "1": "int4_weight_only"}), "", torch.device("cuda"))
+    model = nn.Sequential(nn.Linear(128, 128), nn.Linear(128, 128))
+    fell_back = Profile(Counter({"aten::_int_mm": 1, "aten::_weight_int4pack_mm": 1}), Counter(),
+                        Counter({("c10::BFloat16", (128, 128)): 1}))
+    assert precision.judge(model, fell_back).failures == [
+        "1 float GEMMs per forward for 0 layers computing in the base dtype (a float fallback)"]
+    ran = Profile(Counter({"aten::_int_mm": 1, "aten::_weight_int4pack_mm": 1}), Counter(), Counter())
+    assert precision.judge(model, ran).failures == []

@@ -299,3 +299,31 @@ def test_padded_int_mm_gives_the_kernel_its_rows_and_the_exact_product() -> None
         out = padded_int_mm(int_mm, a[:rows], w)
         assert out.dtype == torch.int32 and torch.equal(out.double(), a[:rows].double() @ w.double())
         assert seen[-1] == max(rows, INT_MM_MIN_ROWS)
+
+
+class Int4Packed(torch.Tensor):
+    """The shape of torchao's int4 tensors (a CUDA-only format: checked on the H100 too): eight int4 values in each
+    int32 of ``qdata``, scales beside."""
+
+    @staticmethod
+    def __new__(cls, qdata: torch.Tensor, scale: torch.Tensor, shape: tuple[int, int]):  # type: ignore[no-untyped-def]
+        return torch.Tensor._make_wrapper_subclass(cls, shape, dtype=torch.bfloat16)
+
+    def __init__(self, qdata: torch.Tensor, scale: torch.Tensor, shape: tuple[int, int]) -> None:
+        self.qdata, self.scale = qdata, scale
+
+    def __tensor_flatten__(self):  # type: ignore[no-untyped-def]
+        return ["qdata", "scale"], None
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        raise NotImplementedError(f"{func} on a stand-in of a packed int4 weight")
+
+
+def test_packed_int4_weights_are_counted_as_int4_values_not_int32_elements() -> None:
+    from eaq.precision.proof import weight_dtypes
+
+    holder = nn.Module()
+    holder.register_buffer("weight", Int4Packed(torch.zeros(64 * 128 // 8, dtype=torch.int32), torch.ones(64, dtype=torch.bfloat16), (64, 128)))
+    holder.register_buffer("bias", torch.zeros(64, dtype=torch.bfloat16))
+    assert weight_dtypes(holder) == {"int4": 64 * 128, "torch.bfloat16": 64 + 64}

@@ -269,8 +269,8 @@ class MixedPrecision:
         """The kernel check per format: each format's GEMM ran at least once per layer it holds.
 
         Float GEMMs may run only for the layers left in the base and the weight-only
-        layers (whose matmul computes in the base dtype), in all and per Linear shape; more
-        means a quantized-math layer fell back. Every float GEMM must be in the base dtype. Both count float GEMMs shaped
+        layers whose matmul is a float GEMM (int8_weight_only; int4's is its own kernel, so its
+        layers allow none), in all and per Linear shape; more means a quantized-math layer fell back. Every float GEMM must be in the base dtype. Both count float GEMMs shaped
         like a Linear layer only (eaq.precision.kernel_check).
         """
         failures = []
@@ -283,7 +283,7 @@ class MixedPrecision:
                 lowp += ran
                 if ran < layers:
                     failures.append(f"{layers} {fmt_name} layers but {ran} {'/'.join(fmt.kernels)} GEMMs per forward")
-            if not fmt.quantized_math:
+            if not fmt.quantized_math and not fmt.kernels:
                 float_layers += layers
         float_gemms = linear_float_gemms(model, seen)
         floats = sum(float_gemms.values())
@@ -291,7 +291,8 @@ class MixedPrecision:
             failures.append(f"{floats} float GEMMs per forward for {float_layers} layers computing in the base dtype (a float fallback)")
         else:  # the count holds in all: and shape by shape?
             failures += fallbacks_by_shape(model, seen, lambda name, _: name not in self.plan.layers
-                                           or not self.formats[self.plan.layers[name]].quantized_math)
+                                           or not (self.formats[self.plan.layers[name]].quantized_math
+                                                   or self.formats[self.plan.layers[name]].kernels))
         expected = PROFILER_DTYPES[self.float_gemm_dtype]
         for dtype, n in sorted(float_gemms.items()):
             if dtype != expected:

@@ -9,16 +9,19 @@ import torch
 from torch import nn
 
 
-def _leaf_tensors(tensor: torch.Tensor) -> list[torch.Tensor]:
-    """Plain tensors behind a tensor subclass (torchao keeps int8 data and scales inside)."""
+def _named_leaves(tensor: torch.Tensor, owner: str = "", name: str = "") -> list[tuple[str, str, torch.Tensor]]:
+    """(the subclass holding it, its name there, the plain tensor) for each plain tensor behind ``tensor``:
+    torchao keeps int8 data and scales inside a tensor subclass; a plain tensor is its own only leaf."""
     flatten = getattr(type(tensor), "__tensor_flatten__", None)
     if flatten is None or type(tensor) in (torch.Tensor, nn.Parameter):
-        return [tensor]
+        return [(owner, name, tensor)]
     names, _ = tensor.__tensor_flatten__()
-    leaves: list[torch.Tensor] = []
-    for name in names:
-        leaves.extend(_leaf_tensors(getattr(tensor, name)))
-    return leaves
+    return [leaf for inner in names for leaf in _named_leaves(getattr(tensor, inner), type(tensor).__name__, inner)]
+
+
+def _leaf_tensors(tensor: torch.Tensor) -> list[torch.Tensor]:
+    """Plain tensors behind a tensor subclass."""
+    return [leaf for _, _, leaf in _named_leaves(tensor)]
 
 
 def _leaves(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -71,10 +74,19 @@ def stored_bytes_read(model: nn.Module, rows: int) -> int:
 
 
 def weight_dtypes(model: nn.Module) -> dict[str, int]:
-    """How many stored elements each dtype holds, e.g. {'torch.int8': 21M, 'torch.float32': 4M}."""
+    """How many stored values each type holds, e.g. {'torch.int8': 21M, 'torch.float32': 4M}.
+
+    Where a tensor subclass packs narrower values into wider elements, the values are counted: torchao's int4
+    formats keep eight int4 weights in each int32 of their ``qdata`` (two in a uint8), which counted as int32
+    elements read as a model mostly bf16 ("bfloat16=79.0%, int32=21.0%" for DistilBERT with 37 of 38 layers int4).
+    """
     counts: Counter[str] = Counter()
-    for leaf in _stored(model):
-        counts[str(leaf.dtype)] += leaf.numel()
+    for tensor in [*model.parameters(), *model.buffers()]:
+        for owner, name, leaf in _named_leaves(tensor.data if isinstance(tensor, nn.Parameter) else tensor):
+            if owner.startswith("Int4") and name == "qdata" and not leaf.is_floating_point():
+                counts["int4"] += leaf.numel() * leaf.element_size() * 2
+            else:
+                counts[str(leaf.dtype)] += leaf.numel()
     return dict(counts)
 
 

@@ -20,9 +20,11 @@ from eaq.errors import UnsupportedPrecisionError
 from eaq.precision.base import base_dtype, dtype_name, set_tf32
 from eaq.precision.requirements import ADA, AMPERE, Requirements
 
-# Low-precision GEMM kernels need both matrix dimensions in multiples of 16; a layer that
-# does not fit (a 2-way classifier head, a 50257-token LM head) stays in the base dtype by
-# this rule instead of crashing, and the proof's coverage count shows it.
+# One shape rule for every format: both matrix dimensions in multiples of 16, what fp8's _scaled_mm needs (the
+# strictest: CUDA's _int_mm takes multiples of 8, the CPU's and int8 weight-only any shape). One rule keeps the
+# formats' coverage the same, so a comparison between them is of the formats, not of which layers each took; a
+# layer that does not fit (a 2-way classifier head, a 50257-token LM head, which would also be untied from the
+# token table) stays in the base dtype, and the proof's coverage count shows it.
 ALIGNMENT = 16
 # int4 weights are quantized in groups of this many input features (tinygemm's layout).
 INT4_GROUP = 128

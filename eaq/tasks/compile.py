@@ -2,7 +2,9 @@
 
 By default every compiled run gets the Inductor settings torchao recommends for quantized
 models (torchao.quantization.utils.recommended_inductor_config_setter): coordinate-descent
-tuning of the generated kernels and the int8 matmul fused with its rescale. Applied only
+tuning of the generated kernels, and the flag asking Inductor to fuse the int8 matmul with
+its rescale (``force_fuse_int_mm_with_mul``: torch 2.13's Inductor registers no pattern for
+it, so there it does nothing; the flag is kept as torchao sets it). Applied only
 to the quantized runs, as torchao's configs do, a comparison with bf16 would mix the
 precision with the compiler's tuning. ``compile_tuning=false`` gives every run Inductor's
 defaults instead, which compile several times faster (a table of many compiled runs).
