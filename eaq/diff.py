@@ -124,7 +124,7 @@ def sweep(parent: str, client: MlflowClient) -> int:
     for child in sweep_runs(client, run):
         try:
             configs[child.info.run_id] = measurement_config(_from_run(client, child)[0])
-        except MlflowException:  # killed before it logged its config: nothing to compare, said below
+        except EaqError:  # killed before it logged its config: nothing to compare, said below
             unrecorded.append(child.info.run_name)
     keys = sorted(set().union(*configs.values())) if configs else []
     varying = {k: sorted({cfg.get(k, "(absent)") for cfg in configs.values()}) for k in keys}

@@ -30,7 +30,12 @@ def _composed_from(hydra_yaml: dict) -> list[str]:
     """``-cd DIR -cn NAME`` where the run was composed from another config than eaq's own ``config``, else nothing."""
     hydra = hydra_yaml.get("hydra", {})
     name = hydra.get("job", {}).get("config_name") or "config"
-    folders = [s["path"] for s in hydra.get("runtime", {}).get("config_sources", []) if s.get("provider") == "command-line"]
+    runtime = hydra.get("runtime", {})
+    folders = [s["path"] for s in runtime.get("config_sources", []) if s.get("provider") == "command-line"]
+    if folders and not Path(folders[0]).is_dir() and runtime.get("cwd"):
+        # Recorded on another host or checkout: the same place relative to where it ran (sweeps/), if here.
+        moved = Path(folders[0]).relative_to(runtime["cwd"]) if Path(folders[0]).is_relative_to(runtime["cwd"]) else None
+        folders[0] = str(moved.resolve()) if moved is not None and moved.is_dir() else folders[0]
     return [*(["-cd", folders[0]] if folders else []), *(["-cn", name] if name != "config" or folders else [])]
 
 

@@ -263,7 +263,11 @@ def test_exclusive_lets_one_process_in_at_a_time(tmp_path: Path) -> None:
         # '?', '#' and a space, which SQLAlchemy (MLflow's database stores) takes raw in a password.
         ("postgresql+psycopg://eaq:s3cr#et@db:5432/eaq", f"postgresql+psycopg://eaq:{REDACTED}@db:5432/eaq"),
         ("tracking.uri=postgresql://eaq:pa?ss@db/x", f"tracking.uri=postgresql://eaq:{REDACTED}@db/x"),
-        ("'postgresql://eaq:hunter 2@db'", f"'postgresql://eaq:{REDACTED}@db'"),
+        # A URL with a port and an address later on the line is no password: left whole.
+        ("INFO connecting to http://localhost:5000/api/2.0 as user@example.com",
+         "INFO connecting to http://localhost:5000/api/2.0 as user@example.com"),
+        ("pip install git+https://github.com:443/org/repo.git@v1.2", "pip install git+https://github.com:443/org/repo.git@v1.2"),
+        ("PWD=/work/main OLDPWD=/tmp", "PWD=/work/main OLDPWD=/tmp"),
         ('{"A": "http://127.0.0.1:5000", "B": "git@example.com"}', '{"A": "http://127.0.0.1:5000", "B": "git@example.com"}'),
         ("Server=db;Uid=sa;Pwd=hunter2;", f"Server=db;Uid=sa;Pwd={REDACTED};"),
         # Hydra's hydra.yaml: a choice "basic" at a line's end is no header, and the next line is not its value.
@@ -331,3 +335,15 @@ def test_a_server_that_answers_at_all_is_reachable_and_a_bad_port_never_quotes_t
     with pytest.raises(EaqError, match="is not a port number") as refused:
         _check_reachable("http://user:zq9/secretpart@127.0.0.1:5000")
     assert "zq9" not in str(refused.value) and "secretpart" not in str(refused.value)
+
+
+def test_the_servers_check_trusts_mlflows_tls_settings(monkeypatch, tmp_path: Path) -> None:
+    import ssl
+
+    from eaq.tracking.store import _tls_context
+
+    monkeypatch.setenv("MLFLOW_TRACKING_INSECURE_TLS", "1")  # MLflow reads 1 as true
+    assert _tls_context().verify_mode == ssl.CERT_NONE
+    monkeypatch.delenv("MLFLOW_TRACKING_INSECURE_TLS")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path))  # a folder of certificates, as requests takes it
+    assert _tls_context().verify_mode == ssl.CERT_REQUIRED

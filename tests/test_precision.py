@@ -324,6 +324,8 @@ def test_packed_int4_weights_are_counted_as_int4_values_not_int32_elements() -> 
     from eaq.precision.proof import weight_dtypes
 
     holder = nn.Module()
-    holder.register_buffer("weight", Int4Packed(torch.zeros(64 * 128 // 8, dtype=torch.int32), torch.ones(64, dtype=torch.bfloat16), (64, 128)))
+    # Packed as the tile layout packs a 768-wide input: padded to 1024, the padding no weight of the model.
+    packed = torch.zeros(64 * 1024 // 8, dtype=torch.int32)
+    holder.register_buffer("weight", Int4Packed(packed, torch.ones(64, dtype=torch.bfloat16), (64, 768)))
     holder.register_buffer("bias", torch.zeros(64, dtype=torch.bfloat16))
-    assert weight_dtypes(holder) == {"int4": 64 * 128, "torch.bfloat16": 64 + 64}
+    assert weight_dtypes(holder) == {"int4": 64 * 768, "torch.bfloat16": 64 + 64}

@@ -51,7 +51,7 @@ def test_a_hub_id_and_one_trial_at_the_largest_batch_draw_every_figure(tmp_path:
                                           "trial": str(trial)}, {"latency_mean_ms": latency, "quality_accuracy": 0.9})
     report = build(uri, tmp_path / "report", experiment="eaq")
     written = {f.png.name for f in report.figures if f.png is not None}
-    assert {"overview_Qwen-Qwen2-0.5B.png", "models.png"} <= written
+    assert {"overview_Qwen__Qwen2-0.5B.png", "models.png"} <= written
     assert all(f.png.parent == tmp_path / "report" / "figures" for f in report.figures if f.png is not None)
 
 
@@ -76,23 +76,37 @@ def test_a_mistyped_baseline_is_refused_naming_the_precisions(tmp_path: Path) ->
         build(uri, tmp_path / "report", experiment="eaq", baseline="bf61")
 
 
-def test_runs_of_two_protocols_or_two_plans_are_two_configurations(tmp_path: Path) -> None:
+def test_runs_of_two_protocols_are_two_configurations_and_two_plans_two_precisions(tmp_path: Path) -> None:
+    from eaq.report.aggregate import ratios
+
     uri, client, experiment = _store(tmp_path)
     for rule, latencies in (("trend", [10.0, 10.2]), ("pairs", [14.0, 14.4])):
         for trial, latency in enumerate(latencies, 1):
             _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": str(trial),
                                       "trials.warmup_rule": rule, "trials.iters": "10"}, {"latency_mean_ms": latency})
-    for plan, latency in (("/p/attention.yaml", 9.0), ("/p/ffn.yaml", 7.0)):
-        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "mixed", "precision.plan": plan, "trial": "1",
-                                  "trials.warmup_rule": "trend", "trials.iters": "10"}, {"latency_mean_ms": latency})
-    table = aggregate(load(uri, experiment="eaq"))
+    # Two plans the layers task wrote, both as layers/plan.yaml: told apart by the hash of what each run applied.
+    for folder, sha, latency in (("a", "aaaa1111bbbb2222", 9.0), ("b", "cccc3333dddd4444", 7.0)):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "mixed", "precision.plan": f"/{folder}/layers/plan.yaml",
+                                  "trial": "1", "trials.warmup_rule": "trend", "trials.iters": "10",
+                                  "trials.reuse_quality": folder == "a"},  # not a protocol setting: no split
+             {"latency_mean_ms": latency}, tags={"eaq.precision.plan_sha256": sha})
+    # A run from before warmup_rule and iters were parameters: counted with its configuration's runs.
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "mixed", "trial": "2"}, {"latency_mean_ms": 9.4},
+         tags={"eaq.precision.plan_sha256": "aaaa1111bbbb2222"})
+    frame = load(uri, experiment="eaq")
+    table = aggregate(frame)
     means = {config_label(r): (r["n"], r["mean"]) for _, r in table.iterrows()}
     assert means == {
         "m-fp32-b8-s32-trials.warmup_rule-trend": (2, pytest.approx(10.1)),
         "m-fp32-b8-s32-trials.warmup_rule-pairs": (2, pytest.approx(14.2)),
-        "m-mixed-b8-s32-plan-attention-trials.warmup_rule-trend": (1, pytest.approx(9.0)),
-        "m-mixed-b8-s32-plan-ffn-trials.warmup_rule-trend": (1, pytest.approx(7.0)),
+        "m-mixed-aaaa1111-b8-s32-trials.warmup_rule-trend": (2, pytest.approx(9.2)),
+        "m-mixed-cccc3333-b8-s32-trials.warmup_rule-trend": (1, pytest.approx(7.0)),
     }
+    # Each plan is compared with the uniform precision measured the same way.
+    found = ratios(frame, "fp32", ("latency_mean_ms",))
+    trend = found[found["setting"] == "trials.warmup_rule=trend"].set_index("precision")["ratio"]
+    assert trend.to_dict() == {"fp32": pytest.approx(1.0), "mixed-aaaa1111": pytest.approx(9.2 / 10.1),
+                               "mixed-cccc3333": pytest.approx(7.0 / 10.1)}
 
 
 def test_a_generation_sweep_is_drawn_on_its_per_token_figures(tmp_path: Path) -> None:
@@ -111,13 +125,23 @@ def test_a_generation_sweep_is_drawn_on_its_per_token_figures(tmp_path: Path) ->
     drawn = {f.title for f in report.figures if f.png is not None}
     assert "llama: energy vs quality, Pareto front per batch size and setting" in drawn, notes
     assert "llama: speed vs quality" in drawn and "llama: time and energy per output token vs batch size" in drawn
+    # The same model measured on forward passes too: drawn once per workload, neither hidden by the other.
+    for batch, latency in (("1", 5.0), ("16", 20.0)):
+        _log(client, experiment, {**BASE, "model.name": "llama", "precision.name": "bf16", "batch_size": batch, "trial": "1"},
+             {"latency_mean_ms": latency, "energy_per_sample_mj": 40.0 / int(batch), "throughput_samples_per_s": 200.0,
+              "quality_top1_agreement_with_fp32": 1.0}, tags={"eaq.energy": "measured"})
+    both = {f.title for f in build(uri, tmp_path / "both", experiment="eaq", baseline="bf16").figures if f.png is not None}
+    assert {"llama forward: latency and energy per sample vs batch size",
+            "llama generate: time and energy per output token vs batch size"} <= both
 
 
 def test_one_trials_spread_reads_one_trial_and_an_unmeasured_figure_not_measured() -> None:
-    frame = pd.DataFrame({"metric": ["a", "b"], "n": [1, 0], "mean": [1.5, float("nan")],
-                          "std": [float("nan")] * 2, "ci_low": [float("nan")] * 2})
+    # Three trials of a figure that is 0 every time (fp32's KL from itself) have no CV, and are not one trial.
+    nan = float("nan")
+    frame = pd.DataFrame({"metric": ["a", "b", "kl"], "n": [1, 0, 3], "mean": [1.5, nan, 0.0], "std": [nan, nan, 0.0],
+                          "ci_low": [nan, nan, 0.0], "cv": [nan, nan, nan]})
     cells = _table(frame)
-    assert cells.count("one trial") == 2 and cells.count("not measured") == 3
+    assert cells.count("one trial") == 3 and cells.count("not measured") == 5
 
 
 def test_compare_reads_runs_logged_before_a_flag_existed_as_without_it_and_tells_generation_lengths_apart(tmp_path: Path) -> None:

@@ -226,3 +226,15 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     assert diff_main([parents[0].info.run_id, finished[0].info.run_id, "--uri", uri]) == 2
     assert rerun_main([parents[0].info.run_id, "--uri", uri]) == 2
     assert "python -m eaq.diff --sweep" in capsys.readouterr().err
+
+
+def test_rerun_finds_a_named_configs_folder_where_it_lies_in_this_checkout(monkeypatch) -> None:
+    # Recorded on another host or checkout: sweeps/ of the checkout it runs from now.
+    from eaq.rerun import _composed_from
+
+    monkeypatch.chdir(REPO)
+    hydra = {"hydra": {"job": {"config_name": "precision_trials"},
+                       "runtime": {"cwd": "/elsewhere/eaq", "config_sources": [
+                           {"path": "/elsewhere/eaq/conf", "provider": "main"},
+                           {"path": "/elsewhere/eaq/sweeps", "provider": "command-line"}]}}}
+    assert _composed_from(hydra) == ["-cd", str(REPO / "sweeps"), "-cn", "precision_trials"]

@@ -9,19 +9,19 @@ import torch
 from torch import nn
 
 
-def _named_leaves(tensor: torch.Tensor, owner: str = "", name: str = "") -> list[tuple[str, str, torch.Tensor]]:
-    """(the subclass holding it, its name there, the plain tensor) for each plain tensor behind ``tensor``:
-    torchao keeps int8 data and scales inside a tensor subclass; a plain tensor is its own only leaf."""
+def _named_leaves(tensor: torch.Tensor, name: str = "") -> list[tuple[str, torch.Tensor]]:
+    """(its name in the subclass holding it, the plain tensor) for each plain tensor behind ``tensor``: torchao keeps
+    int8 data and scales inside a tensor subclass; a plain tensor is its own only leaf."""
     flatten = getattr(type(tensor), "__tensor_flatten__", None)
     if flatten is None or type(tensor) in (torch.Tensor, nn.Parameter):
-        return [(owner, name, tensor)]
+        return [(name, tensor)]
     names, _ = tensor.__tensor_flatten__()
-    return [leaf for inner in names for leaf in _named_leaves(getattr(tensor, inner), type(tensor).__name__, inner)]
+    return [leaf for inner in names for leaf in _named_leaves(getattr(tensor, inner), inner)]
 
 
 def _leaf_tensors(tensor: torch.Tensor) -> list[torch.Tensor]:
     """Plain tensors behind a tensor subclass."""
-    return [leaf for _, _, leaf in _named_leaves(tensor)]
+    return [leaf for _, leaf in _named_leaves(tensor)]
 
 
 def _leaves(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -76,16 +76,19 @@ def stored_bytes_read(model: nn.Module, rows: int) -> int:
 def weight_dtypes(model: nn.Module) -> dict[str, int]:
     """How many stored values each type holds, e.g. {'torch.int8': 21M, 'torch.float32': 4M}.
 
-    Where a tensor subclass packs narrower values into wider elements, the values are counted: torchao's int4
-    formats keep eight int4 weights in each int32 of their ``qdata`` (two in a uint8), which counted as int32
-    elements read as a model mostly bf16 ("bfloat16=79.0%, int32=21.0%" for DistilBERT with 37 of 38 layers int4).
+    torchao's int4 formats pack eight int4 weights into each int32 of their ``qdata``, which counted as int32
+    elements read as a model mostly bf16 ("bfloat16=79.0%, int32=21.0%" for DistilBERT with 37 of 38 layers
+    int4): an int4 weight counts its logical shape's values as int4 (not the packed storage, which pads the
+    input features to a multiple of 1024: ``model_size_mb`` counts those bytes), its scales as what they are.
     """
     counts: Counter[str] = Counter()
     for tensor in [*model.parameters(), *model.buffers()]:
-        for owner, name, leaf in _named_leaves(tensor.data if isinstance(tensor, nn.Parameter) else tensor):
-            if owner.startswith("Int4") and name == "qdata" and not leaf.is_floating_point():
-                counts["int4"] += leaf.numel() * leaf.element_size() * 2
-            else:
+        tensor = tensor.data if isinstance(tensor, nn.Parameter) else tensor
+        int4 = type(tensor).__name__.startswith("Int4")
+        if int4:
+            counts["int4"] += tensor.numel()
+        for name, leaf in _named_leaves(tensor):
+            if not (int4 and name == "qdata"):
                 counts[str(leaf.dtype)] += leaf.numel()
     return dict(counts)
 

@@ -10,7 +10,8 @@ to compare with says so (empty), rather than comparing across shapes. As in the 
 runs flagged invalid (``eaq.valid=false``) count in the ``valid`` column only, not in the
 figures; an eager run's compiler settings (which did nothing) read as the defaults; forward
 and generation runs of one shape are told apart by ``workload.name`` where a store has both, and
-runs of two devices (by name), datasets or samplers by those where the stores hold several.
+runs of two devices (by name), datasets, samplers or weights' sources by those where the stores hold several;
+several mixed plans are several precisions (``mixed-<plan hash>``), as in the report.
 
 ``--grid energy_vs_baseline_pct`` turns the same figures into the view a reader scans: one
 row per model and shape, one column per precision and compile mode.
@@ -23,7 +24,7 @@ import sys
 
 import pandas as pd
 
-from eaq.report.frame import PARAMS, TAGS, compiler_settings
+from eaq.report.frame import PARAMS, TAGS, compiler_settings, plan_names
 from eaq.report.frame import SETTING as FRAME_SETTING
 from eaq.report.table import runs_table
 
@@ -37,7 +38,7 @@ SETTING = tuple({column: name for name, column in {**PARAMS, **TAGS}.items()}[c]
 COLUMNS = (
     "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.compile_tuning",
     "params.compile_pattern_matcher", "params.cuda_graphs", "params.workload.name", "params.workload.new_tokens", "params.dataset.name",
-    "params.sampler.name", "tags.eaq.env.device_name", "params.precision.plan", "params.model.name_or_path",
+    "params.sampler.name", "tags.eaq.env.device_name", "params.model.name_or_path", "tags.eaq.precision.plan_sha256",
     "params.precision.name", "params.trial", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
     "metrics.energy_per_sample_mj", "metrics.roofline_efficiency", "metrics.quantized_linear_layers",
     "metrics.linear_layers", "tags.eaq.valid",
@@ -61,8 +62,10 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     # lengths are different configurations ("generate128").
     generating = runs["workload.name"] == "generate"
     runs["workload.name"] = runs["workload.name"].fillna("forward")
-    runs.loc[generating, "workload.name"] = "generate" + runs.loc[generating, "workload.new_tokens"].astype(str)
+    tokens = pd.to_numeric(runs["workload.new_tokens"], errors="coerce").fillna(0).astype(int).astype(str)  # as the report
+    runs.loc[generating, "workload.name"] = "generate" + tokens[generating]
     runs = runs.drop(columns="workload.new_tokens")
+    runs["precision.name"] = plan_names(runs["precision.name"], runs["eaq.precision.plan_sha256"])  # as the report names plans
     keys = [k for k in KEYS if runs[k].notna().any()] + [k for k in ("workload.name", *SETTING)
                                                          if runs[k].nunique() > 1]
     runs = runs.assign(valid=runs["eaq.valid"].fillna(""))

@@ -54,8 +54,9 @@ def measured(rows: pd.DataFrame, role: str) -> str | None:
 
 
 def _file_name(name: str) -> str:
-    """A figure's file name from a model's: a hub id's '/' (Qwen/Qwen2-0.5B) would be a folder."""
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", name)
+    """A figure's file name from a model's: a hub id's '/' (Qwen/Qwen2-0.5B) would be a folder ("__", so that
+    org/model and org-model stay two files)."""
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", name.replace("/", "__"))
 
 
 @dataclass(frozen=True)
@@ -335,6 +336,19 @@ def power_trace(client: MlflowClient, run: pd.Series, out: Path) -> Figure:
     return save(fig, out, "power_trace", title)
 
 
+def _by_workload(model: str, configs: pd.DataFrame, ups: pd.DataFrame) -> list[tuple[str, pd.DataFrame, pd.DataFrame]]:
+    """A model's configurations (and speed-ups) as the figures take them: whole where its runs are of one kind of
+    workload, else one part each, named "<model> forward" and "<model> generate": a model's figures show one
+    workload's figures (per sample, or per output token), so a model measured both ways is drawn twice."""
+    rows = configs[configs["model"] == model]
+    kinds = rows["workload"].astype(str).str.startswith("generate").map({True: "generate", False: "forward"})
+    if kinds.nunique() < 2:
+        return [(model, configs, ups)]
+    return [(f"{model} {kind}", rows[kinds == kind].assign(model=f"{model} {kind}"),
+             ups.assign(model=ups["model"].mask(ups["model"] == model, f"{model} {kind}")))
+            for kind in sorted(kinds.unique())]
+
+
 def study(frame: pd.DataFrame, table: pd.DataFrame, baseline: str, out: Path, client: MlflowClient,
           layer_figures: Callable[[], list[Figure]], trace_run: str | None = None) -> list[Figure]:
     """Every figure of the report, in reading order, per model where it applies."""
@@ -343,8 +357,9 @@ def study(frame: pd.DataFrame, table: pd.DataFrame, baseline: str, out: Path, cl
     figures: list[Figure] = []
     for model in sorted(configs["model"].unique()):
         quality = quality_metric(table[table["model"] == model])  # each model's own: a classifier's accuracy, an LM's agreement
-        figures += [overview(configs, ups, model, baseline, out), tradeoff(configs, model, quality, out),
-                    pareto(configs, model, quality, out), batch_scaling(configs, model, out)]
+        for name, rows, up in _by_workload(model, configs, ups):
+            figures += [overview(rows, up, name, baseline, out), tradeoff(rows, name, quality, out),
+                        pareto(rows, name, quality, out), batch_scaling(rows, name, out)]
     figures.append(models(configs, out))
     figures += layer_figures()
     benchmarks = frame[frame["kind"] == "benchmark"]

@@ -24,28 +24,31 @@ from eaq.tracking.run_logger import PARENT_TAG, sweep_runs
 # CUDA graphs, the compiler's settings (tuned or Inductor's defaults, its pattern matcher on or off) and
 # the workload (a forward pass, or generating N tokens) change what a run measures as much as compiling
 # does: runs that differ in them are never averaged together.
-# So do the device, the dataset and the sampler, a mixed precision's plan file and where the weights came from
-# (SETTING), and every parameter of the measurement protocol (``trials.*``: a sweep comparing warm-up rules): they
-# share one key, ``setting``, which names only those that vary among the frame's runs, as most reports hold one of each.
+# So do the device, the dataset and the sampler, where the weights came from (SETTING), and the parameters of the
+# measurement protocol (PROTOCOL: a sweep comparing warm-up rules): they share one key, ``setting``, which names only
+# those that vary among the frame's runs, as most reports hold one of each. Two mixed plans are two precisions
+# (``plan_names``), so each is compared with the uniform precisions as one of them.
 CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile", "compile_tuning", "compile_pattern_matcher",
                "cuda_graphs", "workload", "setting")
 # Where configurations compete (a ranking, a front): the keys but the precision and how it ran.
 SCOPE_KEYS = ("model", "batch_size", "seq_len", "workload", "setting")
 # Where a run ran and on what: the device's name (two cards of one model are one device; an H100 and an H200 are
 # two), the dataset, and the sampler asked for (``auto`` resolves by the device, which the device's name tells).
-SETTING = ("device_name", "dataset", "sampler", "plan", "source")
-# The protocol's parameters, by their MLflow names' prefix: each a setting, named "trials.<name>=<value>" where it varies.
-PROTOCOL = "trials."
+SETTING = ("device_name", "dataset", "sampler", "source")
+# The protocol's parameters that change what a window measures: each a setting, named "trials.<name>=<value>" where
+# it varies. (The rest of trials.* decide what is reused or computed beside the windows: quality's batches, caches.)
+PROTOCOL = tuple(f"trials.{name}" for name in ("iters", "min_duration_s", "warmup_iters", "warmup_settle", "warmup_rule",
+                                                "warmup_max_s", "cooldown_s", "idle_s"))
 # The compiler's settings, with their defaults (eaq.config): runs logged before a setting existed, and
 # runs that compiled nothing they measured (the settings do nothing there), read as the default.
 COMPILER_DEFAULTS = {"compile_tuning": True, "compile_pattern_matcher": True}
 PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "batch_size", "seq_len": "seq_len",
           "compile": "compile", "compile_tuning": "compile_tuning", "compile_pattern_matcher": "compile_pattern_matcher",
           "cuda_graphs": "cuda_graphs", "trial": "trial", "workload.name": "workload", "workload.new_tokens": "new_tokens",
-          "dataset.name": "dataset", "sampler.name": "sampler", "precision.plan": "plan", "model.name_or_path": "source"}
+          "dataset.name": "dataset", "sampler.name": "sampler", "model.name_or_path": "source"}
 TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_reasons", "eaq.energy": "energy",
         "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id",
-        "eaq.env.device_name": "device_name"}
+        "eaq.env.device_name": "device_name", "eaq.precision.plan_sha256": "plan_sha256"}
 KINDS = ("benchmark", "layers")
 # MLflow's statuses of a run under way. A run whose process was killed without a chance to mark it (SIGKILL, a lost
 # host) stays RUNNING for good: it counts as running only while its sweep does (column ``running``), else as failed.
@@ -87,6 +90,16 @@ def compiler_settings(frame: pd.DataFrame, compiled: pd.Series) -> None:
         frame[flag] = value.mask(~compiled, default)
 
 
+def plan_names(precision: pd.Series, sha256: pd.Series) -> pd.Series:
+    """``mixed`` where the runs hold one plan; ``mixed-<the plan's hash, 8 digits>`` for each where they hold several:
+    a plan is a precision, compared with the uniform ones as they are with each other (the file's name would not
+    tell two apart: the layers task writes every plan as layers/plan.yaml)."""
+    mixed = (precision == "mixed") & sha256.notna()
+    if sha256[mixed].nunique() < 2:
+        return precision
+    return precision.mask(mixed, "mixed-" + sha256.fillna("").str[:8])
+
+
 def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Series:
     """Each run's values of the ``columns`` that vary among the runs of a known configuration, as words ("" where
     none varies): what tells two otherwise equal configurations apart, and nothing more, in a label.
@@ -103,7 +116,9 @@ def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Serie
     for _, runs in frame[known].groupby("kind", dropna=False):
         values = runs[list(columns)].copy()
         for column in columns:
-            same = [*keys, *(c for c in columns if c != column)]  # its configuration, as far as the run recorded it
+            # Its configuration, as far as the run recorded it; a protocol parameter a run predates is filled from
+            # the runs of its configuration whatever other parameters it predates.
+            same = [*keys, *(c for c in columns if c != column and c not in PROTOCOL)]
             only = runs.groupby(same, dropna=False)[column].transform(lambda v: v.dropna().iloc[0] if v.nunique() == 1 else None)
             values[column] = values[column].fillna(only)
         varying = [c for c in columns if values[c].nunique() > 1]
@@ -140,7 +155,7 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
         row |= {column: run.data.params.get(param) for param, column in PARAMS.items()}
         row |= {column: run.data.tags.get(tag) for tag, column in TAGS.items()}
         row |= {tag: value for tag, value in run.data.tags.items() if tag.startswith("eaq.env.")}
-        row |= {name: value for name, value in run.data.params.items() if name.startswith(PROTOCOL)}
+        row |= {name: run.data.params.get(name) for name in PROTOCOL}
         row |= {name: value for name, value in run.data.metrics.items() if name in METRIC_NAMES}
         rows.append(row)
     frame = pd.DataFrame(rows)
@@ -160,13 +175,12 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
     frame["workload"] = frame["workload"].fillna("forward").astype(str)
     frame.loc[generating, "workload"] = "generate" + tokens[generating].fillna(0).astype(int).astype(str)
     frame = frame.drop(columns="new_tokens")
-    # As words, where they vary: "plan mine" (the file's stem), "from ./my-model", "trials.warmup_rule=pairs".
-    frame["plan"] = frame["plan"].map(lambda v: f"plan {Path(v).stem}" if isinstance(v, str) and v not in ("", "None") else None)
+    # As words, where they vary: "from ./my-model", "trials.warmup_rule=pairs".
     frame["source"] = frame["source"].map(lambda v: f"from {v}" if isinstance(v, str) else None)
-    protocol = tuple(sorted(c for c in frame.columns if c.startswith(PROTOCOL)))
-    for column in protocol:
+    for column in PROTOCOL:
         frame[column] = frame[column].map(lambda v, c=column: f"{c}={v}" if isinstance(v, str) else None)
-    frame["setting"] = setting(frame, (*SETTING, *protocol))
+    frame["precision"] = plan_names(frame["precision"], frame["plan_sha256"])
+    frame["setting"] = setting(frame, (*SETTING, *PROTOCOL))
     frame["running"] = frame["status"].isin(UNDER_WAY) & ~frame["parent_run_id"].isin(ended)
     return frame.sort_values([*CONFIG_KEYS, "trial"], na_position="last").reset_index(drop=True)
 

@@ -39,7 +39,8 @@ def _table(frame: pd.DataFrame) -> str:
         return '<p class="note">none</p>'
     centre = next((c for c in ("mean", "ratio") if c in frame), None)
     if centre is not None:
-        once = frame[centre].notna()
+        # Where the trials are counted, one of them; a ratio's interval is missing where either side has one.
+        once = frame["n"] == 1 if "n" in frame else frame[centre].notna()
         frame = frame.astype({c: object for c in SPREAD if c in frame})
         for column in (c for c in SPREAD if c in frame):
             frame.loc[once & frame[column].isna(), column] = "one trial"

@@ -9,8 +9,9 @@ goes into a record passes through ``redact`` here, the one place that knows the 
 
 - the password in ``scheme://user:password@`` (the whole user part when there is no
   password: a token is often passed as the user, ``https://TOKEN@github.com``), a password
-  with an unescaped ``/``, ``?``, ``#``, space or tab too (SQLAlchemy, behind MLflow's
-  database stores, takes them raw: its password runs to the last ``@``);
+  with an unescaped ``/``, ``?`` or ``#`` too (SQLAlchemy, behind MLflow's database stores,
+  takes them raw). Not one with a space: a URL with a port and an address later on its line
+  (``http://host:5000 ... alice@corp.com``) would read as one, and lose what lies between;
 - the value of ``password=``, ``token=``, ``api_key=``, ``secret=``, ``sig=``... pairs
   (query strings, connection strings: up to ``&``, ``;`` or a space; a quoted value whole,
   spaces and commas included; in a ``key: value`` line, the rest of the line);
@@ -35,12 +36,11 @@ REDACTED = "<redacted>"
 # password with an unescaped '@' is still covered. Hydra's own files escape the colons
 # of an override (``http\://user\:pw@host``), hence the optional backslashes.
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*\\?://)(?P<userinfo>[^\s/?#]+)@")
-# user:password@ whose password holds an unescaped '/', '?', '#', space or tab, each of which ends the authority above;
-# it runs to the last '@' before a line's end, a quote or another URL (over-redacting a URL with a port followed by
-# an '@' in the same value is the price of never printing such a password).
-_ODD = r"(?:(?!://)[^\r\n@\"'])"
+# user:password@ whose password holds an unescaped '/', '?' or '#', each of which ends the authority above; it runs to
+# the last '@' before a space, a quote or another URL. A port (host:443/path...@ref, a pip requirement) is no password.
+_ODD = r"(?:(?!://)[^\s@\"'])"
 _URL_ODD_PASSWORD = re.compile(
-    rf"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*\\?://)(?P<user>[^\s/?#:@]+)(?P<colon>\\?:){_ODD}*[/?# \t]{_ODD}*@"
+    rf"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*\\?://)(?P<user>[^\s/?#:@]+)(?P<colon>\\?:)(?!\d{{1,5}}[/?#]){_ODD}*[/?#]{_ODD}*@"
 )
 _SECRET_WORD = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|account[_-]?key|private[_-]?key|sig|signature|credentials?|auth)"
 # key=value or key: value where the key ends in a secret word (user_password=, X-Amz-Signature=, "token": ...).
@@ -60,9 +60,9 @@ _AUTHORIZATION = re.compile(r"(?P<key>\b(?:proxy-)?authorization[\"']?\s*[=:]\s*
 _BEARER = re.compile(r"(?P<key>\bbearer[ \t]+)(?P<value>(?!<redacted>)[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
 # Basic credentials: base64 of user:password, told from an ordinary word after "basic" by a digit, '+', '/' or '='.
 _BASIC = re.compile(r"(?P<key>\bbasic[ \t]+)(?P<value>(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})", re.IGNORECASE)
-# ODBC/ADO connection strings spell the password Pwd (Server=db;Uid=sa;Pwd=...); only with '=', since a "pwd:" key
-# is a working directory more often than not.
-_PWD = re.compile(r"(?P<key>\bpwd\s*=\s*)(?P<value>(?![\"']|<redacted>)[^\s;&\"'<>]+)", re.IGNORECASE)
+# ODBC/ADO connection strings spell the password Pwd (Server=db;Uid=sa;Pwd=...): after a ';', since a shell's
+# PWD=/work/main is a working directory.
+_PWD = re.compile(r"(?P<key>;\s*pwd\s*=\s*)(?P<value>(?![\"']|<redacted>)[^\s;&\"'<>]+)", re.IGNORECASE)
 _TOKEN_SHAPES = re.compile(
     "|".join(
         (

@@ -27,11 +27,18 @@ from eaq.tracking.redact import redact
 
 
 def _tls_context() -> ssl.SSLContext | None:
-    """The TLS settings MLflow's own client takes from the environment, so the check trusts what MLflow trusts."""
-    if os.environ.get("MLFLOW_TRACKING_INSECURE_TLS", "").lower() == "true":
+    """The TLS settings MLflow's own client takes from the environment, so the check trusts what MLflow trusts:
+    verification off, a CA bundle (a file, or a folder as requests takes it), a client certificate."""
+    if os.environ.get("MLFLOW_TRACKING_INSECURE_TLS", "").lower() in ("true", "1"):
         return ssl._create_unverified_context()  # noqa: S323 (the user turned verification off for MLflow)
     bundle = os.environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH") or os.environ.get("REQUESTS_CA_BUNDLE")
-    return ssl.create_default_context(cafile=bundle) if bundle else None
+    client = os.environ.get("MLFLOW_TRACKING_CLIENT_CERT_PATH")
+    if not bundle and not client:
+        return None
+    context = ssl.create_default_context(**({"capath": bundle} if bundle and Path(bundle).is_dir() else {"cafile": bundle}))
+    if client:
+        context.load_cert_chain(client)
+    return context
 
 
 def _check_reachable(uri: str) -> None:
