@@ -524,3 +524,15 @@ def test_a_polling_process_that_does_not_start_in_time_is_killed_at_the_limit(mo
     with pytest.raises(RuntimeError, match="did not start within 1 s"):
         poll_process.PollProcess(_SlowSensor(), 0.01, PowerTrace()).start()
     assert time.perf_counter() - started < 5  # not the sensor's 30 s
+
+
+def test_an_aligned_window_spans_whole_counter_steps() -> None:
+    # A counter that steps every 100 ms: a 0.25 s window opened anywhere holds 2 or 3 steps (-20% or +20% of 120 W);
+    # opened and closed on its updates, whole steps over their own time.
+    sampler = NvmlSampler("1234-abcd", interval_s=0.01, nvml=FakeNvml(schedule=[(0.0, 120.0)], update_s=0.1))
+    sampler._open()
+    for _ in range(3):
+        with MeasurementWindow(CPU, sampler, aligned=True) as window:
+            time.sleep(0.25)
+        start, end = window.result.counter_j
+        assert (end - start) / window.result.duration_s == pytest.approx(120.0, rel=0.05)

@@ -121,7 +121,8 @@ def idle_baseline(
     if reason is None and stored is not None:
         tags = {"eaq.idle": f"reused, measured {stored.age_s():.0f} s earlier", "eaq.idle.measured_unix_s": f"{stored.measured_unix_s:.3f}"}
         return stored, None, tags
-    with MeasurementWindow(device, sampler) as window:
+    # On the counter's updates: over 2 s its ~100 ms steps would be +-5% of the baseline every later run nets by.
+    with MeasurementWindow(device, sampler, aligned=True) as window:
         time.sleep(idle_s)
     assert window.result is not None
     # Without an energy counter (nvidia-smi; NVML before Volta) the trace integral is the energy, and it needs a

@@ -34,27 +34,47 @@ class WindowResult:
         return self.t1 - self.t0
 
 
-class MeasurementWindow:
-    """``with MeasurementWindow(device, sampler) as w: ...; w.iterations = n``; then ``w.result``."""
+# The longest an aligned window waits for the counter's next update at either end (NVML's: every ~100 ms).
+ALIGN_LIMIT_S = 0.3
 
-    def __init__(self, device: torch.device, sampler: Sampler) -> None:
+
+class MeasurementWindow:
+    """``with MeasurementWindow(device, sampler) as w: ...; w.iterations = n``; then ``w.result``.
+
+    ``aligned``: open and close the window on the energy counter's updates. The counter steps every ~100 ms, so a
+    window opened and closed anywhere holds one step more or less than its duration (a 2 s window: +-5%); aligned,
+    it spans whole steps, and its time is theirs, to the ~4 ms of a counter read. Only for a window the device
+    spends idle (the idle baseline): the wait for the last update is inside it.
+    """
+
+    def __init__(self, device: torch.device, sampler: Sampler, aligned: bool = False) -> None:
         self.device = device
         self.sampler = sampler
+        self.aligned = aligned
         self.iterations = 0
         self.result: WindowResult | None = None
+
+    def _counter(self) -> tuple[float | None, float]:
+        """(the counter, when it was read); aligned, the first value after it next changes and when that was seen."""
+        value, seen = self.sampler.energy_j(), time.perf_counter()
+        if self.aligned and value is not None:
+            start = seen
+            while seen - start < ALIGN_LIMIT_S and (now := self.sampler.energy_j()) == value:
+                seen = time.perf_counter()
+            value, seen = now, time.perf_counter()
+        return value, seen
 
     def __enter__(self) -> MeasurementWindow:
         synchronize(self.device)
         self._before = self.sampler.snapshot()
-        self._counter0 = self.sampler.energy_j()
-        self._unix0 = time.time()
-        self._t0 = time.perf_counter()
+        unix, perf = time.time(), time.perf_counter()
+        self._counter0, self._t0 = self._counter()
+        self._unix0 = unix + (self._t0 - perf)  # the wall clock at t0 (aligned: the update it opened on)
         return self
 
     def __exit__(self, *exc: object) -> None:
         synchronize(self.device)
-        t1 = time.perf_counter()
-        counter1 = self.sampler.energy_j()
+        counter1, t1 = self._counter()
         after = self.sampler.snapshot()
         self.result = WindowResult(
             start_unix_s=self._unix0,
