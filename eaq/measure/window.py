@@ -41,10 +41,11 @@ ALIGN_LIMIT_S = 0.3
 class MeasurementWindow:
     """``with MeasurementWindow(device, sampler) as w: ...; w.iterations = n``; then ``w.result``.
 
-    ``aligned``: open and close the window on the energy counter's updates. The counter steps every ~100 ms, so a
-    window opened and closed anywhere holds one step more or less than its duration (a 2 s window: +-5%); aligned,
-    it spans whole steps, and its time is theirs, to the ~4 ms of a counter read. Only for a window the device
-    spends idle (the idle baseline): the wait for the last update is inside it.
+    ``aligned``: open and close the window on the energy counter's updates. A window opened and closed anywhere holds
+    part of a step more or less than its duration; aligned, it spans whole steps, and its time is theirs, to the
+    ~4 ms of a counter read (an H100's 2 s idle windows spread 0.7% opened anywhere, 0.2% aligned:
+    docs/results/2026-11-26-h100-idle-aligned). Only for a window the device spends idle (the idle baseline): the
+    wait for the last update is inside it.
     """
 
     def __init__(self, device: torch.device, sampler: Sampler, aligned: bool = False) -> None:
