@@ -283,7 +283,7 @@ class MixedPrecision:
                 lowp += ran
                 if ran < layers:
                     failures.append(f"{layers} {fmt_name} layers but {ran} {'/'.join(fmt.kernels)} GEMMs per forward")
-            if not fmt.quantized_math and not fmt.kernels:
+            if _float_gemm(fmt):
                 float_layers += layers
         float_gemms = linear_float_gemms(model, seen)
         floats = sum(float_gemms.values())
@@ -291,13 +291,18 @@ class MixedPrecision:
             failures.append(f"{floats} float GEMMs per forward for {float_layers} layers computing in the base dtype (a float fallback)")
         else:  # the count holds in all: and shape by shape?
             failures += fallbacks_by_shape(model, seen, lambda name, _: name not in self.plan.layers
-                                           or not (self.formats[self.plan.layers[name]].quantized_math
-                                                   or self.formats[self.plan.layers[name]].kernels))
+                                           or _float_gemm(self.formats[self.plan.layers[name]]))
         expected = PROFILER_DTYPES[self.float_gemm_dtype]
         for dtype, n in sorted(float_gemms.items()):
             if dtype != expected:
                 failures.append(f"{n} float GEMMs ran in {dtype} where the plan's base computes in {expected}")
         return KernelCheck(len(self.plan.layers), float_layers, lowp, floats, copies(seen), baseline_copies, failures)
+
+
+def _float_gemm(fmt: TorchaoQuant) -> bool:
+    """Whether a format's layers multiply with a float GEMM: weight-only int8 (its weight converted to the base);
+    not int4 (``_weight_int4pack_mm``) nor int8/fp8 (integer and fp8 GEMMs)."""
+    return not fmt.quantized_math and not fmt.kernels
 
 
 def mixed(device: torch.device, plan_path: str | None) -> MixedPrecision:

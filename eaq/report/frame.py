@@ -33,7 +33,8 @@ CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile", "compil
 # Where configurations compete (a ranking, a front): the keys but the precision and how it ran.
 SCOPE_KEYS = ("model", "batch_size", "seq_len", "workload", "setting")
 # Where a run ran and on what: the device's name (two cards of one model are one device; an H100 and an H200 are
-# two), the dataset, and the sampler asked for (``auto`` resolves by the device, which the device's name tells).
+# two), the dataset, the sampler asked for (``auto`` resolves by the device, which the device's name tells), and
+# where the weights came from (``model.name_or_path``: two folders under one model name are two models).
 SETTING = ("device_name", "dataset", "sampler", "source")
 # The protocol's parameters that change what a window measures: each a setting, named "trials.<name>=<value>" where
 # it varies. (The rest of trials.* decide what is reused or computed beside the windows: quality's batches, caches.)
