@@ -19,6 +19,11 @@ class NVMLError(Exception):
         self.value = value
 
 
+# NVML's field ids of the cumulative clock-event times (nvml.h), by their NVML_FI_DEV_CLOCKS_EVENT_REASON_ suffix.
+CLOCK_EVENT_FIELD_IDS = {"SW_POWER_CAP": 74, "SYNC_BOOST": 76, "SW_THERM_SLOWDOWN": 269, "HW_THERM_SLOWDOWN": 270,
+                         "HW_POWER_BRAKE_SLOWDOWN": 271}
+
+
 @dataclass
 class FakeNvml:
     # (seconds after creation, watts) steps; the last one holds forever.
@@ -30,11 +35,18 @@ class FakeNvml:
     fail_after: dict[str, int] = field(default_factory=dict)
     processes: list[int] = field(default_factory=list)
     clock_event_reasons: int = 0
+    # NVML_FI_DEV_CLOCKS_EVENT_REASON_<suffix> -> cumulative ns that reason held the clocks (a test moves them).
+    clock_event_ns: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLOCK_EVENT_FIELD_IDS, 0))
     temperature_c: int = 45
+    # GPU utilization: (seconds after creation, seconds, %) periods some kernel ran; a sample every ``sample_s``.
+    busy: list[tuple[float, float, int]] = field(default_factory=list)
+    sample_s: float = 0.02
     pstate: int = 0
 
     NVML_SUCCESS = 0
     NVML_ERROR_NOT_SUPPORTED = 3
+    NVML_ERROR_NOT_FOUND = 6
+    NVML_GPU_UTILIZATION_SAMPLES = 1
     NVML_ERROR_UNKNOWN = 999
     NVML_FI_DEV_POWER_AVERAGE = 185
     NVML_FI_DEV_POWER_INSTANT = 186
@@ -42,8 +54,16 @@ class FakeNvml:
     NVML_CLOCK_SM = 1
     NVMLError = NVMLError
 
+    def __getattr__(self, name: str) -> int:
+        """The clock-event fields' ids, as pynvml names them."""
+        suffix = name.removeprefix("NVML_FI_DEV_CLOCKS_EVENT_REASON_")
+        if suffix in CLOCK_EVENT_FIELD_IDS:
+            return CLOCK_EVENT_FIELD_IDS[suffix]
+        raise AttributeError(name)
+
     def __post_init__(self) -> None:
         self.origin = time.perf_counter()
+        self.origin_unix = time.time()
         self.calls: dict[str, int] = {}
         self.uuids: list[str] = []
 
@@ -91,6 +111,12 @@ class FakeNvml:
         t = self._tick()
         answers = []
         for field_id in field_ids:
+            suffix = next((k for k, v in CLOCK_EVENT_FIELD_IDS.items() if v == field_id), None)
+            if suffix is not None:
+                held = self.clock_event_ns.get(suffix)
+                code = self.NVML_SUCCESS if held is not None else self.NVML_ERROR_NOT_SUPPORTED
+                answers.append(SimpleNamespace(nvmlReturn=code, value=SimpleNamespace(ullVal=held), timestamp=int(t * 1e6)))
+                continue
             name = {self.NVML_FI_DEV_POWER_INSTANT: "instant", self.NVML_FI_DEV_POWER_AVERAGE: "average"}[field_id]
             if name in self.unsupported:
                 answers.append(SimpleNamespace(nvmlReturn=self.NVML_ERROR_NOT_SUPPORTED, value=None, timestamp=0))
@@ -132,3 +158,19 @@ class FakeNvml:
     def nvmlDeviceGetComputeRunningProcesses(self, handle: str) -> list[SimpleNamespace]:
         self._call("nvmlDeviceGetComputeRunningProcesses")
         return [SimpleNamespace(pid=p) for p in self.processes]
+
+    def nvmlDeviceGetSamples(self, handle: str, kind: int, since_us: int) -> tuple[int, list[SimpleNamespace]]:
+        """Utilization samples newer than ``since_us`` (wall-clock us), each the busiest period it overlaps."""
+        self._call("nvmlDeviceGetSamples")
+        assert kind == self.NVML_GPU_UTILIZATION_SAMPLES
+        now, samples = time.perf_counter() - self.origin, []
+        for k in range(1, int(now / self.sample_s) + 1):
+            t = k * self.sample_s
+            stamp = int((self.origin_unix + t) * 1e6)
+            if stamp <= since_us:
+                continue
+            value = max((pct for start, length, pct in self.busy if start < t and start + length > t - self.sample_s), default=0)
+            samples.append(SimpleNamespace(timeStamp=stamp, sampleValue=SimpleNamespace(uiVal=value)))
+        if not samples:
+            raise NVMLError(self.NVML_ERROR_NOT_FOUND)
+        return 1, samples

@@ -279,6 +279,46 @@ def test_a_clock_drift_while_the_power_cap_holds_the_clocks_is_a_note_not_a_reas
     assert not flagged.valid and any("software thermal slowdown" in r for r in flagged.reasons)
 
 
+def test_a_slowdown_in_the_middle_of_a_window_is_seen_by_nvmls_cumulative_clock_event_times() -> None:
+    """The reasons' bits are clean at both ends; the counters, read at the same ends, saw 300 ms of thermal slowdown."""
+    fake = FakeNvml(schedule=[(0.0, 400.0)], update_s=0.01, clock_event_reasons=0x4)
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)
+    sampler.start()
+    try:
+        with MeasurementWindow(CPU, sampler) as window:
+            time.sleep(0.5)
+            fake.clock_event_ns["HW_THERM_SLOWDOWN"] += 300_000_000  # mid-window, gone by its end
+            fake.clock_event_ns["SW_POWER_CAP"] += 450_000_000
+    finally:
+        trace = sampler.stop()
+    result = window.result
+    energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
+    validity = check(result, energy, idle_power_w=None, min_window_s=0.1)
+    assert result.before["clock_event_reasons"] == result.after["clock_event_reasons"] == 0x4  # nothing at the ends
+    assert validity.facts["clock_event_share_hardware_thermal"] == pytest.approx(0.6, rel=0.1)  # 0.3 s of ~0.5 s
+    assert validity.facts["clock_event_share_power_cap"] == pytest.approx(0.9, rel=0.1)
+    assert validity.facts["clock_event_share_software_thermal"] == 0.0
+    reason = next(r for r in validity.reasons if "hardware thermal slowdown held the clocks back for 300.0 ms" in r)
+    assert "of the window" in reason
+    assert not any("power cap" in r for r in validity.reasons)  # the cap is the normal state under load
+
+
+def test_clock_event_times_judge_a_short_hold_a_note_and_skip_what_the_gpu_does_not_keep() -> None:
+    times = lambda ns, read_s: {"clock_event_ns_software_thermal": ns, "clock_event_read_s": read_s}  # noqa: E731
+    energy = _energy(1800.0, 6.0)
+    short = check(_window(6.0, times(0.0, 1.0), times(30e6, 7.0)), energy, None, 5.0)  # 30 ms of 6 s: 0.5%
+    assert short.valid and short.notes == ("software thermal slowdown held the clocks back for 30.0 ms, 0.50% of the window (at most 1% passes)",)
+    long = check(_window(6.0, times(0.0, 1.0), times(90e6, 7.0)), energy, None, 5.0)  # 1.5%
+    assert long.reasons == ("software thermal slowdown held the clocks back for 90.0 ms, 1.50% of the window",)
+    restarted = check(_window(6.0, times(5e9, 1.0), times(0.0, 7.0)), energy, None, 5.0)  # a driver reload: no reading
+    assert restarted.valid and "clock_event_share_software_thermal" not in restarted.facts
+    # A GPU or driver without the fields: the snapshot holds none of them, and nothing is judged on them.
+    fake = FakeNvml(clock_event_ns={})
+    sampler = NvmlSampler("1234-abcd", nvml=fake)
+    assert sampler.available() is None
+    assert not any(k.startswith("clock_event_") and k != "clock_event_reasons" for k in sampler.snapshot())
+
+
 def test_net_energy_subtracts_the_idle_baseline() -> None:
     metrics = energy_metrics(_energy(1800.0, 6.0), 80.0, duration_s=6.0, samples=600)
     assert metrics["idle_power_w"] == pytest.approx(80.0)

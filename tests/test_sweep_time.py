@@ -146,6 +146,33 @@ def test_a_stale_idle_baseline_is_measured_again(tmp_path: Path) -> None:
         sampler.stop()
 
 
+def test_an_idle_window_the_gpu_did_not_spend_idle_is_no_baseline_and_is_not_kept(tmp_path: Path) -> None:
+    fake = FakeNvml(schedule=[(0.0, 80.0)])
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)
+    cpu = torch.device("cpu")
+    cfg = _config(tmp_path)
+    sampler.start()
+    try:
+        # Another process's kernels for 0.1 s inside the 0.4 s idle window, gone before either end.
+        fake.busy.append((time.perf_counter() - fake.origin + 0.15, 0.1, 60))
+        busy, window, tags = idle_baseline(cpu, sampler, 0.4, idle_store(cfg, cpu, sampler))
+        assert busy is None and window is not None
+        assert tags["eaq.idle"].startswith("measured in this run, not used: the GPU was busy in ") and "(up to 60%)" in tags["eaq.idle"]
+        # The run's own work up to the window's start (a layers run's last pass, synced): the sample whose period
+        # straddles the start is not the window's.
+        fake.busy.append((0.0, time.perf_counter() - fake.origin, 100))
+        quiet, window, tags = idle_baseline(cpu, sampler, 0.4, idle_store(cfg, cpu, sampler))  # not kept: measured again
+        assert tags["eaq.idle"].startswith("measured in this run (no stored baseline") and quiet is not None
+        assert quiet.power_w == pytest.approx(80.0, rel=0.05)
+        # A GPU that keeps no utilization samples: the processes at the window's ends judge it.
+        fake.unsupported.add("nvmlDeviceGetSamples")
+        fake.processes = [os.getpid(), 4242]
+        held, _, tags = idle_baseline(cpu, sampler, 0.2, idle_store(_config(tmp_path, idle_reuse=False), cpu, sampler))
+        assert held is None and tags["eaq.idle"] == "measured in this run, not used: 1 other process(es) held the GPU at the window's start or end"
+    finally:
+        sampler.stop()
+
+
 @pytest.mark.parametrize(
     ("facts", "expected"),
     [

@@ -100,6 +100,25 @@ def stale_reason(
     return None
 
 
+def not_idle(window: WindowResult, sampler: Sampler) -> str | None:
+    """Why the device was not idle through ``window``, or None: its utilization samples, else the processes at its ends.
+
+    Another process's work in the idle window raises the baseline, and every run netting by it would report too
+    little net energy (H100: a child's 0.6 s of matmuls in a 2 s idle window read 244 W against 128-133 W, and four
+    of its eleven utilization samples 19-81%; docs/results/2026-11-26-h100-throttle-counters).
+    """
+    samples = sampler.utilization(window.start_unix_s, window.end_unix_s)
+    if samples:
+        busy = [value for value in samples if value > 0]
+        if busy:
+            return f"the GPU was busy in {len(busy)} of the window's {len(samples)} utilization samples (up to {max(busy):.0f}%)"
+        return None
+    others = max(window.before.get("other_processes", 0), window.after.get("other_processes", 0))
+    if others:
+        return f"{others:.0f} other process(es) held the GPU at the window's start or end"
+    return None
+
+
 def idle_baseline(
     device: torch.device, sampler: Sampler, idle_s: float, store: tuple[Path, ReusePolicy] | None
 ) -> tuple[IdleBaseline | None, WindowResult | None, dict[str, str]]:
@@ -108,7 +127,8 @@ def idle_baseline(
 
     ``store`` None: measure every time, keep nothing. Returns the baseline (None without
     energy), the idle window when one was measured now (for the trace), and tags saying
-    which baseline it was and why (``eaq.idle``, ``eaq.idle.measured_unix_s``).
+    which baseline it was and why (``eaq.idle``, ``eaq.idle.measured_unix_s``). A window the device did not
+    spend idle (``not_idle``) gives no baseline, and is not stored.
     """
     from eaq.measure.energy import window_energy
     from eaq.measure.samplers import wait_for_sample
@@ -131,6 +151,10 @@ def idle_baseline(
     energy = window_energy(sampler.name, sampler.trace, window.result.t0, window.result.t1, window.result.counter_j)
     if energy.energy_j is None:
         return None, window.result, {"eaq.idle": f"measured in this run, no energy: {energy.reason}"}
+    if (busy := not_idle(window.result, sampler)) is not None:
+        # Not kept and not used: every run netting by it would subtract another's work. Without a baseline the run
+        # reports total energy only, as a run without one always has.
+        return None, window.result, {"eaq.idle": f"measured in this run, not used: {busy}"}
     baseline = IdleBaseline(
         power_w=energy.energy_j / energy.duration_s,
         duration_s=energy.duration_s,

@@ -113,3 +113,6 @@ class NvidiaSmiSampler:
 
     def snapshot(self) -> dict[str, float]:
         return {}
+
+    def utilization(self, start_unix_s: float, end_unix_s: float) -> list[float] | None:
+        return None  # its query is power only

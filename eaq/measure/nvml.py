@@ -14,6 +14,8 @@ runs in its own process (``poll_process``), so it costs the measured loop no GIL
 from __future__ import annotations
 
 import os
+import statistics
+import time
 from types import ModuleType
 from typing import Any
 
@@ -21,7 +23,17 @@ from eaq.measure.nvml_read import NvmlReader, import_pynvml, nvml_uuid
 from eaq.measure.poll_process import PollProcess
 from eaq.measure.trace import PowerTrace
 
-__all__ = ["NvmlSampler", "device_summaries", "gpu_facts", "nvml_uuid"]
+__all__ = ["CLOCK_EVENT_FIELDS", "NvmlSampler", "device_summaries", "gpu_facts", "nvml_uuid"]
+
+# The clock-event reasons NVML keeps a cumulative time for (its NVML_FI_DEV_CLOCKS_EVENT_REASON_<suffix> fields),
+# by the label the snapshot's ``clock_event_ns_<label>`` facts carry.
+CLOCK_EVENT_FIELDS = {
+    "power_cap": "SW_POWER_CAP",
+    "sync_boost": "SYNC_BOOST",
+    "software_thermal": "SW_THERM_SLOWDOWN",
+    "hardware_thermal": "HW_THERM_SLOWDOWN",
+    "hardware_power_brake": "HW_POWER_BRAKE_SLOWDOWN",
+}
 
 
 class NvmlSampler:
@@ -111,8 +123,32 @@ class NvmlSampler:
         return self._trace
 
     # -- facts for validity checks ----------------------------------------------------
+    def utilization(self, start_unix_s: float, end_unix_s: float) -> list[float] | None:
+        """GPU utilization (%) of NVML's samples whose periods lie between two wall-clock times, all processes together.
+
+        The driver keeps a sample every ~200 ms (H100, driver 580), each the share of its period any kernel ran;
+        an idle window's are all 0 unless something else used the GPU in it, which the process list read at the
+        window's two ends misses when it started and ended inside (docs/results/2026-11-26-h100-throttle-counters).
+        """
+        nvml = self._nvml
+        try:
+            _, samples = nvml.nvmlDeviceGetSamples(self._handle, nvml.NVML_GPU_UTILIZATION_SAMPLES, int(start_unix_s * 1e6))
+        except nvml.NVMLError as exc:
+            # NOT_FOUND: no sample since then (a window shorter than one period); anything else: cannot tell.
+            return [] if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_NOT_FOUND", None) else None
+        # A sample tells of the period before its time stamp; the first after ``start`` covers some of what ran before
+        # (the run's own work up to the window's sync). Only samples whose whole period lies in the window count,
+        # the period taken from their spacing.
+        stamps = sorted(sample.timeStamp for sample in samples)
+        if len(stamps) < 2:
+            return []
+        period_us = statistics.median(b - a for a, b in zip(stamps, stamps[1:]))
+        first_us, end_us = start_unix_s * 1e6 + period_us, end_unix_s * 1e6
+        return [float(sample.sampleValue.uiVal) for sample in samples if first_us <= sample.timeStamp <= end_us]
+
     def snapshot(self) -> dict[str, float]:
-        """Temperature, SM clock, performance state, clock-event reasons, power limit, other processes: each where readable."""
+        """Temperature, SM clock, performance state, clock-event reasons and their cumulative times, power limit, other
+        processes: each where readable."""
         nvml, h = self._nvml, self._handle
         reads = {
             "temperature_c": lambda: nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),
@@ -128,7 +164,31 @@ class NvmlSampler:
                 facts[name] = float(read())
             except Exception:  # an unsupported query leaves that fact out; checks skip it
                 continue
-        return facts
+        return facts | self._clock_event_times()
+
+    def _clock_event_times(self) -> dict[str, float]:
+        """NVML's cumulative time (ns) each clock-event reason has held the clocks back, where this GPU keeps it.
+
+        The reasons' bits (``clock_event_reasons``) say what holds the clocks at the instant of a read, so a window
+        read at its two ends misses a slowdown in its middle; these counters only grow, and their difference over a
+        window is the time each reason held in it. One field read for all (~6 ms on the H100, outside the window).
+        """
+        nvml = self._nvml
+        wanted = {
+            label: getattr(nvml, f"NVML_FI_DEV_CLOCKS_EVENT_REASON_{suffix}", None) for label, suffix in CLOCK_EVENT_FIELDS.items()
+        }
+        known = {label: field_id for label, field_id in wanted.items() if field_id is not None}  # an older pynvml lacks some
+        try:
+            answers = nvml.nvmlDeviceGetFieldValues(self._handle, list(known.values()))
+        except Exception:  # a driver without the fields: the two ends' bits still judge
+            return {}
+        times = {
+            f"clock_event_ns_{label}": float(answer.value.ullVal)
+            for label, answer in zip(known, answers, strict=True)
+            if answer.nvmlReturn == nvml.NVML_SUCCESS
+        }
+        # When they were read: two reads bracket a window by a few ms, and a share of that span is at most 1.
+        return times | {"clock_event_read_s": time.perf_counter()} if times else {}
 
 
 def other_processes(pids: list[int], own: int | None = None, holds_context: bool | None = None) -> int:

@@ -101,3 +101,6 @@ class RaplSampler:
 
     def snapshot(self) -> dict[str, float]:
         return {}
+
+    def utilization(self, start_unix_s: float, end_unix_s: float) -> list[float] | None:
+        return None  # the CPU package runs the OS and every process: no idle of its own to tell

@@ -3,7 +3,7 @@
 Every sampler has the same small surface: ``available() -> reason | None``, ``start()``
 (background polling into a PowerTrace), ``energy_j()`` (a cumulative counter, read only
 at window ends; None where the sensor has no counter), ``stop() -> PowerTrace`` and
-``snapshot()`` (device facts for the validity checks). Where no sensor exists the run
+``snapshot()`` (device facts for the validity checks) and ``utilization(start, end)`` (the device's utilization samples (%) taken between two wall-clock times; None where this sensor cannot tell: whether an idle window was). Where no sensor exists the run
 says ``unavailable`` and why; it never reports an energy it did not measure.
 """
 
@@ -44,6 +44,8 @@ class Sampler(Protocol):
 
     def snapshot(self) -> dict[str, float]: ...
 
+    def utilization(self, start_unix_s: float, end_unix_s: float) -> list[float] | None: ...
+
 
 @dataclass
 class NoSampler:
@@ -67,6 +69,9 @@ class NoSampler:
 
     def snapshot(self) -> dict[str, float]:
         return {}
+
+    def utilization(self, start_unix_s: float, end_unix_s: float) -> list[float] | None:
+        return None
 
 
 def measures_energy(sampler: Sampler) -> bool:

@@ -30,6 +30,17 @@ CLOCK_EVENT_NAMES = {
     0x100: "display clock setting",
 }
 
+# NVML's cumulative clock-event times (the snapshot's ``clock_event_ns_<label>``), the power cap's aside: a reason
+# that held the clocks for more than this share of a window flags it. Held for a share s at any slowdown, the
+# window's work rate moves by at most s; a shorter hold is said in the notes.
+MAX_CLOCK_EVENT_SHARE = 0.01
+CLOCK_EVENT_TIME_NAMES = {
+    "sync_boost": "sync boost",
+    "software_thermal": "software thermal slowdown",
+    "hardware_thermal": "hardware thermal slowdown",
+    "hardware_power_brake": "hardware power brake",
+}
+
 
 @dataclass(frozen=True)
 class Validity:
@@ -81,7 +92,8 @@ def _device_reasons(
     events = int(before.get("clock_event_reasons", 0)) | int(after.get("clock_event_reasons", 0))
     bad = [label for bit, label in CLOCK_EVENT_NAMES.items() if events & bit and not bit & BENIGN_CLOCK_EVENTS]
     if bad:
-        reasons.append(f"clocks were held back by {', '.join(bad)}")
+        reasons.append(f"clocks were held back by {', '.join(bad)} at the window's start or end")
+    reasons += _clock_event_times(before, after, facts, notes)
     mean_w = energy.energy_j / window.duration_s if energy.energy_j is not None else None
     limit = after.get("power_limit_w")
     clock0, clock1 = before.get("sm_clock_mhz"), after.get("sm_clock_mhz")
@@ -106,4 +118,31 @@ def _device_reasons(
         reasons.append(f"mean power {mean_w:.0f} W is above the power limit {limit:.0f} W")
     if mean_w is not None and idle_w and mean_w < idle_w * 0.98:
         reasons.append(f"mean power {mean_w:.1f} W is below the idle baseline {idle_w:.1f} W")
+    return reasons
+
+
+def _clock_event_times(before: dict[str, float], after: dict[str, float], facts: dict[str, float], notes: list[str]) -> list[str]:
+    """The share of the window each clock-event reason held the clocks, from NVML's cumulative times read at its ends.
+
+    The reasons' bits are read at the two ends only; a thermal slowdown in the middle of a window shows here.
+    """
+    reasons = []
+    span_s = after.get("clock_event_read_s", 0.0) - before.get("clock_event_read_s", 0.0)
+    if span_s <= 0:
+        return reasons
+    for key in sorted(before.keys() & after.keys()):
+        if not key.startswith("clock_event_ns_"):
+            continue
+        label, held_s = key.removeprefix("clock_event_ns_"), (after[key] - before[key]) / 1e9
+        if held_s < 0:  # the counter restarted (a driver reload): no reading
+            continue
+        share = facts[f"clock_event_share_{label}"] = min(held_s / span_s, 1.0)  # rounding of two clocks
+        name = CLOCK_EVENT_TIME_NAMES.get(label)
+        if name is None or held_s == 0:  # the power cap is the device's normal state under load
+            continue
+        said = f"{name} held the clocks back for {held_s * 1e3:.1f} ms, {share:.2%} of the window"
+        if share > MAX_CLOCK_EVENT_SHARE:
+            reasons.append(said)
+        else:
+            notes.append(f"{said} (at most {MAX_CLOCK_EVENT_SHARE:.0%} passes)")
     return reasons
