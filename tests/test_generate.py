@@ -26,7 +26,7 @@ from eaq.precision import get_precision
 from eaq.precision.proof import model_size_bytes, stored_bytes_read
 from eaq.measure.phases import Phases
 from eaq.tasks.compile import compile_model
-from eaq.tasks.generate import generate_metrics, measure_generate
+from eaq.workloads.windows import generate_metrics, measure_generate
 from eaq.workloads.generate import Decoder, Generator, check_generation
 from fake_nvml import FakeNvml
 

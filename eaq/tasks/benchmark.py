@@ -24,16 +24,14 @@ from eaq.evaluate import (
 )
 from eaq.evaluate.perplexity import perplexity
 from eaq.evaluate.fidelity import ARITHMETIC as FIDELITY_ARITHMETIC
-from eaq.measure.energy import PRIMARY_CHANNELS, energy_metrics, window_energy
+from eaq.measure.energy import PRIMARY_CHANNELS
 from eaq.measure.idle import idle_baseline
 from eaq.measure.memory import PeakMemory
 from eaq.measure.overhead import sampler_overhead
 from eaq.measure.phases import Phases
 from eaq.measure.roofline import forward_flops
 from eaq.measure.samplers import measures_energy, select_sampler, wait_for_sample
-from eaq.measure.stats import latency_metrics
 from eaq.measure.timing import run_timed
-from eaq.measure.validity import check
 from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
@@ -46,11 +44,11 @@ from eaq.precision.mixed import MixedPrecision
 from eaq.tasks.compile import compile_model, graph_skips, inductor_settings, require_graphs
 from eaq.tasks.isolation import phase_listener
 from eaq.tasks.result import TaskResult
-from eaq.tasks.generate import generate_metrics, measure_generate
 from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
 from eaq.tasks.idle import idle_store
 from eaq.tasks.shared import FIDELITY_SEED, make_inputs, synthetic_batches
 from eaq.workloads.generate import Decoder, Generator, check_generation
+from eaq.workloads.windows import forward_metrics, generate_metrics, measure_generate
 
 
 def _primary(trace) -> str:
@@ -228,14 +226,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     else:
         result, settled = window.result, warmed.settled
         assert result is not None
-        energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
-        validity = check(result, energy, idle_w, min_window_s)
-        workload_metrics = {
-            **latency_metrics(latencies, result.duration_s, result.iterations * cfg.batch_size),
-            "warmup_iterations": warmed.iterations,
-            "warmup_duration_s": warmed.duration_s,
-            **energy_metrics(energy, idle_w, result.duration_s, result.iterations * cfg.batch_size),
-        }
+        workload_metrics, energy, validity = forward_metrics(result, latencies, warmed, cfg.batch_size, sampler.name, trace, idle_w, min_window_s)
 
     metrics = {
         **workload_metrics,

@@ -41,7 +41,7 @@ def compile_model(model: nn.Module, cuda_graphs: bool, tuning: bool = True, patt
     """The compiled model; it compiles on its first call (in warm-up, outside the window).
 
     ``cuda_graphs``: Inductor records and replays its own CUDA graphs (cudagraph trees). A
-    generated token's decode step is recorded whole by eaq instead (eaq.tasks.generate):
+    generated token's decode step is recorded whole by eaq instead (eaq.workloads.windows):
     Inductor's graph covers the model alone, and every call still ran dynamo's guards and the
     Python around the graph on the host: 3.7 ms a step on an H100 for 1.25 ms of kernels
     (docs/results/2026-11-25-h100-diag). ``pattern_matcher`` False: none of Inductor's graph

@@ -1,5 +1,9 @@
-"""``workload=generate`` in the benchmark task: a prefill window, then a decode window, and their metrics.
+"""Each workload's measured windows and the metrics they give; the benchmark task wires them.
 
+``workload=forward``: one window of forward passes (the benchmark runs it, since its warm-up and
+CUDA-graph checks are the compiler's); ``forward_metrics`` turns it into latency and energy figures.
+
+``workload=generate``: a prefill window, then a decode window (``measure_generate``, ``generate_metrics``).
 The benchmark task loads, applies the precision, computes quality and runs the idle
 baseline exactly as for forward passes; only the measured part differs. Prefill and
 decode get separate measurement windows, each as long as the protocol's minimum:
@@ -115,6 +119,22 @@ def measure_generate(
         prefill_window.result, prefill_latencies, decode_window.result, decode_latencies, (warm_prefill, warm_decode), decoder,
         graph.reason,
     )
+
+
+def forward_metrics(
+    window: WindowResult, latencies: list[float], warmed: WarmupResult, batch_size: int, sampler: str, trace: PowerTrace,
+    idle_w: float | None, min_window_s: float,
+) -> tuple[dict[str, float], WindowEnergy, Validity]:
+    """The forward-pass metrics (names in eaq/metrics.py), the window's energy and its validity; a sample is a row."""
+    energy = window_energy(sampler, trace, window.t0, window.t1, window.counter_j)
+    samples = window.iterations * batch_size
+    metrics = {
+        **latency_metrics(latencies, window.duration_s, samples),
+        "warmup_iterations": warmed.iterations,
+        "warmup_duration_s": warmed.duration_s,
+        **energy_metrics(energy, idle_w, window.duration_s, samples),
+    }
+    return metrics, energy, check(window, energy, idle_w, min_window_s)
 
 
 def _energy(
