@@ -155,6 +155,36 @@ def test_the_kernel_check_fails_a_format_whose_gemm_did_not_run() -> None:
     assert check_kernels(mixed, whole, lambda: whole(torch.randn(8, 64)), CPU).lowp_gemms == 2
 
 
+def test_the_kernel_check_counts_calls_so_a_layer_run_twice_hides_no_fallback() -> None:
+    """Layer 0 (int8) runs twice, layer 1 (int8) falls back to a float GEMM, layer 2 (fp32) never runs: counted per
+    layer the GEMMs balance (two integer, one float of the one shape); counted per call, both misses show."""
+    from collections import Counter
+
+    from eaq.precision.kernel_check import Profile, linear_calls
+
+    class Shared(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList(nn.Linear(64, 64) for _ in range(3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.layers[1](self.layers[0](self.layers[0](x)))
+
+    plan = Plan("fp32", {"layers.0": "int8", "layers.1": "int8"})
+    model = apply_plan(Shared(), CPU, plan)
+    calls = linear_calls(model, lambda: model(torch.randn(8, 64)))
+    assert calls == {"layers.0": 2, "layers.1": 1, "layers.2": 0}
+    mixed = MixedPrecision(plan, "plan.yaml", CPU)
+    seen = Profile(Counter({"aten::_int_mm": 2, "aten::mm": 1}), Counter(), Counter({("float", (64, 64)): 1}))
+    assert mixed.judge(model, seen).failures == []  # hidden
+    assert mixed.judge(model, seen, calls=calls).failures == [
+        "2 int8 layers (3 calls) but 2 _int_mm GEMMs per forward",
+        "1 float GEMMs per forward for 1 layers computing in the base dtype (0 calls) (a float fallback)",
+    ]
+    # The run as it is (both int8 layers quantized, layer 0 twice) passes, counted per call.
+    assert check_kernels(mixed, model, lambda: model(torch.randn(8, 64)), CPU, calls=calls).lowp_gemms == 3
+
+
 @pytest.mark.parametrize(
     ("overrides", "says"),
     [

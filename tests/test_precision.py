@@ -15,7 +15,7 @@ from eaq.evaluate import collect_outputs, fidelity
 from eaq.models import load_model
 from eaq.data import make_batches
 from eaq.precision import get_precision, proof, runnable
-from eaq.precision.kernel_check import KernelCheckError, Profile, check_kernels, evaluate
+from eaq.precision.kernel_check import KernelCheckError, Profile, check_kernels, evaluate, linear_calls
 from eaq.tasks.compile import compile_model
 from eaq.precision.proof import model_size_bytes
 
@@ -223,6 +223,22 @@ def test_kernel_check_judges_float_gemms_shaped_like_a_linear_layer_only() -> No
     hidden, weight = torch.randn(64, 64), torch.randn(64, 192)
     with pytest.raises(KernelCheckError, match=r"2 float GEMMs per forward for 1 unquantized layers"):
         check_kernels(precision, int8, lambda: (int8(input_ids=ids), torch.mm(hidden, weight)), CPU)
+
+
+def test_kernel_check_owes_a_gemm_per_call_of_a_layer_not_per_layer() -> None:
+    """A layer the pass never runs owes no GEMM (a correct int8 run failed on one)."""
+    fp32 = load_model(TINY_GPT2).model
+    fp32.unused = nn.Linear(64, 64)  # a module the forward never calls (a head this task does not use)
+    precision = get_precision("int8", CPU)
+    int8 = precision.apply(copy.deepcopy(fp32), CPU)
+    ids = torch.randint(0, 30522, (2, 32))
+    calls = linear_calls(int8, lambda: int8(input_ids=ids))
+    assert calls["unused"] == 0 and calls["lm_head"] == 1 and sum(calls.values()) == 9
+    # Counted once per layer, the correct run fails on the layer that never ran...
+    with pytest.raises(KernelCheckError, match=r"9 quantized layers but 8 _int_mm GEMMs per forward"):
+        check_kernels(precision, int8, lambda: int8(input_ids=ids), CPU)
+    # ...counted per call, it passes.
+    assert check_kernels(precision, int8, lambda: int8(input_ids=ids), CPU, calls=calls).lowp_gemms == 8
 
 
 def test_kernel_check_catches_an_autocast_that_did_not_engage() -> None:

@@ -21,6 +21,12 @@ an ``mm`` (which failed a compiled int8 decode step's check on the H100,
 docs/results/2026-11-26-h100-int8-decode). A float GEMM of another shape is not judged,
 e.g. one a compiler fused from several layers.
 
+Every count is per call, not per layer: how many times each Linear runs in one pass is counted
+on the model's eager pass with forward hooks (``linear_calls``; the compiled pass cannot take
+hooks without compiling again). A layer the pass never runs expects no GEMM (a correct int8 run
+failed on it), a layer shared and run twice expects two (its second GEMM hid another layer's
+miss). Without counts every layer counts once.
+
 Host<->device copies beyond those the fp32 model's own forward makes are recorded, not
 failed: the format did run, and the copies are a real cost of its implementation
 (torchao 0.18's eager int8 path on CUDA made 48 per layer until eaq routed around its
@@ -97,6 +103,31 @@ def lowp_gemms(seen: Profile, patterns: tuple[str, ...]) -> int:
     return max(_count(seen.ops, patterns), _count(seen.kernels, patterns))
 
 
+# Calls per forward of each Linear layer, by module name (``linear_calls``); None: each layer once.
+Calls = dict[str, int] | None
+
+
+def linear_calls(model: nn.Module, forward: Callable[[], object]) -> dict[str, int]:
+    """How many times each Linear layer of ``model`` runs in one ``forward()``, counted by forward hooks.
+
+    ``forward`` must run ``model`` eagerly (hooks do not fire inside a compiled graph already built).
+    """
+    calls: Counter[str] = Counter()
+    layers = {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+    handles = [m.register_forward_hook(lambda *_, name=name: calls.update((name,))) for name, m in layers.items()]
+    try:
+        forward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {name: calls[name] for name in layers}
+
+
+def runs(calls: Calls, name: str) -> int:
+    """How many GEMMs layer ``name`` owes one pass: its calls, or one where they were not counted."""
+    return 1 if calls is None else calls.get(name, 0)
+
+
 def linear_float_gemms(model: nn.Module, seen: Profile) -> Counter[str]:
     """{operand dtype: count} of the float GEMMs shaped like one of ``model``'s Linear layers, or of no recorded shape."""
     shapes = {(m.in_features, m.out_features) for m in model.modules() if isinstance(m, nn.Linear)}
@@ -108,20 +139,25 @@ def linear_float_gemms(model: nn.Module, seen: Profile) -> Counter[str]:
 
 
 def fallbacks_by_shape(model: nn.Module, seen: Profile,
-                       in_float: Callable[[str, nn.Linear], bool] = lambda name, layer: not is_quantized(layer)) -> list[str]:
-    """Each Linear shape with more float GEMMs per forward than layers of that shape computing in float.
+                       in_float: Callable[[str, nn.Linear], bool] = lambda name, layer: not is_quantized(layer),
+                       calls: Calls = None) -> list[str]:
+    """Each Linear shape with more float GEMMs per forward than calls of layers of that shape computing in float.
 
     ``in_float(name, layer)``: whether that layer's matmul is a float GEMM (by default: its weight is not
     quantized; a mixed plan's weight-only layers compute in float too)."""
     layers = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)]
-    left = Counter((m.in_features, m.out_features) for n, m in layers if in_float(n, m))
+    left: Counter[tuple[int, int]] = Counter()
+    for n, m in layers:
+        if in_float(n, m):
+            left[(m.in_features, m.out_features)] += runs(calls, n)
     shapes = {(m.in_features, m.out_features) for _, m in layers}
     ran: Counter[tuple[int, int]] = Counter()
     for (_, shape), n in seen.float_gemms.items():
         if shape in shapes:
             ran[shape] += n
-    return [f"{n} float GEMMs of shape {k}x{o} per forward for {left[(k, o)]} layers of that shape computing in float (a float fallback)"
-            for (k, o), n in sorted(ran.items()) if n > left[(k, o)]]
+    owed = "layers" if calls is None else "calls of layers"
+    return [f"{n} float GEMMs of shape {k}x{o} per forward for {left[(k, o)]} {owed} of that shape computing in float "
+            "(a float fallback)" for (k, o), n in sorted(ran.items()) if n > left[(k, o)]]
 
 
 def copies(seen: Profile) -> int:
@@ -129,27 +165,37 @@ def copies(seen: Profile) -> int:
     return _count(seen.kernels, HOST_COPIES)
 
 
-def evaluate(precision: Precision, model: nn.Module, seen: Profile, baseline_copies: int = 0) -> KernelCheck:
+def evaluate(precision: Precision, model: nn.Module, seen: Profile, baseline_copies: int = 0, calls: Calls = None) -> KernelCheck:
     """Judge one profiled forward pass.
 
-    ``baseline_copies``: host<->device copies the model's fp32 forward makes by itself.
+    ``baseline_copies``: host<->device copies the model's fp32 forward makes by itself; ``calls``: how many times
+    each Linear ran in the pass (``linear_calls``), None for once each.
     """
     quantized, linears = linear_coverage(model)
+    layers = [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    owed = sum(runs(calls, name) for name, m in layers if is_quantized(m))
+    float_owed = sum(runs(calls, name) for name, m in layers if not is_quantized(m))
     lowp = lowp_gemms(seen, precision.kernels) if precision.kernels else 0
     float_gemms = linear_float_gemms(model, seen)
     floats = sum(float_gemms.values())
     failures = []
-    if precision.kernels and lowp < quantized:
-        failures.append(f"{quantized} quantized layers but {lowp} {'/'.join(precision.kernels)} GEMMs per forward")
-    if precision.quantized_math and floats > linears - quantized:
-        failures.append(f"{floats} float GEMMs per forward for {linears - quantized} unquantized layers (a float fallback)")
+    if precision.kernels and lowp < owed:
+        failures.append(f"{quantized} quantized layers{times_run(owed, calls)} but {lowp} {'/'.join(precision.kernels)} GEMMs per forward")
+    if precision.quantized_math and floats > float_owed:
+        failures.append(f"{floats} float GEMMs per forward for {linears - quantized} unquantized layers{times_run(float_owed, calls)} "
+                        "(a float fallback)")
     elif precision.quantized_math:  # the count holds in all: and shape by shape?
-        failures += fallbacks_by_shape(model, seen)
+        failures += fallbacks_by_shape(model, seen, calls=calls)
     expected = PROFILER_DTYPES[precision.float_gemm_dtype]
     for dtype, n in sorted(float_gemms.items()):
         if dtype != expected:
             failures.append(f"{n} float GEMMs ran in {dtype} where {precision.name} computes in {expected}")
     return KernelCheck(quantized, linears - quantized, lowp, floats, copies(seen), baseline_copies, failures)
+
+
+def times_run(owed: int, calls: Calls) -> str:
+    """How many calls the layers made, where they were counted."""
+    return "" if calls is None else f" ({owed} calls)"
 
 
 def _profile(forward: Callable[[], object], device: torch.device) -> Profile:
@@ -184,15 +230,17 @@ def host_copies(forward: Callable[[], object], device: torch.device) -> int:
 
 
 def check_kernels(
-    precision: Precision, model: nn.Module, forward: Callable[[], object], device: torch.device, baseline_copies: int = 0
+    precision: Precision, model: nn.Module, forward: Callable[[], object], device: torch.device, baseline_copies: int = 0,
+    calls: Calls = None,
 ) -> KernelCheck:
     """Profile ``forward()`` once and judge it; raise KernelCheckError on a failure.
 
+    ``calls``: each Linear's calls in that pass (``linear_calls`` on its eager twin), None for once each.
     A precision made of several formats (mixed) judges the profile itself, per format.
     """
     judge = getattr(precision, "judge", None)
     seen = _profile(forward, device)
-    result = judge(model, seen, baseline_copies) if judge else evaluate(precision, model, seen, baseline_copies)
+    result = judge(model, seen, baseline_copies, calls) if judge else evaluate(precision, model, seen, baseline_copies, calls)
     if result.failures:
         raise KernelCheckError(
             f"precision={precision.name} did not run as named ({'; '.join(result.failures)}); "

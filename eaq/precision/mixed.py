@@ -31,8 +31,8 @@ from torch import nn
 
 from eaq.errors import ConfigError, UnsupportedPrecisionError
 from eaq.precision.base import dtype_name, set_tf32
-from eaq.precision.kernel_check import (PROFILER_DTYPES, KernelCheck, Profile, copies, fallbacks_by_shape, linear_float_gemms,
-                                       lowp_gemms)
+from eaq.precision.kernel_check import (PROFILER_DTYPES, Calls, KernelCheck, Profile, copies, fallbacks_by_shape,
+                                       linear_float_gemms, lowp_gemms, runs, times_run)
 from eaq.precision.native import bf16, fp16, fp32
 from eaq.precision.requirements import Requirements
 from eaq.precision.torchao_quant import TorchaoQuant, _quantization, fp8, int4_weight_only, int8, int8_weight_only
@@ -265,7 +265,7 @@ class MixedPrecision:
         path.write_text("\n".join(lines) + "\n")
         return path
 
-    def judge(self, model: nn.Module, seen: Profile, baseline_copies: int = 0) -> KernelCheck:
+    def judge(self, model: nn.Module, seen: Profile, baseline_copies: int = 0, calls: Calls = None) -> KernelCheck:
         """The kernel check per format: each format's GEMM ran at least once per layer it holds.
 
         Float GEMMs may run only for the layers left in the base and the weight-only
@@ -275,23 +275,28 @@ class MixedPrecision:
         """
         failures = []
         lowp = 0
-        float_layers = sum(isinstance(m, nn.Linear) for m in model.modules()) - len(self.plan.layers)
+        names = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+        float_layers = len(names) - len(self.plan.layers)
+        float_owed = sum(runs(calls, name) for name in names if name not in self.plan.layers)
         for fmt_name, fmt in self.formats.items():
-            layers = len(self.plan.by_format()[fmt_name])
+            held = self.plan.by_format()[fmt_name]
+            layers, owed = len(held), sum(runs(calls, name) for name in held)
             if fmt.kernels:
                 ran = lowp_gemms(seen, fmt.kernels)
                 lowp += ran
-                if ran < layers:
-                    failures.append(f"{layers} {fmt_name} layers but {ran} {'/'.join(fmt.kernels)} GEMMs per forward")
+                if ran < owed:
+                    failures.append(f"{layers} {fmt_name} layers{times_run(owed, calls)} but {ran} {'/'.join(fmt.kernels)} GEMMs per forward")
             if _float_gemm(fmt):
                 float_layers += layers
+                float_owed += owed
         float_gemms = linear_float_gemms(model, seen)
         floats = sum(float_gemms.values())
-        if floats > float_layers:
-            failures.append(f"{floats} float GEMMs per forward for {float_layers} layers computing in the base dtype (a float fallback)")
+        if floats > float_owed:
+            failures.append(f"{floats} float GEMMs per forward for {float_layers} layers computing in the base dtype"
+                            f"{times_run(float_owed, calls)} (a float fallback)")
         else:  # the count holds in all: and shape by shape?
             failures += fallbacks_by_shape(model, seen, lambda name, _: name not in self.plan.layers
-                                           or _float_gemm(self.formats[self.plan.layers[name]]))
+                                           or _float_gemm(self.formats[self.plan.layers[name]]), calls)
         expected = PROFILER_DTYPES[self.float_gemm_dtype]
         for dtype, n in sorted(float_gemms.items()):
             if dtype != expected:

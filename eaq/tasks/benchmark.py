@@ -39,7 +39,7 @@ from eaq.models import load_model
 from eaq.errors import ConfigError, DataError
 from eaq.precision import get_precision, proof, stored_bytes_read
 from eaq.precision.base import set_tf32
-from eaq.precision.kernel_check import check_kernels, host_copies
+from eaq.precision.kernel_check import check_kernels, host_copies, linear_calls
 from eaq.precision.mixed import MixedPrecision
 from eaq.tasks.compile import compile_model, graph_skips, inductor_settings, require_graphs
 from eaq.tasks.isolation import phase_listener
@@ -316,7 +316,10 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             # Generation checks a decode step, the pass it repeats; a forward workload, a forward pass.
             fp32_pass = Decoder(generator(fp32_model), timed[0]["input_ids"]).step if generating else (lambda: fp32_model(**timed[0]))
             baseline_copies = host_copies(fp32_pass, device)
-            kernels = check_kernels(precision, model, lambda: step(timed[0]), device, baseline_copies)
+            # Each Linear's calls in one pass, counted on the eager model (the profiled pass may be compiled).
+            eager_pass = Decoder(generator(model), timed[0]["input_ids"]).step if generating else (lambda: model(**timed[0]))
+            calls = linear_calls(model, eager_pass)
+            kernels = check_kernels(precision, model, lambda: step(timed[0]), device, baseline_copies, calls)
             metrics |= kernels.metrics()
             tags["eaq.kernel_check"] = kernels.summary
     with phases("cooldown"):
