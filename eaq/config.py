@@ -402,6 +402,11 @@ def validate(cfg: DictConfig) -> EaqConfig:
         )
     if obj.dataset.kind != "synthetic" and not (obj.dataset.path or obj.dataset.hub):
         raise ConfigError(f"dataset.kind={obj.dataset.kind} needs dataset.path (the file to read) or dataset.hub.")
+    if obj.dataset.hub is not None and (len(parts := obj.dataset.hub.split(":")) not in (2, 3) or not all(parts)):
+        raise ConfigError(
+            f"dataset.hub={obj.dataset.hub!r} is not name[:config]:split; write it as glue:sst2:validation or "
+            "wikitext:wikitext-2-raw-v1:test, for instance."
+        )
     _positive("trials.quality_max_batches", obj.trials.quality_max_batches)
     _positive("dataset.max_samples", obj.dataset.max_samples)
     _positive("dataset.perplexity_stride", obj.dataset.perplexity_stride)

@@ -57,6 +57,8 @@ def test_unknown_key_fails_at_composition() -> None:
         ("model.head=vision", "model.head='vision' is not valid"),
         ("dataset.perplexity_stride=0", "dataset.perplexity_stride=0 is out of range"),
         ("dataset.perplexity_stride=300", "dataset.perplexity_stride=300 is larger than seq_len=128"),
+        ("dataset.hub=glue", "dataset.hub='glue' is not name[:config]:split"),
+        ("dataset.hub=glue::validation", "dataset.hub='glue::validation' is not name[:config]:split"),
     ],
 )
 def test_bad_values_fail_validation_with_one_sentence(override: str, message: str) -> None:

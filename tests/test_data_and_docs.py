@@ -102,3 +102,59 @@ def test_missing_local_file_with_a_hub_fallback_says_what_to_do(tmp_path: Path) 
     cfg = DatasetConfig(kind="tsv", path=str(tmp_path / "absent.tsv"), hub="glue:sst2:validation")
     with pytest.raises(DataError, match="dataset.path=<local file>"):
         load_examples(cfg)  # no `datasets` library here, or no hub: either way one actionable sentence
+
+
+def test_quality_counts_each_text_once_where_a_batch_cycles_them() -> None:
+    """Three labelled texts at batch 8: the batch repeats them to fill its rows, quality scores the three."""
+    from eaq.data import Batches
+    from eaq.evaluate import accuracy
+
+    texts, labels = ["one", "two", "three"], [1, 0, 0]
+    ids = {"input_ids": torch.arange(3)[:, None], "attention_mask": torch.ones(3, 1, dtype=torch.long)}
+    rows = torch.arange(8) % 3
+    batches = Batches([{k: v[rows] for k, v in ids.items()}], num_texts=len(texts), labels=torch.tensor(labels)[rows])
+    distinct = batches.distinct(None)
+    assert [b["input_ids"].shape[0] for b in distinct] == [3] and distinct[0]["input_ids"][:, 0].tolist() == [0, 1, 2]
+    always_one = torch.tensor([[0.0, 1.0]]).repeat(3, 1)  # a classifier that always says class 1
+    assert accuracy("sequence_classification", always_one, batches.labels)["quality_accuracy"] == pytest.approx(1 / 3)
+    # Over the cycled rows it read 3/8.
+    assert accuracy("sequence_classification", always_one.repeat(3, 1)[:8], batches.labels)["quality_accuracy"] == 3 / 8
+    # Batches past the texts are dropped, and max_batches still bounds them.
+    many = Batches([{k: v[:2] for k, v in ids.items()}, {k: v[2:] for k, v in ids.items()}], num_texts=3)
+    assert [b["input_ids"].shape[0] for b in many.distinct(None)] == [2, 1] and len(many.distinct(1)) == 1
+
+
+def test_labels_a_classifier_cannot_have_are_refused() -> None:
+    from eaq.evaluate import accuracy
+
+    with pytest.raises(DataError, match=r"labels run from -1 to -1 and the classifier has 2 classes .* use a labelled split"):
+        accuracy("sequence_classification", torch.zeros(4, 2), torch.full((4,), -1))
+
+
+def test_the_examples_digest_tells_a_text_with_a_newline_from_two_texts() -> None:
+    from eaq.data import Examples, examples_digest
+
+    assert examples_digest(Examples(["a\nb"], None, "x")) != examples_digest(Examples(["a", "b"], None, "x"))
+    assert examples_digest(Examples(["a"], [0], "x")) != examples_digest(Examples(["a"], [1], "x"))  # labels count
+    assert examples_digest(Examples(["a"], [0], "x")) == examples_digest(Examples(["a"], [0], "elsewhere"))
+
+
+def test_a_header_or_key_missing_names_the_setting_that_picks_it_and_a_byte_order_mark_is_no_text(tmp_path: Path) -> None:
+    (tmp_path / "a.tsv").write_text("text\tlabel\nfine\t1\n")
+    with pytest.raises(DataError, match=r"set dataset.text_column=<one of them>"):
+        load_examples(DatasetConfig(kind="tsv", path=str(tmp_path / "a.tsv")))
+    (tmp_path / "b.tsv").write_text("sentence\tpolarity\nfine\t1\n")
+    with pytest.raises(DataError, match=r"set dataset.label_column=<one of them>, or null for unlabelled data"):
+        load_examples(DatasetConfig(kind="tsv", path=str(tmp_path / "b.tsv")))
+    (tmp_path / "c.jsonl").write_text('{"text": "fine", "label": 1}\n')
+    with pytest.raises(DataError, match=r"it has \['label', 'text'\]: set dataset.text_column=<one of them>"):
+        load_examples(DatasetConfig(kind="jsonl", path=str(tmp_path / "c.jsonl")))
+    (tmp_path / "d.tsv").write_bytes("\ufeffsentence\tlabel\nfine\t1\n".encode())  # a spreadsheet's UTF-8 export
+    assert load_examples(DatasetConfig(kind="tsv", path=str(tmp_path / "d.tsv"))).texts == ["fine"]
+
+
+def test_perplexity_of_a_one_token_text_is_refused() -> None:
+    from eaq.evaluate.perplexity import perplexity
+
+    with pytest.raises(DataError, match="at least two tokens"):
+        perplexity(torch.nn.Identity(), torch.tensor([5]), 8, 4)

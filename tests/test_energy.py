@@ -319,6 +319,24 @@ def test_clock_event_times_judge_a_short_hold_a_note_and_skip_what_the_gpu_does_
     assert not any(k.startswith("clock_event_") and k != "clock_event_reasons" for k in sampler.snapshot())
 
 
+def test_utilization_counts_only_the_samples_whose_whole_period_lies_in_the_window() -> None:
+    """Samples every 0.2 s: the one stamped 0.1 s after the window's start covers 0.1 s before it (the run's own
+    work up to its sync); the one stamped at start + 0.2 s is the first wholly inside; none past the end counts."""
+    from types import SimpleNamespace
+
+    fake = FakeNvml()
+    start = 1000.0
+    stamps = {0.1: 90, 0.2: 0, 0.4: 5, 0.6: 0, 0.8: 7}  # seconds after start -> %
+    fake.nvmlDeviceGetSamples = lambda handle, kind, since_us: (1, [  # noqa: ARG005
+        SimpleNamespace(timeStamp=int((start + t) * 1e6), sampleValue=SimpleNamespace(uiVal=v)) for t, v in stamps.items()])
+    sampler = NvmlSampler("1234-abcd", nvml=fake)
+    assert sampler.available() is None
+    assert sampler.utilization(start, start + 0.7) == [0.0, 5.0, 0.0]
+    fake.nvmlDeviceGetSamples = lambda *_: (1, [SimpleNamespace(timeStamp=int((start + t) * 1e6), sampleValue=None)  # unlike NVML's
+                                                for t in (0.2, 0.4)])
+    assert sampler.utilization(start, start + 0.7) is None  # cannot tell, not a crash
+
+
 def test_net_energy_subtracts_the_idle_baseline() -> None:
     metrics = energy_metrics(_energy(1800.0, 6.0), 80.0, duration_s=6.0, samples=600)
     assert metrics["idle_power_w"] == pytest.approx(80.0)

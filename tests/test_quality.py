@@ -67,3 +67,19 @@ def test_token_tensors_are_reused_across_a_sweep_and_invalidated_by_settings(out
         print(f"\nSST-2 dev (872 sentences) token tensors: tokenize {miss * 1e3:.1f} ms, from cache {hit * 1e3:.1f} ms")
     assert hit < miss
     assert len(list((out / "cache").glob("tokens-*.safetensors"))) == 2
+
+
+def test_a_data_file_edited_under_the_same_path_gets_a_new_reference_and_new_figures(out: Path, tmp_path: Path) -> None:
+    """The fp32 reference and the quality figures are keyed by the examples, not by the file's name."""
+    data = tmp_path / "mine.tsv"
+    common = ["model=bert_tiny_random", "trials=quick", "batch_size=4", "seq_len=32", "dataset=sst2", f"dataset.path={data}",
+              "precision=int8"]
+    data.write_text("sentence\tlabel\na kettle boils\t1\nthe tea is cold\t0\nwe measure energy\t1\nit rained\t0\n")
+    assert run_eaq(out, *common).returncode == 0
+    data.write_text("sentence\tlabel\nfour other words\t0\nsaid in another way\t1\nnothing is the same\t0\nat all\t1\n")
+    second = run_eaq(out, *common)
+    assert second.returncode == 0, second.stderr[-2000:]
+    first_run, second_run = sorted(all_runs(out), key=lambda r: r.info.start_time)
+    assert second_run.data.tags["eaq.quality.source"] == "computed in this run"  # not the first file's figures
+    assert "fp32 reference from cache" not in second.stdout + second.stderr
+    assert first_run.data.tags["eaq.data.source"] == second_run.data.tags["eaq.data.source"] == str(data)

@@ -9,13 +9,17 @@ the line and what was expected.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from eaq.config import DatasetConfig
 from eaq.errors import DataError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -39,7 +43,7 @@ def _read(path: str) -> tuple[str, str]:
     if not file.is_file():
         raise DataError(f"dataset.path={path!r} does not exist or is not a file; pass a {_WHAT} file.")
     try:
-        return file.read_text(encoding="utf-8"), str(file)
+        return file.read_text(encoding="utf-8-sig"), str(file)  # a byte-order mark (a spreadsheet's export) is no text
     except UnicodeDecodeError as exc:
         line = file.read_bytes()[: exc.start].count(b"\n") + 1
         raise DataError(f"{file}, line {line}: the file is not valid UTF-8; save it as UTF-8.") from exc
@@ -63,7 +67,8 @@ def _tsv(text: str, name: str, cfg: DatasetConfig) -> Examples:
     wanted = [cfg.text_column, *([cfg.label_column] if cfg.label_column else [])]
     missing = [c for c in wanted if c not in header]
     if missing:
-        raise DataError(f"{name}, line 1: the header has no column {', '.join(map(repr, missing))}; it has {header}.")
+        hint = "set dataset.text_column=<one of them>" if cfg.text_column in missing else "set dataset.label_column=<one of them>, or null for unlabelled data"
+        raise DataError(f"{name}, line 1: the header has no column {', '.join(map(repr, missing))}; it has {header}: {hint}.")
     text_at, label_at = header.index(cfg.text_column), header.index(cfg.label_column) if cfg.label_column else None
     texts, labels = [], []
     for number, line in enumerate(lines[1:], start=2):
@@ -88,7 +93,8 @@ def _jsonl(text: str, name: str, cfg: DatasetConfig) -> Examples:
         except json.JSONDecodeError as exc:
             raise DataError(f"{name}, line {number}: not a JSON object ({exc.msg}).") from None
         if not isinstance(record, dict) or cfg.text_column not in record:
-            raise DataError(f"{name}, line {number}: expected a JSON object with key {cfg.text_column!r}.")
+            keys = f" (it has {sorted(record)}: set dataset.text_column=<one of them>)" if isinstance(record, dict) else ""
+            raise DataError(f"{name}, line {number}: expected a JSON object with key {cfg.text_column!r}{keys}.")
         texts.append(str(record[cfg.text_column]))
         if cfg.label_column:
             if cfg.label_column not in record:
@@ -112,8 +118,8 @@ def _from_hub(cfg: DatasetConfig) -> Examples:
         rows = datasets.load_dataset(*names, split=split)
     except Exception as exc:  # offline, unknown name, no such split: all end the same way for the user
         raise DataError(
-            f"dataset.hub={cfg.hub!r} could not be loaded ({type(exc).__name__}); without the hub, pass "
-            f"dataset.path=<local file> (the preset's default is {cfg.path!r})."
+            f"dataset.hub={cfg.hub!r} could not be loaded ({type(exc).__name__}: {exc}); it reads name[:config]:split "
+            f"(e.g. glue:sst2:validation); without the hub, pass dataset.path=<local file> (the preset's default is {cfg.path!r})."
         ) from exc
     if cfg.kind == "raw":
         return Examples(["".join(rows[cfg.text_column])], None, cfg.hub)  # its rows keep their newlines
@@ -121,10 +127,20 @@ def _from_hub(cfg: DatasetConfig) -> Examples:
     return Examples([str(t) for t in rows[cfg.text_column]], labels, cfg.hub)
 
 
+def examples_digest(examples: Examples) -> str:
+    """A hash of the examples' texts and labels: what a cached tokenization, reference or figure of them depends on.
+
+    JSON, not the texts joined: a text holding a newline must not hash as two texts.
+    """
+    return hashlib.sha256(json.dumps([examples.texts, examples.labels]).encode()).hexdigest()
+
+
 def load_examples(cfg: DatasetConfig) -> Examples:
     """The examples of the dataset file (or hub dataset), at most ``max_samples`` of them."""
     assert cfg.path is not None or cfg.hub is not None  # validated: text kinds need a source
     if cfg.hub and (cfg.path is None or not Path(cfg.path).expanduser().exists()):
+        if cfg.path is not None:  # said, and the run's tag eaq.data.source says it too: a mistyped path reads the hub
+            log.warning("dataset.path=%s does not exist: reading dataset.hub=%s instead", cfg.path, cfg.hub)
         examples = _from_hub(cfg)
         limit = cfg.max_samples if cfg.kind != "raw" else None
         if limit:

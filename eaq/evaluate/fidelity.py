@@ -8,6 +8,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from eaq.errors import DataError
+
 # How the figures are computed, part of every cache key of quality figures (eaq.tasks.benchmark): figures
 # computed in float32 before 2026-11-25 are not mixed with these.
 ARITHMETIC = "float64"
@@ -38,7 +40,15 @@ def accuracy(head: str, outputs: torch.Tensor, labels: torch.Tensor) -> dict[str
     """Task accuracy against the dataset's labels (classifiers only)."""
     if head != "sequence_classification":
         return {}
-    return {"quality_accuracy": (outputs.argmax(-1) == labels[: outputs.shape[0]]).float().mean().item()}
+    labels = labels[: outputs.shape[0]]
+    classes = outputs.shape[-1]
+    if len(labels) and (labels.min() < 0 or labels.max() >= classes):
+        # GLUE's test splits carry -1 for "no label": every prediction would count as wrong.
+        raise DataError(
+            f"the dataset's labels run from {labels.min().item()} to {labels.max().item()} and the classifier has {classes} classes "
+            f"(0 to {classes - 1}); use a labelled split, or dataset.label_column=null to measure without accuracy."
+        )
+    return {"quality_accuracy": (outputs.argmax(-1) == labels).float().mean().item()}
 
 
 def generation_agreement(tokens: torch.Tensor, reference: torch.Tensor) -> dict[str, float]:

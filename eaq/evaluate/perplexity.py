@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from eaq.errors import ConfigError
+from eaq.errors import ConfigError, DataError
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ def windows(total: int, max_length: int, stride: int) -> list[tuple[int, int, in
 @torch.inference_mode()
 def perplexity(model: nn.Module, ids: torch.Tensor, max_length: int, stride: int) -> Perplexity:
     """``ids``: one 1-D tensor of token ids, already on the model's device."""
+    if ids.numel() < 2:
+        raise DataError(f"perplexity needs a text of at least two tokens and this one has {ids.numel()}; use a longer text.")
     nll_sum, count = 0.0, 0
     for begin, end, first in windows(ids.numel(), max_length, stride):
         window = ids[begin:end]

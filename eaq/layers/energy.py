@@ -393,7 +393,8 @@ def measure_passes(
     sampler.start()
     try:
         wait_for_sample(sampler)
-        idle, _, _ = idle_baseline(device, sampler, settings.idle_s, settings.idle_store)
+        idle, _, idle_tags = idle_baseline(device, sampler, settings.idle_s, settings.idle_store)
+        log.info("idle baseline of the passes: %s", idle_tags["eaq.idle"])  # a refused one leaves them no net figures
         for name, build in builders.items():
             windows[name] = _built_and_metered(build, device, sampler, settings, measuring)
         wait_for_sample(sampler)

@@ -104,15 +104,16 @@ def not_idle(window: WindowResult, sampler: Sampler) -> str | None:
     """Why the device was not idle through ``window``, or None: its utilization samples, else the processes at its ends.
 
     Another process's work in the idle window raises the baseline, and every run netting by it would report too
-    little net energy (H100: a child's 0.6 s of matmuls in a 2 s idle window read 244 W against 128-133 W, and four
-    of its eleven utilization samples 19-81%; docs/results/2026-11-26-h100-throttle-counters).
+    little net energy (H100: a child's 0.6 s of matmuls in a 2 s idle window read 244 W against 128-133 W,
+    probe_idle.json; this function refused such a window on three of its nine samples, 66-90%, check.json; both in
+    docs/results/2026-11-26-h100-throttle-counters).
     """
-    samples = sampler.utilization(window.start_unix_s, window.end_unix_s)
-    if samples:
-        busy = [value for value in samples if value > 0]
-        if busy:
-            return f"the GPU was busy in {len(busy)} of the window's {len(samples)} utilization samples (up to {max(busy):.0f}%)"
-        return None
+    samples = sampler.utilization(window.start_unix_s, window.end_unix_s) or []
+    busy = [value for value in samples if value > 0]
+    if busy:
+        return f"the GPU was busy in {len(busy)} of the window's {len(samples)} utilization samples (up to {max(busy):.0f}%)"
+    # The samples leave up to a period at either end unseen (only whole periods in the window count): the processes
+    # at its ends cover those, as they do every measured window.
     others = max(window.before.get("other_processes", 0), window.after.get("other_processes", 0))
     if others:
         return f"{others:.0f} other process(es) held the GPU at the window's start or end"
@@ -160,7 +161,9 @@ def idle_baseline(
         duration_s=energy.duration_s,
         measured_unix_s=window.result.start_unix_s,
         sampler=sampler.name,
-        facts=window.result.before,
+        # What the reuse rules compare (temperature, clocks, state); the clock-event counters and their read time mean
+        # nothing to a later process.
+        facts={k: v for k, v in window.result.before.items() if not k.startswith("clock_event_")},
     )
     if store:
         save_baseline(store[0], baseline)

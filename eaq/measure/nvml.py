@@ -133,18 +133,18 @@ class NvmlSampler:
         nvml = self._nvml
         try:
             _, samples = nvml.nvmlDeviceGetSamples(self._handle, nvml.NVML_GPU_UTILIZATION_SAMPLES, int(start_unix_s * 1e6))
-        except nvml.NVMLError as exc:
+            # A sample tells of the period before its time stamp; the first after ``start`` covers some of what ran
+            # before (the run's own work up to the window's sync). Only samples whose whole period lies in the window
+            # count, the period taken from their spacing.
+            stamps = sorted(sample.timeStamp for sample in samples)
+            if len(stamps) < 2:
+                return []
+            period_us = statistics.median(b - a for a, b in zip(stamps, stamps[1:]))
+            first_us, end_us = start_unix_s * 1e6 + period_us, end_unix_s * 1e6
+            return [float(sample.sampleValue.uiVal) for sample in samples if first_us <= sample.timeStamp <= end_us]
+        except Exception as exc:  # NVMLError, or an answer of a shape this reading does not expect
             # NOT_FOUND: no sample since then (a window shorter than one period); anything else: cannot tell.
             return [] if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_NOT_FOUND", None) else None
-        # A sample tells of the period before its time stamp; the first after ``start`` covers some of what ran before
-        # (the run's own work up to the window's sync). Only samples whose whole period lies in the window count,
-        # the period taken from their spacing.
-        stamps = sorted(sample.timeStamp for sample in samples)
-        if len(stamps) < 2:
-            return []
-        period_us = statistics.median(b - a for a, b in zip(stamps, stamps[1:]))
-        first_us, end_us = start_unix_s * 1e6 + period_us, end_unix_s * 1e6
-        return [float(sample.sampleValue.uiVal) for sample in samples if first_us <= sample.timeStamp <= end_us]
 
     def snapshot(self) -> dict[str, float]:
         """Temperature, SM clock, performance state, clock-event reasons and their cumulative times, power limit, other

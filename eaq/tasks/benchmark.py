@@ -17,7 +17,7 @@ import torch
 import transformers
 
 from eaq.config import EaqConfig, protocol_seconds
-from eaq.data import load_examples
+from eaq.data import examples_digest, load_examples
 from eaq.device import describe_device, device_key, resolve_device
 from eaq.evaluate import (
     accuracy, cached_figures, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key, weights_fingerprint,
@@ -121,16 +121,20 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
                          getattr(loaded.model, "generation_config", None))
 
     evaluated = synthetic_batches(cfg, config.vocab_size, device, FIDELITY_SEED) if fidelity_only else batches
-    quality_batches = evaluated.batches[: cfg.trials.quality_max_batches]
+    quality_batches = evaluated.distinct(cfg.trials.quality_max_batches)
     reference = generated_reference = None
     with phases("reference"):
         flops = _model_flops(cfg.paths.cache_dir, model, timed[0]) if measuring and cfg.trials.roofline and not generating else None
         if text or fidelity_only:
             rows = sum(b["input_ids"].shape[0] for b in quality_batches)
             # dataset holds kind=synthetic, so no synthetic reference is taken for a text one.
+            # Everything the fp32 outputs depend on: the examples themselves (a file edited under the same path), the
+            # batch a row shares its GEMMs with, the device and the libraries computing them.
             key = reference_key(
                 model=asdict(cfg.model), weights=weights_fingerprint(model), dataset=asdict(cfg.dataset), seq_len=cfg.seq_len,
-                rows=rows, device=device.type,
+                rows=rows, batch_size=cfg.batch_size, device=device_key(device), torch=torch.__version__,
+                transformers=transformers.__version__,
+                **({"data": examples_digest(examples)} if examples is not None else {}),
                 **({"synthetic_seed": FIDELITY_SEED} if fidelity_only else {}),
             )
             reference = cached_reference(cfg.paths.cache_dir, key, lambda: collect_outputs(model, head, quality_batches))
@@ -257,6 +261,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     }
     if measured is not None:
         tags["eaq.decode.cuda_graph"] = "one CUDA graph per decode step" if windows.decode_graph is None else f"none: {windows.decode_graph}"
+    if examples is not None:
+        tags["eaq.data.source"] = examples.source
     if token_cache is not None:
         metrics["data_tokenize_s"] = token_cache.seconds
         tags["eaq.data.token_cache"] = "hit" if token_cache.hit else "miss"

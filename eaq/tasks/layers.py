@@ -159,12 +159,14 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     flops = component_flops(model, components, forward)  # on the fp32 model, as the benchmark's roofline
 
     tags = {"eaq.kind": "layers", "eaq.device": str(device), "eaq.weights": cfg.model.weights, "eaq.model_source": loaded.source}
+    if examples is not None:
+        tags["eaq.data.source"] = examples.source
     per_component, per_type = Impacts({}, {}), Impacts({}, {})
     base_model = data = reference = None
     if cfg.layers.impact:
         base_model = get_precision(base, device).apply(copy.deepcopy(model), device)
         stride = cfg.dataset.perplexity_stride or max(1, cfg.seq_len // 2)
-        data = EvalData(cfg.model.head, batches.batches[: cfg.trials.quality_max_batches], batches.labels, stream, cfg.seq_len, stride)
+        data = EvalData(cfg.model.head, batches.distinct(cfg.trials.quality_max_batches), batches.labels, stream, cfg.seq_len, stride)
         reference = run_outputs(base_model, data)
         per_component, per_type = _impacts(cfg, base_model, components, data, device, base, reference)
         tags["eaq.layers.impact"] = f"{cfg.layers.target} from {base}" + (", ablation" if cfg.layers.ablation else "") + (

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import torch
 
 from eaq.config import EaqConfig
-from eaq.data import Batches, Examples, make_batches, make_stream, make_synthetic
+from eaq.data import Batches, Examples, examples_digest, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
 from eaq.models import LoadedModel
 
@@ -19,9 +17,8 @@ def make_inputs(
     if examples is None:
         return (synthetic_batches(cfg, loaded.model.config.vocab_size, device, cfg.trial), None), None
     assert loaded.tokenizer is not None
-    content = hashlib.sha256("\n".join(examples.texts).encode()).hexdigest()
     cache = TokenCache(
-        cfg.paths.cache_dir, tokenizer=tokenizer_identity(loaded.tokenizer), data=content,
+        cfg.paths.cache_dir, tokenizer=tokenizer_identity(loaded.tokenizer), data=examples_digest(examples),
         kind=cfg.dataset.kind, seq_len=cfg.seq_len if cfg.dataset.kind != "raw" else None,
     )
     if cfg.dataset.kind == "raw":
