@@ -158,3 +158,17 @@ def test_perplexity_of_a_one_token_text_is_refused() -> None:
 
     with pytest.raises(DataError, match="at least two tokens"):
         perplexity(torch.nn.Identity(), torch.tensor([5]), 8, 4)
+
+
+def test_raw_text_read_from_the_hub_is_the_files_stream(tmp_path: Path, monkeypatch) -> None:
+    """The hub's WikiText rows are the file's lines, a blank line an empty row: joined, they give the file's text.
+    (No hub here: `datasets` stands in with the rows the file's first lines make.)"""
+    import sys
+    from types import SimpleNamespace
+
+    raw = " \n = Robert Boulter = \n \n Robert Boulter is an English film , television and theatre actor . \n"
+    rows = ["" if line == " \n" else line for line in raw.splitlines(keepends=True)]
+    monkeypatch.setitem(sys.modules, "datasets", SimpleNamespace(load_dataset=lambda *names, split: {"text": rows}))
+    cfg = DatasetConfig(kind="raw", path=str(tmp_path / "absent.raw"), hub="wikitext:wikitext-2-raw-v1:test", text_column="text")
+    examples = load_examples(cfg)
+    assert examples.texts == [raw] and examples.source == "wikitext:wikitext-2-raw-v1:test"
