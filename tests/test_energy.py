@@ -468,6 +468,17 @@ def test_roofline_calibration_needs_the_sensor_updates_any_window_needs() -> Non
     assert peak is not None and 1.2 <= peak.duration_s < 2.0 and peak.power_mean_w == pytest.approx(500, rel=0.05)
 
 
+
+def test_a_calibration_window_another_process_shared_or_a_slowdown_held_is_no_peak() -> None:
+    """The device's checks judge the calibration too: its peak would be every later run's roofline."""
+    busy = FakeNvml(schedule=[(0.0, 500.0)], processes=[os.getpid(), 4242])
+    with pytest.raises(EaqError, match=r"is no peak: 1 other process\(es\) were using the GPU; nothing was cached"):
+        calibrate(CPU, "float32", NvmlSampler("1234-abcd", interval_s=0.005, nvml=busy), min_duration_s=0.3, size=64)
+    hot = FakeNvml(schedule=[(0.0, 500.0)], clock_event_reasons=0x40)
+    with pytest.raises(EaqError, match=r"clocks were held back by hardware thermal slowdown"):
+        calibrate(CPU, "float32", NvmlSampler("1234-abcd", interval_s=0.005, nvml=hot), min_duration_s=0.3, size=64)
+
+
 def test_other_processes_on_the_gpu_do_not_count_this_one_under_a_pid_namespace() -> None:
     from eaq.measure.nvml import other_processes
 

@@ -29,7 +29,7 @@ from eaq.errors import EaqError
 from eaq.files import atomic_write_text
 from eaq.measure.energy import window_energy
 from eaq.measure.samplers import Sampler, wait_for_sample
-from eaq.measure.validity import MIN_SENSOR_UPDATES
+from eaq.measure.validity import MIN_SENSOR_UPDATES, check_device
 from eaq.measure.window import MeasurementWindow
 
 CALIBRATION_SIZE = 8192
@@ -104,6 +104,13 @@ def calibrate(device: torch.device, matmul: str, sampler: Sampler, min_duration_
         raise EaqError(
             f"the roofline calibration window ({result.duration_s:.1f} s) saw {energy.sensor_updates} sensor updates and needs "
             f"{MIN_SENSOR_UPDATES}; raise trials.roofline_window_s."
+        )
+    # The peak is cached and every later run's roofline divides by it: a window another process shared, or a
+    # slowdown held, must not become it.
+    if reasons := check_device(result, energy).reasons:
+        raise EaqError(
+            f"the roofline calibration window ({result.duration_s:.1f} s) is no peak: {'; '.join(reasons)}; nothing was "
+            f"cached: measure it again on a quiet, cool device (python -m eaq.run task=calibrate precision=<the run's>)."
         )
     flops = 2 * size**3 * result.iterations
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"

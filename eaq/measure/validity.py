@@ -81,6 +81,18 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
     return Validity(tuple(reasons), facts, tuple(notes))
 
 
+def check_device(window: WindowResult, energy: WindowEnergy) -> Validity:
+    """The device's side of ``check`` alone (clock events and their times, SM clock drift, other processes, the
+    power limit): for a window whose energy is the counter's and whose trace only cross-checks it (the roofline
+    calibration's), where the poller's coverage of a host busy with the work is no reason to doubt the figure."""
+    facts: dict[str, float] = {}
+    notes: list[str] = []
+    if energy.status != "measured" or energy.energy_j is None:
+        return Validity((), facts)
+    reasons = _device_reasons(window, energy, None, facts, notes)
+    return Validity(tuple(reasons), facts, tuple(notes))
+
+
 def _device_reasons(
     window: WindowResult, energy: WindowEnergy, idle_w: float | None, facts: dict[str, float], notes: list[str]
 ) -> list[str]:
