@@ -422,6 +422,13 @@ def validate(cfg: DictConfig) -> EaqConfig:
         raise ConfigError(
             "model.weights=random needs model.architecture.model_type (e.g. bert, gpt2) to build the network from."
         )
+    if obj.model.weights == "random" and (dtypes := sorted({"dtype", "torch_dtype"} & set(obj.model.architecture))):
+        # A config.json pasted whole carries one (Llama-2's reads float16): transformers would build the network in it,
+        # and the fp32 reference every precision is judged against would not be fp32.
+        raise ConfigError(
+            f"model.architecture.{dtypes[0]} would build the random weights in that dtype and they are built in fp32, the "
+            f"reference the precisions are judged against; drop it and choose the format with precision= (bf16, fp16, ...)."
+        )
     if not DEVICE_PATTERN.match(obj.device):
         raise ConfigError(f"device={obj.device!r} is not valid: use auto, cpu, cuda or cuda:N.")
     return obj

@@ -118,3 +118,9 @@ def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
     assert unknown_choice(["-cd", "sweeps", "-cn", "precision_trials", "precision=mine"]) is None
     assert unknown_choice(["hydra.searchpath=[file:///x]", "precision=mine"]) is None
     assert unknown_choice(["precision=choice(fp32,int3)"]) is None  # Hydra's sweep syntax: Hydra's message
+
+
+def test_random_weights_are_built_in_fp32_whatever_a_pasted_config_says() -> None:
+    with pytest.raises(ConfigError, match=r"model.architecture.torch_dtype would build the random weights in that dtype"):
+        validate(_compose("paths.root=/x", "model=gpt2_tiny_random", "+model.architecture.torch_dtype=float16"))
+    assert validate(_compose("paths.root=/x", "model=gpt2_tiny_random")).model.weights == "random"

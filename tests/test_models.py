@@ -101,3 +101,16 @@ def test_a_folder_saved_over_gets_a_reference_of_its_new_weights(tmp_path: Path,
     assert first.data.metrics["quality_cosine_to_fp32_mean"] == pytest.approx(1.0, abs=1e-5)
     # bf16 of the new weights against fp32 of the new weights (against the old ones it would be far from 1).
     assert second.data.metrics["quality_cosine_to_fp32_mean"] > 0.99
+
+
+def test_a_quantized_checkpoint_is_refused_before_its_weights_load(saved_model: Path, tmp_path: Path) -> None:
+    """Its layers would stay quantized under dtype=float32: no fp32 reference, a precision on top of another."""
+    import json
+    import shutil
+
+    folder = tmp_path / "gptq"
+    shutil.copytree(saved_model, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"quantization_config": {"quant_method": "gptq", "bits": 4}}))
+    with pytest.raises(ModelLoadError, match=r"is a quantized checkpoint \(gptq\); .* pass the unquantized model"):
+        load_model(ModelConfig(name="q", name_or_path=str(folder)))

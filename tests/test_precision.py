@@ -186,6 +186,26 @@ def test_each_cpu_precision_changes_storage_and_kernels_and_agreement_is_measure
     assert agreement is not None and 0.5 <= agreement <= 1.0, quality
 
 
+@pytest.mark.parametrize("name", ["bf16", "fp16"])
+def test_a_cast_keeps_the_rotary_frequencies_in_fp32_as_loading_in_that_dtype_does(name: str) -> None:
+    """Rounded to bf16 with the weights, Llama's inv_freq moved the rotary angles' cosines by 0.26 below position
+    1,500; transformers' from_pretrained(dtype=bf16) keeps them fp32, and so must the precision."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=100, max_position_embeddings=4096)
+    fp32 = LlamaForCausalLM(config).eval()
+    cast = get_precision(name, CPU).apply(copy.deepcopy(fp32), CPU)
+    rotary = cast.model.rotary_emb
+    assert rotary.inv_freq.dtype == torch.float32 and torch.equal(rotary.inv_freq, fp32.model.rotary_emb.inv_freq)
+    assert "inv_freq" in dict(rotary.named_buffers()) and "inv_freq" not in rotary.state_dict()  # still a non-saved buffer
+    assert next(cast.parameters()).dtype == getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}[name])
+    positions = torch.arange(1500)[None]
+    low, _ = rotary(torch.zeros(1, 1, 64, dtype=next(cast.parameters()).dtype), positions)
+    exact, _ = fp32.model.rotary_emb(torch.zeros(1, 1, 64), positions)
+    assert (low.float() - exact).abs().max() < 0.01  # the format's rounding of the result only
+
+
 def test_kernel_check_catches_a_float_fallback_on_quantized_layers() -> None:
     fp32 = load_model(TINY_GPT2).model
     precision = get_precision("int8", CPU)

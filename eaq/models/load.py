@@ -148,6 +148,15 @@ def load_model(cfg: ModelConfig, with_tokenizer: bool = True, device: torch.devi
         source = "random"
     else:
         try:
+            # Its config first: a quantized checkpoint (GPTQ, AWQ, bitsandbytes, fp8) stays quantized under
+            # dtype=float32, so the fp32 reference would not be fp32 and every precision would sit on another.
+            scheme = getattr(AutoConfig.from_pretrained(location), "quantization_config", None)
+            if scheme is not None:
+                method = scheme.get("quant_method") if isinstance(scheme, dict) else getattr(scheme, "quant_method", scheme)
+                raise ModelLoadError(
+                    f"{cfg.name_or_path!r} is a quantized checkpoint ({method}); eaq applies each precision to the float "
+                    "model itself: pass the unquantized model it was made from."
+                )
             model = auto_class.from_pretrained(location, dtype=torch.float32)
         except OSError as exc:
             raise ModelLoadError(_not_found(cfg.name_or_path)) from exc

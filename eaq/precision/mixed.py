@@ -30,7 +30,7 @@ import yaml
 from torch import nn
 
 from eaq.errors import ConfigError, UnsupportedPrecisionError
-from eaq.precision.base import dtype_name, set_tf32
+from eaq.precision.base import cast, dtype_name, set_tf32
 from eaq.precision.kernel_check import (PROFILER_DTYPES, Calls, KernelCheck, Profile, copies, fallbacks_by_shape,
                                        linear_float_gemms, lowp_gemms, runs, times_run)
 from eaq.precision.native import bf16, fp16, fp32
@@ -171,7 +171,7 @@ def apply_plan(model: nn.Module, device: torch.device, plan: Plan) -> nn.Module:
         # Said, so that a front with this run beside uniform base runs reads as one model measured twice.
         log.warning("the plan lowers no layer: every layer runs the base, %s, so this run measures uniform %s", plan.base, plan.base)
     set_tf32(False)
-    model = model.to(device=device, dtype=BASES[plan.base](device).dtype)
+    model = cast(model, device, BASES[plan.base](device).dtype)
     for fmt_name, fmt in _formats(plan, device).items():
         names = set(plan.by_format()[fmt_name])
         _quantization().quantize_(model, fmt.config(), filter_fn=lambda m, fqn, names=names: fqn in names)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from eaq.precision.base import dtype_name, set_tf32
+from eaq.precision.base import cast, dtype_name, set_tf32
 from eaq.precision.requirements import AMPERE, Requirements
 
 
@@ -32,7 +32,7 @@ class Cast:
 
     def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
         set_tf32(self.tf32)
-        return model.to(device=device, dtype=self.dtype)
+        return cast(model, device, self.dtype)
 
 
 class AutocastModel(nn.Module):

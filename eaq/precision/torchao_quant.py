@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from eaq.errors import UnsupportedPrecisionError
-from eaq.precision.base import base_dtype, dtype_name, set_tf32
+from eaq.precision.base import base_dtype, cast, dtype_name, set_tf32
 from eaq.precision.requirements import ADA, AMPERE, Requirements
 
 # One shape rule for every format: both matrix dimensions in multiples of 16, what fp8's _scaled_mm needs (the
@@ -80,7 +80,7 @@ class TorchaoQuant:
                 "and this model has none; use another precision."
             )
         set_tf32(False)
-        model = model.to(device=device, dtype=self.base)
+        model = cast(model, device, self.base)
         # set_inductor_config=False: compiled runs of every precision get the same Inductor
         # settings (eaq.tasks.compile), not torchao's only for the quantized ones.
         _quantization().quantize_(model, self.config(), filter_fn=lambda m, fqn: self.eligible(m))
