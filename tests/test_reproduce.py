@@ -238,3 +238,26 @@ def test_rerun_finds_a_named_configs_folder_where_it_lies_in_this_checkout(monke
                            {"path": "/elsewhere/eaq/conf", "provider": "main"},
                            {"path": "/elsewhere/eaq/sweeps", "provider": "command-line"}]}}}
     assert _composed_from(hydra) == ["-cd", str(REPO / "sweeps"), "-cn", "precision_trials"]
+
+
+def test_resume_measures_again_a_configuration_whose_data_file_was_edited(out: Path, tmp_path: Path) -> None:
+    """The same path edited is another measurement: resume may skip only a run of the same contents."""
+    from eaq.tracking.flatten import config_hash
+
+    data = tmp_path / "mine.tsv"
+    data.write_text("sentence\tlabel\na kettle boils\t1\nthe tea is cold\t0\n")
+    sweep = ["-m", "trial=1", "model=bert_tiny_random", "trials=quick", "batch_size=2", "seq_len=16", "dataset=sst2",
+             f"dataset.path={data}"]
+    assert run_eaq(out, *sweep).returncode == 0
+    again = run_eaq(out, *sweep)
+    assert again.returncode == 0 and "skipped, already FINISHED" in again.stderr + again.stdout  # unchanged: reused
+    data.write_text("sentence\tlabel\nother words\t0\nsaid otherwise\t1\n")
+    edited = run_eaq(out, *sweep)
+    assert edited.returncode == 0 and "skipped, already FINISHED" not in edited.stderr + edited.stdout
+    hashes = {r.data.tags["eaq.config_hash"] for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"}
+    assert len(hashes) == 2
+    # A folder counts by its files' names, sizes and times; a setting naming nothing here (a hub id) by its value.
+    resolved = {"model": {"name_or_path": str(tmp_path)}, "dataset": {"path": "glue-on-the-hub"}}
+    before = config_hash(resolved)
+    (tmp_path / "new-weights.safetensors").write_bytes(b"\0" * 8)
+    assert config_hash(resolved) != before

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 import subprocess
 import sys
 import time
@@ -245,6 +246,7 @@ def test_a_sweep_calibrates_ahead_only_what_is_not_cached(tmp_path: Path, monkey
     assert result.returncode == 0, result.stderr[-3000:]
     (log,) = (tmp_path / "first").glob(f"multirun/*/{LOG_FILE}")
     assert [line.split(" - ", 1)[1].split(":")[0] for line in log.read_text().splitlines()[1:]] == ["int8 on cpu"]
+    assert not (log.parent / PLAN_FILE).exists()  # read once by the process, then gone
 
     # Every peak cached: no process at all, and no run waits for one.
     _calibrate_with_a_sensor(monkeypatch, cache, "int8")
@@ -311,3 +313,12 @@ exit_without_teardown({code!r})
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     assert (done.returncode, done.stdout, done.stderr) == (status, "buffered, no newline: thread done", stderr)
     assert (tmp_path / "handler").read_text() == "ran"
+
+
+def test_the_plan_handed_to_the_calibrating_process_holds_no_tracking_credentials() -> None:
+    cfg = EaqConfig()
+    cfg.tracking.uri = "postgresql://eaq:s3cr3t@db.example:5432/mlflow"
+    blob = Plan([cfg]).to_pickle()
+    assert b"s3cr3t" not in blob and b"db.example" not in blob
+    (read,) = pickle.loads(blob)
+    assert read.precision == cfg.precision and read.paths == cfg.paths and read.trials == cfg.trials

@@ -40,7 +40,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -51,7 +51,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, open_dict
 
-from eaq.config import EaqConfig, validate
+from eaq.config import EaqConfig, TrackingConfig, validate
 from eaq.files import exclusive, try_exclusive
 from eaq.measure.nvml import device_summaries
 from eaq.tasks import peaks
@@ -128,8 +128,12 @@ class Plan:
         return Plan([c for c in self.calibrations if c.paths.cache_dir in caches])
 
     def to_pickle(self) -> bytes:
-        """A plain list: the measuring process (eaq.tasks.calibrate_ahead) must not import this module (Hydra's sweeper)."""
-        return pickle.dumps(self.calibrations)
+        """A plain list: the measuring process (eaq.tasks.calibrate_ahead) must not import this module (Hydra's sweeper).
+
+        Without the tracking settings: a calibration logs nothing, and a store's URI may hold a password, which no
+        file of the sweep's folder may (its multirun.yaml and .hydra/ are redacted for it).
+        """
+        return pickle.dumps([replace(cfg, tracking=TrackingConfig()) for cfg in self.calibrations])
 
 
 def needed(config: DictConfig) -> Plan:

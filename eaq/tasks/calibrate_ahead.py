@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 def main(plan: Path) -> None:
     """Measure what ``plan`` holds (pickled by ``eaq.tasks.ahead.Plan``), one line each in the log."""
     calibrations = pickle.loads(plan.read_bytes())
+    plan.unlink()  # read once; the sweep's folder keeps what it ran in the log
     gc.disable()
     try:
         from eaq.tasks.roofline import ensure_calibration

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 # Settings that change where results go or how errors print, not what is measured.
@@ -25,7 +26,37 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, str]:
     return flat
 
 
+# The settings that name a file or folder the measurement reads: a plan, the data, local weights, tokenizer, head.
+READ_FILES = ("precision.plan", "dataset.path", "model.name_or_path", "model.tokenizer", "model.classifier_head")
+
+
+def _identity(path: Path) -> str | None:
+    """A file's contents hashed; a folder's files by name, size and modification time (weights of gigabytes are not
+    read for it); None for what is not there (a hub id, ``package:`` weights)."""
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    if path.is_dir():
+        files = sorted((str(f.relative_to(path)), f.stat().st_size, f.stat().st_mtime_ns) for f in path.rglob("*") if f.is_file())
+        return hashlib.sha256(json.dumps(files).encode()).hexdigest()
+    return None
+
+
+def read_files(resolved: dict[str, Any]) -> dict[str, str]:
+    """{setting: identity} of the files and folders the run reads (READ_FILES), where they exist here."""
+    found = {}
+    for name in READ_FILES:
+        group, key = name.split(".")
+        value = (resolved.get(group) or {}).get(key)
+        if isinstance(value, str) and not value.startswith("package:") and (identity := _identity(Path(value).expanduser())):
+            found[name] = identity
+    return found
+
+
 def config_hash(resolved: dict[str, Any]) -> str:
-    """Equal hashes mean the same measurement: same model, precision, data, protocol, device, trial."""
-    relevant = {k: v for k, v in resolved.items() if k not in NOT_MEASUREMENT}
+    """Equal hashes mean the same measurement: same model, precision, data, protocol, device, trial.
+
+    The files the run reads count by their contents: a plan or data file edited under the same path is another
+    measurement, which resume must not take for the one it ran before.
+    """
+    relevant = {k: v for k, v in resolved.items() if k not in NOT_MEASUREMENT} | {"read_files": read_files(resolved)}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
