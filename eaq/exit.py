@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import threading
 from typing import NoReturn
@@ -36,3 +37,25 @@ def exit_without_teardown(code: object) -> NoReturn:
         except (OSError, ValueError):  # a closed pipe (``| head``) or stream: nothing left to deliver
             pass
     os._exit(code or 0)
+
+
+def stop_on_terminate() -> None:
+    """Make SIGTERM stop this process as Ctrl-C does: the run in progress ends KILLED, the sweep's parent closes.
+
+    Ctrl-C reaches the whole process group; ``kill PID``, ``timeout`` and a scheduler's time limit send SIGTERM to
+    this process alone, and its default ended it on the spot: the runs stayed RUNNING in the store, and the process
+    measuring the run (a fork server's child) measured on, an orphan on the GPU. So the handler first hands
+    Ctrl-C's SIGINT to every process under this one (the fork server ignores it, as under Ctrl-C; the run's process
+    stops), then raises KeyboardInterrupt here.
+    """
+    def terminated(signum: int, frame: object) -> None:
+        import psutil  # only when it happens: this module imports nothing but the standard library
+
+        for child in psutil.Process().children(recursive=True):
+            try:
+                child.send_signal(signal.SIGINT)
+            except psutil.NoSuchProcess:  # ended meanwhile
+                continue
+        raise KeyboardInterrupt(f"stopped by signal {signum} (SIGTERM)")
+
+    signal.signal(signal.SIGTERM, terminated)

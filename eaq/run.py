@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from eaq.exit import exit_without_teardown
+from eaq.exit import exit_without_teardown, stop_on_terminate
 from eaq.slots import ORDER
 from eaq.tasks.isolation import start_server
 
@@ -52,6 +52,7 @@ if __name__ == "__main__":
     if error := unknown_choice(sys.argv[1:]):
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+    stop_on_terminate()
     try:
         main()
     except SystemExit as stop:  # Hydra's and eaq's own exits (a failed run, a sweep with failures)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import psutil
+import pytest
 
 from conftest import FAST, REPO, all_runs, run_eaq, store
 from eaq.diff import main as diff_main
@@ -157,7 +158,10 @@ def test_the_device_a_run_will_get_is_named_ahead_only_where_it_can_be_told(monk
     assert device_name("auto") is None
 
 
-def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path, capsys) -> None:
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path, capsys, stop: str) -> None:
+    """Ctrl-C reaches the sweep's whole process group; SIGTERM (kill, timeout, a scheduler's limit) the sweep's
+    process alone, whose default ended it on the spot and left the measuring process running and the runs RUNNING."""
     # Windows of at least 4 s keep each run RUNNING long enough for the store to be read between two
     # looks (a quick run with no sensor and no trace margins ends within one MLflow query on a slow machine).
     sweep = ["-m", "trial=1,2,3", *FAST, "trials.min_duration_s=4"]
@@ -177,7 +181,10 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     # Every process of the sweep at this moment: the job, its isolated measuring process, samplers.
     family = [process.pid, *(p.pid for p in psutil.Process(process.pid).children(recursive=True))]
     assert len(family) >= 2
-    os.killpg(process.pid, signal.SIGINT)
+    if stop == "ctrl-c":
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        os.kill(process.pid, signal.SIGTERM)
     process.wait(timeout=120)
     # The interrupted run's process marks it KILLED as it exits, seconds later on a loaded machine.
     deadline = time.time() + 30
