@@ -47,6 +47,31 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write(path, lambda tmp: tmp.write_text(text))
 
 
+def shared_folder(folder: Path) -> None:
+    """Create ``folder`` (and its parents) so that every user of the host can add files to it: mode 1777, as /tmp.
+
+    Locks of one host's GPUs live in one folder whoever runs the job; a folder another user made is left as it is.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        if folder.stat().st_uid == os.getuid():
+            folder.chmod(0o1777)
+    except PermissionError:  # not ours to change
+        pass
+
+
+def open_shared(path: Path) -> IO[str]:
+    """``path.open("a")``, the file created readable and writable by every user (0666) when this process makes it:
+    a lock file or log another user's job must open too (a umask's 0644 refused them)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        if os.fstat(fd).st_uid == os.getuid():
+            os.fchmod(fd, 0o666)
+    except PermissionError:
+        pass
+    return os.fdopen(fd, "a")
+
+
 @contextmanager
 def exclusive(lock_path: str | Path) -> Iterator[None]:
     """Hold an exclusive lock on ``lock_path`` (created if needed) across processes; waits for it.
@@ -55,7 +80,7 @@ def exclusive(lock_path: str | Path) -> Iterator[None]:
     """
     lock_path = Path(lock_path)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("a") as handle:
+    with open_shared(lock_path) as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -71,7 +96,7 @@ def try_exclusive(lock_path: str | Path) -> IO[str] | None:
     """
     lock_path = Path(lock_path)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    handle = lock_path.open("a")
+    handle = open_shared(lock_path)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

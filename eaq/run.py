@@ -6,13 +6,18 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from eaq.exit import exit_without_teardown, stop_on_terminate
 from eaq.slots import ORDER
 from eaq.tasks.isolation import start_server
 
-if __name__ == "__main__" and "isolate=false" not in sys.argv[1:]:
+# isolate=false on the command line (also as +/++isolate=false, False): no fork server, whose imports would compete
+# for the CPU with the run measuring in this process.
+IN_PROCESS = re.compile(r"\+{0,2}isolate=(false|False)")
+
+if __name__ == "__main__" and not any(IN_PROCESS.fullmatch(arg) for arg in sys.argv[1:]):
     # Before anything else: the fork server's imports (torch, transformers, torchao: 14 s
     # on the H100 machine) then run while this process imports Hydra and MLflow and sets
     # the sweep up (8 s there), instead of after. Not in the server, which imports this

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from eaq.errors import ConfigError
-from eaq.files import exclusive, try_exclusive
+from eaq.files import exclusive, open_shared, shared_folder, try_exclusive
 from eaq.measure.nvml import device_summaries
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,10 @@ def slot_count(count: int | None) -> int:
     return found
 
 
+# The slot keys where NVML sees no GPU: gpu0, gpu1, ... (a GPU's slot is keyed by its UUID, GPU-...).
+NO_GPU_KEY = "gpu"
+
+
 def _slot_keys(count: int | None) -> list[str]:
     """What each slot's lock is named by: a GPU's UUID; ``gpu<i>`` where NVML sees no GPU (a count given on a CPU host)."""
     uuids = visible_gpus()
@@ -92,7 +96,7 @@ def _slot_keys(count: int | None) -> list[str]:
         raise ConfigError(
             f"gpu_slots.count={count} but this process sees {len(uuids)} GPU(s); use at most {len(uuids)}, or null for all."
         )
-    return uuids[:count] if uuids else [f"gpu{i}" for i in range(count)]
+    return uuids[:count] if uuids else [f"{NO_GPU_KEY}{i}" for i in range(count)]
 
 
 def pin_device_order() -> None:
@@ -117,11 +121,18 @@ class Slot:
     taken: float = field(default_factory=time.time)
 
     def device(self, requested: str) -> str:
-        """The run's device: ``cuda:<index>`` for ``auto`` or ``cuda``; ``cpu`` stays (the slot still keeps jobs apart)."""
-        if requested in ("auto", "cuda"):
-            return f"cuda:{self.index}"
-        if requested == "cpu":
+        """The run's device: ``cuda:<index>`` for ``auto`` or ``cuda``; ``cpu`` stays (the slot still keeps jobs apart),
+        and so does ``auto`` on a host where NVML sees no GPU (slots named ``gpu<i>``: a count given on a CPU host)."""
+        gpu = not self.key.startswith(NO_GPU_KEY)
+        if requested == "cpu" or (requested == "auto" and not gpu):
             return "cpu"
+        if requested in ("auto", "cuda") and gpu:
+            return f"cuda:{self.index}"
+        if requested == "cuda":
+            raise ConfigError(
+                "device=cuda with gpu_slots.count on a host where NVML sees no GPU: there is no GPU to give each slot; "
+                "use device=auto or cpu."
+            )
         raise ConfigError(
             f"device={requested} with gpu_slots.enabled=true: the slot picks the GPU; use device=auto (or cuda), "
             "or gpu_slots.enabled=false to pin the device yourself."
@@ -139,7 +150,7 @@ class Slot:
 
 
 def _append(folder: Path, entry: dict[str, Any]) -> None:
-    with exclusive(folder / (LOG_FILE + ".lock")), (folder / LOG_FILE).open("a") as handle:
+    with exclusive(folder / (LOG_FILE + ".lock")), open_shared(folder / LOG_FILE) as handle:
         handle.write(json.dumps(entry) + "\n")
 
 
@@ -165,12 +176,19 @@ def neighbours(slot: Slot, until: float) -> list[str]:
     with exclusive(folder / (LOG_FILE + ".lock")):
         lines = path.read_text().splitlines() if path.exists() else []
     for line in lines:
-        entry = json.loads(line)
-        key = (entry["pid"], entry["key"])
-        if entry["event"] == "take":
+        try:
+            entry = json.loads(line)
+            key, event, at = (entry["pid"], entry["key"]), entry["event"], entry["time"]
+        except (ValueError, KeyError, TypeError):  # a line cut by a crash mid-write: the others still tell
+            continue
+        if event == "take":
+            # A new take of a lock proves every earlier holder of it gone: a killed job's take, never released,
+            # ends here (its pid, reused by a live process, would list it beside every later run).
+            for other in [k for k in held if k[1] == entry["key"]]:
+                spans.append((held.pop(other), at))
             held[key] = entry
         elif key in held:
-            spans.append((held.pop(key), entry["time"]))
+            spans.append((held.pop(key), at))
     spans += [(entry, until) for (pid, _), entry in held.items() if _alive(pid)]
     me = (os.getpid(), slot.key, slot.taken)
     return sorted(
@@ -196,11 +214,20 @@ def gpu_slot(folder: str | Path, count: int | None, run: str, run_id: str) -> It
     folder = Path(folder)
     keys = _slot_keys(count)
     waited = False
-    while (taken := _take(folder, keys)) is None:
+    try:
+        shared_folder(folder)
+        taken = _take(folder, keys)
+    except PermissionError as exc:
+        raise ConfigError(
+            f"gpu_slots.dir={folder} cannot be written by this user ({exc}); the slots of one host must share one folder "
+            "every user of it can write: ask its owner to make it so (chmod 1777, its files 666), or set gpu_slots.dir."
+        ) from None
+    while taken is None:
         if not waited:
             log.info("%s: all %d GPU slots of this host are held (%s); waiting for one", run, len(keys), folder)
             waited = True
         time.sleep(WAIT_S)
+        taken = _take(folder, keys)
     index, handle = taken
     slot = Slot(folder, index, keys[index], run, run_id)
     try:

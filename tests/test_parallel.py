@@ -104,6 +104,43 @@ def test_gpu_slots_are_held_by_one_process_at_a_time(tmp_path: Path) -> None:
     assert any(overlapping(a, b) for i, a in enumerate(holds) for b in holds[i + 1 :])  # two GPUs in use at once
 
 
+def test_a_slots_log_survives_a_cut_line_and_a_killed_jobs_take_ends_at_the_next_take_of_its_gpu(tmp_path: Path) -> None:
+    """A take never released (its job killed) whose pid is alive again (reused) is not every later run's neighbour:
+    the next take of the same lock proves it gone. A line a crash cut mid-write is skipped, not a failed run."""
+    import json
+    import os
+
+    from eaq.slots import LOG_FILE, Slot, neighbours
+
+    live = os.getppid()  # a live process standing for a reused pid
+    lines = [
+        {"event": "take", "key": "gpu0", "index": 0, "run": "killed", "run_id": "k", "pid": live, "time": 1.0},
+        {"event": "take", "key": "gpu0", "index": 0, "run": "next", "run_id": "n", "pid": 7, "time": 2.0},
+        {"event": "release", "key": "gpu0", "pid": 7, "time": 3.0},
+    ]
+    (tmp_path / LOG_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"event": "take", "ke')
+    assert neighbours(Slot(tmp_path, 1, "gpu1", "mine", "m", taken=2.5), until=4.0) == ["next (gpu 0, run n)"]
+    assert neighbours(Slot(tmp_path, 1, "gpu1", "mine", "m", taken=3.5), until=4.0) == []  # "killed" ended at 2.0
+
+
+def test_slots_on_a_host_without_gpus_keep_device_auto_on_the_cpu(tmp_path: Path) -> None:
+    from eaq.slots import Slot
+
+    assert Slot(tmp_path, 1, "gpu1", "r", "i").device("auto") == "cpu"  # gpu_slots.count=N on a CPU host
+    assert Slot(tmp_path, 1, "GPU-1234", "r", "i").device("auto") == "cuda:1"
+    with pytest.raises(ConfigError, match="NVML sees no GPU"):
+        Slot(tmp_path, 1, "gpu1", "r", "i").device("cuda")
+
+
+def test_the_slots_folder_and_its_files_are_open_to_every_user_of_the_host(tmp_path: Path) -> None:
+    folder = tmp_path / "slots"
+    with gpu_slot(folder, 2, "r", "i"):
+        pass
+    assert folder.stat().st_mode & 0o7777 == 0o1777
+    modes = {f.name: f.stat().st_mode & 0o777 for f in folder.iterdir()}
+    assert modes and set(modes.values()) == {0o666}, modes
+
+
 @pytest.mark.skipif(bool(visible_gpus()), reason="this host has GPUs; the check is for a host without")
 def test_the_gpus_launcher_on_a_host_without_gpus_stops_in_one_sentence_before_any_run(out: Path) -> None:
     with pytest.raises(ConfigError, match=r"sees no GPU.*gpu_slots\.count=N"):

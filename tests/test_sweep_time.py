@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from conftest import FAST, all_runs, run_eaq
+from eaq.errors import EaqError
 from eaq.config import EaqConfig
 from eaq.files import try_exclusive
 from eaq.measure.idle import IdleBaseline, ReusePolicy, idle_baseline, stale_reason
@@ -100,6 +101,12 @@ def test_quality_is_computed_once_per_configuration_and_reused_by_other_trials(o
     # Another precision is another configuration: its figures are its own, not fp32's.
     assert runs["minilm-sst2-fp32-b8-t1"].data.metrics["quality_kl_from_fp32"] == 0
     assert runs["minilm-sst2-int8-b8-t1"].data.metrics["quality_kl_from_fp32"] > 0
+
+
+def test_a_measuring_process_killed_by_a_signal_is_said_in_a_sentence_that_names_what_to_do() -> None:
+    """The out-of-memory killer's SIGKILL (here the process aborts itself) surfaced as BrokenProcessPool's own words."""
+    with pytest.raises(EaqError, match=r"ended without a word: a signal killed it .* isolate=false runs the task in this process"):
+        run_isolated("os:abort")
 
 
 def _config(tmp_path: Path, **trials: float) -> EaqConfig:

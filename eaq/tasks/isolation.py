@@ -35,9 +35,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.queues import SimpleQueue
 from typing import Any
+
+from eaq.errors import EaqError
 
 log = logging.getLogger(__name__)
 # Imported once by the fork server; every run's process starts with the tasks loaded.
@@ -202,7 +205,14 @@ def _run(
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_child_setup, initargs=setup) as pool:
             if not pool.submit(_ready).result():
                 return None
-            result, task_s = pool.submit(_call, task, *args).result()
+            try:
+                result, task_s = pool.submit(_call, task, *args).result()
+            except BrokenProcessPool:
+                raise EaqError(
+                    "the process measuring the run ended without a word: a signal killed it (most often the kernel's "
+                    "out-of-memory killer: `dmesg` says so; lower batch_size or seq_len, or use a smaller model) or native "
+                    "code crashed in it; isolate=false runs the task in this process, where a crash shows its trace."
+                ) from None
         # Everything but the task: the fork (or the server's imports), pickling the config and
         # the result, and the process's exit (0.9 s for a sweep's first run here).
         return result, time.perf_counter() - start - task_s
