@@ -329,3 +329,18 @@ def test_the_plan_handed_to_the_calibrating_process_holds_no_tracking_credential
     assert b"s3cr3t" not in blob and b"db.example" not in blob
     (read,) = pickle.loads(blob)
     assert read.precision == cfg.precision and read.paths == cfg.paths and read.trials == cfg.trials
+
+
+def test_a_run_waiting_at_the_device_gate_says_why_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import threading
+
+    from eaq.files import try_exclusive
+
+    assert wait_for_device(tmp_path) < 0.5 and "waiting" not in caplog.text  # no work ahead: no word
+    gate = try_exclusive(gate_path(tmp_path))
+    assert gate is not None
+    threading.Timer(0.4, gate.close).start()  # the calibrating process ends
+    with caplog.at_level(logging.INFO, logger="eaq.tasks.ahead"):
+        waited = wait_for_device(tmp_path)
+    assert waited >= 0.3 and caplog.text.count("waiting for the roofline calibrations") == 1

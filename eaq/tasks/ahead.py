@@ -68,8 +68,17 @@ def gate_path(cache_dir: str | Path) -> Path:
 
 
 def wait_for_device(cache_dir: str | Path) -> float:
-    """Seconds spent waiting for the work started ahead to free the device (near 0 when there is none)."""
+    """Seconds spent waiting for the work started ahead to free the device (near 0 when there is none).
+
+    A wait is said once: the gate is per cache folder, so a sweep sharing another's ``paths.cache_dir`` waits behind
+    that sweep's calibrations too, which its log (``calibrate_ahead.log`` in that sweep's folder) shows.
+    """
     start = time.perf_counter()
+    if (free := try_exclusive(gate_path(cache_dir))) is not None:
+        free.close()
+        return time.perf_counter() - start
+    log.info("waiting for the roofline calibrations a sweep runs ahead of its runs (gate %s; their progress is in "
+             "calibrate_ahead.log in that sweep's folder)", gate_path(cache_dir))
     with exclusive(gate_path(cache_dir)):
         pass
     return time.perf_counter() - start
