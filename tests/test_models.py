@@ -114,3 +114,19 @@ def test_a_quantized_checkpoint_is_refused_before_its_weights_load(saved_model: 
     (folder / "config.json").write_text(json.dumps(config | {"quantization_config": {"quant_method": "gptq", "bits": 4}}))
     with pytest.raises(ModelLoadError, match=r"is a quantized checkpoint \(gptq\); .* pass the unquantized model"):
         load_model(ModelConfig(name="q", name_or_path=str(folder)))
+
+
+def test_a_classifier_head_that_does_not_fit_the_encoder_is_refused_at_load(saved_model: Path, tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    wrong = tmp_path / "wrong-width.safetensors"
+    save_file({"weight": torch.zeros(2, 384), "bias": torch.zeros(2)}, wrong)  # MiniLM's width; this encoder has 32
+    with pytest.raises(ModelLoadError, match=r"holds weight \(2, 384\) and bias \(2,\), and the encoder's embeddings have 32 features"):
+        load_model(ModelConfig(name="t", name_or_path=str(saved_model), classifier_head=str(wrong)))
+    unnamed = tmp_path / "unnamed.safetensors"
+    save_file({"w": torch.zeros(2, 32)}, unnamed)
+    with pytest.raises(ModelLoadError, match=r"has no tensor 'bias', 'weight'; it holds \['w'\]"):
+        load_model(ModelConfig(name="t", name_or_path=str(saved_model), classifier_head=str(unnamed)))
+    fits = tmp_path / "fits.safetensors"
+    save_file({"weight": torch.zeros(2, 32), "bias": torch.zeros(2)}, fits)
+    assert load_model(ModelConfig(name="t", name_or_path=str(saved_model), classifier_head=str(fits))).model.classifier.out_features == 2

@@ -16,6 +16,8 @@ from safetensors.torch import load_file
 from torch import nn
 from transformers import PreTrainedModel
 
+from eaq.errors import ModelLoadError
+
 
 def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Sentence-transformers pooling for all-MiniLM-L6-v2: masked mean, then L2 norm."""
@@ -39,9 +41,23 @@ class EmbeddingClassifier(nn.Module):
         return SimpleNamespace(logits=self.classifier(embedding.to(self.classifier.weight.dtype)))
 
 
-def load_head(path: str) -> nn.Linear:
+def load_head(path: str, hidden_size: int) -> nn.Linear:
+    """The linear classifier stored at ``path`` (safetensors: ``weight`` classes x hidden, ``bias``), checked against
+    the encoder's ``hidden_size`` it reads embeddings of: a mismatch failed later, in the reference phase, as a shape
+    error of a matmul."""
     tensors = load_file(path)
+    if missing := sorted({"weight", "bias"} - set(tensors)):
+        raise ModelLoadError(
+            f"model.classifier_head={path} has no tensor {', '.join(map(repr, missing))}; it holds {sorted(tensors)}: "
+            "a head is a safetensors file with 'weight' (classes x hidden size) and 'bias' (classes)."
+        )
     weight, bias = tensors["weight"], tensors["bias"]
+    if weight.dim() != 2 or weight.shape[1] != hidden_size or bias.shape != weight.shape[:1]:
+        raise ModelLoadError(
+            f"model.classifier_head={path} holds weight {tuple(weight.shape)} and bias {tuple(bias.shape)}, and the encoder's "
+            f"embeddings have {hidden_size} features: it needs weight (classes, {hidden_size}) and bias (classes,); use the "
+            "head trained on this encoder."
+        )
     head = nn.Linear(weight.shape[1], weight.shape[0])
     with torch.no_grad():
         head.weight.copy_(weight)

@@ -162,7 +162,7 @@ def load_model(cfg: ModelConfig, with_tokenizer: bool = True, device: torch.devi
             raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
         source = location
     if cfg.classifier_head:
-        model = EmbeddingClassifier(model, load_head(_head_path(cfg.classifier_head)))
+        model = EmbeddingClassifier(model, load_head(_head_path(cfg.classifier_head), model.config.hidden_size))
     converted = convert_conv1d(model)
     if converted:
         log.info("converted %d GPT-2 Conv1D layers to nn.Linear (identical math) so quantizers cover them", converted)
