@@ -49,6 +49,7 @@ def stop_on_terminate() -> None:
     stops), then raises KeyboardInterrupt here.
     """
     def terminated(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the run's KILLED record short
         import psutil  # only when it happens: this module imports nothing but the standard library
 
         for child in psutil.Process().children(recursive=True):

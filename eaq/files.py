@@ -63,7 +63,9 @@ def shared_folder(folder: Path) -> None:
 def open_shared(path: Path) -> IO[str]:
     """``path.open("a")``, the file created readable and writable by every user (0666) when this process makes it:
     a lock file or log another user's job must open too (a umask's 0644 refused them)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    # O_NOFOLLOW: in a folder every user writes to, a link planted under this name must not open (and open up) a file
+    # of this user's elsewhere.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
     try:
         if os.fstat(fd).st_uid == os.getuid():
             os.fchmod(fd, 0o666)
@@ -73,14 +75,15 @@ def open_shared(path: Path) -> IO[str]:
 
 
 @contextmanager
-def exclusive(lock_path: str | Path) -> Iterator[None]:
+def exclusive(lock_path: str | Path, shared: bool = False) -> Iterator[None]:
     """Hold an exclusive lock on ``lock_path`` (created if needed) across processes; waits for it.
 
-    ``flock`` is released by the kernel when the process ends, however it ends.
+    ``flock`` is released by the kernel when the process ends, however it ends. ``shared``: created for every user of
+    the host (``open_shared``), for the GPU slots' folder; other locks keep the user's umask.
     """
     lock_path = Path(lock_path)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open_shared(lock_path) as handle:
+    with open_shared(lock_path) if shared else lock_path.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -88,7 +91,7 @@ def exclusive(lock_path: str | Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def try_exclusive(lock_path: str | Path) -> IO[str] | None:
+def try_exclusive(lock_path: str | Path, shared: bool = False) -> IO[str] | None:
     """Take an exclusive lock on ``lock_path`` (created if needed) without waiting.
 
     Returns the open file that holds it (closing it, or the process ending, releases it),
@@ -96,7 +99,7 @@ def try_exclusive(lock_path: str | Path) -> IO[str] | None:
     """
     lock_path = Path(lock_path)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    handle = open_shared(lock_path)
+    handle = open_shared(lock_path) if shared else lock_path.open("a")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

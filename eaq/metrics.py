@@ -199,7 +199,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.roofline.decode_bytes", "workload=generate: what decode_bytes_per_step_mb counts (runs without this tag, before 2026-11-26, counted every embedding table whole)."),
     ("eaq.window.start_unix_s", "Window start, Unix seconds."),
     ("eaq.window.end_unix_s", "Window end, Unix seconds."),
-    ("eaq.idle", "Which idle baseline idle_power_w is: measured in this run (and why a stored one was not reused), reused (measured how long before), or none; 'measured in this run, not used: <why>' when the GPU was not idle through its window (utilization samples, else other processes at its ends): no net figures then."),
+    ("eaq.idle", "Which idle baseline idle_power_w is: measured in this run (and why a stored one was not reused), reused (measured how long before), or none; 'measured in this run, not used: <why>' when the GPU was not idle through its window (its utilization samples averaging over 1%, or other processes at its ends): no net figures then."),
     ("eaq.idle.measured_unix_s", "When that idle baseline was measured (Unix seconds)."),
     ("eaq.energy.sampler", "The sampler that ran (auto records what it picked)."),
     ("eaq.warmup.settled", "'true'/'false' when warm-up ran until latency and power settled; 'not asked' for a fixed count."),

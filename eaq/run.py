@@ -13,9 +13,9 @@ from eaq.exit import exit_without_teardown, stop_on_terminate
 from eaq.slots import ORDER
 from eaq.tasks.isolation import start_server
 
-# isolate=false on the command line (also as +/++isolate=false, False): no fork server, whose imports would compete
+# isolate=false on the command line (also +/++isolate=..., and no/off/0 in any case, as OmegaConf reads a bool): no fork server, whose imports would compete
 # for the CPU with the run measuring in this process.
-IN_PROCESS = re.compile(r"\+{0,2}isolate=(false|False)")
+IN_PROCESS = re.compile(r"\+{0,2}isolate=(false|no|off|0)", re.IGNORECASE)
 
 if __name__ == "__main__" and not any(IN_PROCESS.fullmatch(arg) for arg in sys.argv[1:]):
     # Before anything else: the fork server's imports (torch, transformers, torchao: 14 s

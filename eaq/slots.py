@@ -150,7 +150,7 @@ class Slot:
 
 
 def _append(folder: Path, entry: dict[str, Any]) -> None:
-    with exclusive(folder / (LOG_FILE + ".lock")), open_shared(folder / LOG_FILE) as handle:
+    with exclusive(folder / (LOG_FILE + ".lock"), shared=True), open_shared(folder / LOG_FILE) as handle:
         handle.write(json.dumps(entry) + "\n")
 
 
@@ -173,7 +173,7 @@ def neighbours(slot: Slot, until: float) -> list[str]:
     held: dict[tuple[int, str], dict[str, Any]] = {}
     spans: list[tuple[dict[str, Any], float]] = []
     path = folder / LOG_FILE
-    with exclusive(folder / (LOG_FILE + ".lock")):
+    with exclusive(folder / (LOG_FILE + ".lock"), shared=True):
         lines = path.read_text().splitlines() if path.exists() else []
     for line in lines:
         try:
@@ -202,7 +202,7 @@ def neighbours(slot: Slot, until: float) -> list[str]:
 
 def _take(folder: Path, keys: list[str]) -> tuple[int, IO[str]] | None:
     for index, key in enumerate(keys):
-        handle = try_exclusive(folder / f"{key}.lock")
+        handle = try_exclusive(folder / f"{key}.lock", shared=True)
         if handle is not None:
             return index, handle
     return None

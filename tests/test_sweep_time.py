@@ -172,6 +172,10 @@ def test_an_idle_window_the_gpu_did_not_spend_idle_is_no_baseline_and_is_not_kep
         quiet, window, tags = idle_baseline(cpu, sampler, 0.4, idle_store(cfg, cpu, sampler))  # not kept: measured again
         assert tags["eaq.idle"].startswith("measured in this run (no stored baseline") and quiet is not None
         assert quiet.power_w == pytest.approx(80.0, rel=0.05)
+        # A 1% blip in one sample (a read's, not another process's work) leaves the window idle.
+        fake.busy.append((time.perf_counter() - fake.origin + 0.15, 0.02, 1))
+        blip, _, tags = idle_baseline(cpu, sampler, 0.4, idle_store(_config(tmp_path, idle_reuse=False), cpu, sampler))
+        assert blip is not None, tags
         # A GPU that keeps no utilization samples: the processes at the window's ends judge it.
         fake.unsupported.add("nvmlDeviceGetSamples")
         fake.processes = [os.getpid(), 4242]
@@ -337,10 +341,24 @@ def test_a_run_waiting_at_the_device_gate_says_why_once(tmp_path: Path, caplog: 
 
     from eaq.files import try_exclusive
 
+    caplog.set_level(logging.INFO, logger="eaq.tasks.ahead")
     assert wait_for_device(tmp_path) < 0.5 and "waiting" not in caplog.text  # no work ahead: no word
     gate = try_exclusive(gate_path(tmp_path))
     assert gate is not None
     threading.Timer(0.4, gate.close).start()  # the calibrating process ends
-    with caplog.at_level(logging.INFO, logger="eaq.tasks.ahead"):
-        waited = wait_for_device(tmp_path)
+    waited = wait_for_device(tmp_path)
     assert waited >= 0.3 and caplog.text.count("waiting for the roofline calibrations") == 1
+
+
+def test_a_peak_refused_after_the_runs_window_costs_the_run_its_roofline_not_its_measurement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = _config(tmp_path, roofline_window_s=0.3)
+    cfg.device, cfg.precision.name = "cpu", "fp32"
+    busy = lambda *_: NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], processes=[os.getpid(), 4242]))  # noqa: E731
+    monkeypatch.setattr(roofline, "select_sampler", busy)
+    metrics, tags = roofline.roofline_metrics(cfg, torch.device("cpu"), "float32", 10**9, 5.0, 10)
+    assert metrics == {"forward_flops_per_batch": 1e9}
+    assert tags["eaq.roofline.calibration"].startswith("none: the roofline calibration window")
+    assert "1 other process(es) were using the GPU" in tags["eaq.roofline.calibration"]
+    assert "task=calibrate precision=fp32" in tags["eaq.roofline.calibration"]

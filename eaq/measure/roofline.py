@@ -110,7 +110,7 @@ def calibrate(device: torch.device, matmul: str, sampler: Sampler, min_duration_
     if reasons := check_device(result, energy).reasons:
         raise EaqError(
             f"the roofline calibration window ({result.duration_s:.1f} s) is no peak: {'; '.join(reasons)}; nothing was "
-            f"cached: measure it again on a quiet, cool device (python -m eaq.run task=calibrate precision=<the run's>)."
+            f"cached: measure it again on a quiet, cool device."
         )
     flops = 2 * size**3 * result.iterations
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"

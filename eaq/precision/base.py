@@ -65,18 +65,20 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 # Rotary-embedding frequency buffers: `from_pretrained(dtype=bf16)` leaves them fp32 (transformers computes them in
 # fp32 and its rotary forward casts to fp32 anyway), so a model cast whole to a lower dtype must too.
-FP32_BUFFERS = ("inv_freq", "original_inv_freq")
+# Matched by the end of the name: Gemma3 and ModernBERT keep one per layer type (sliding_attention_inv_freq, ...).
+FP32_BUFFER_SUFFIX = "inv_freq"
 
 
 def cast(model: nn.Module, device: torch.device, dtype: torch.dtype) -> nn.Module:
     """``model.to(device, dtype)``, its rotary frequencies kept in fp32.
 
-    Cast with the rest, Llama's ``inv_freq`` rounded to bf16 moved the rotary angles by up to 0.35 rad below position
-    2,000 (against 0.002 loaded with ``dtype=bf16``): a drift in every bf16 / fp16 / bf16-based quantized run's
-    quality figures that the format deployed does not have.
+    Cast with the rest, a tiny Llama's ``inv_freq`` (head_dim 16) rounded to bf16 moved its rotary cosines by up to 0.26
+    below position 1,500 (0.002 kept in fp32; tests/test_precision.py), and the error grows with position and head
+    size: a drift in every bf16 / fp16 / bf16-based quantized run's quality figures that the format deployed does not
+    have.
     """
     kept = [(module, name, buffer) for module in model.modules() for name, buffer in module.named_buffers(recurse=False)
-            if name in FP32_BUFFERS and buffer.dtype == torch.float32]
+            if name.endswith(FP32_BUFFER_SUFFIX) and buffer.dtype == torch.float32]
     model = model.to(device=device, dtype=dtype)
     for module, name, buffer in kept:
         setattr(module, name, buffer.to(device))  # a registered buffer: setattr keeps it one, persistent or not

@@ -9,6 +9,7 @@ the trace shows both and the window's edges have samples on either side.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -119,6 +120,10 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     def generator(net: torch.nn.Module, runner: torch.nn.Module | None = None, static: bool = False) -> Generator:
         return Generator(net, runner if runner is not None else net, config, cfg.seq_len, cfg.workload.new_tokens, device, static,
                          getattr(loaded.model, "generation_config", None))
+
+    def eager_pass(net: torch.nn.Module) -> Callable[[], object]:
+        """One eager pass of ``net`` as the workload repeats it: a decode step (its prefill done now), or a forward."""
+        return Decoder(generator(net), timed[0]["input_ids"]).step if generating else (lambda: net(**timed[0]))
 
     evaluated = synthetic_batches(cfg, config.vocab_size, device, FIDELITY_SEED) if fidelity_only else batches
     quality_batches = evaluated.distinct(cfg.trials.quality_max_batches)
@@ -320,11 +325,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             # Last of all: a profiler session could change what a later window or calibration measures.
             fp32_model.to(device)  # before profiling: moving the weights is no part of a forward pass
             # Generation checks a decode step, the pass it repeats; a forward workload, a forward pass.
-            fp32_pass = Decoder(generator(fp32_model), timed[0]["input_ids"]).step if generating else (lambda: fp32_model(**timed[0]))
-            baseline_copies = host_copies(fp32_pass, device)
+            baseline_copies = host_copies(eager_pass(fp32_model), device)
             # Each Linear's calls in one pass, counted on the eager model (the profiled pass may be compiled).
-            eager_pass = Decoder(generator(model), timed[0]["input_ids"]).step if generating else (lambda: model(**timed[0]))
-            calls = linear_calls(model, eager_pass)
+            calls = linear_calls(model, eager_pass(model))
             kernels = check_kernels(precision, model, lambda: step(timed[0]), device, baseline_copies, calls)
             metrics |= kernels.metrics()
             tags["eaq.kernel_check"] = kernels.summary

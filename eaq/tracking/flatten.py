@@ -34,7 +34,11 @@ def _identity(path: Path) -> str | None:
     """A file's contents hashed; a folder's files by name, size and modification time (weights of gigabytes are not
     read for it); None for what is not there (a hub id, ``package:`` weights)."""
     if path.is_file():
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        try:
+            with path.open("rb") as handle:  # in chunks: a data file of gigabytes is not held in memory
+                return hashlib.file_digest(handle, "sha256").hexdigest()
+        except OSError:  # unreadable here: the run says so when it reads it
+            return None
     if path.is_dir():
         files = sorted((str(f.relative_to(path)), f.stat().st_size, f.stat().st_mtime_ns) for f in path.rglob("*") if f.is_file())
         return hashlib.sha256(json.dumps(files).encode()).hexdigest()
@@ -58,5 +62,7 @@ def config_hash(resolved: dict[str, Any]) -> str:
     The files the run reads count by their contents: a plan or data file edited under the same path is another
     measurement, which resume must not take for the one it ran before.
     """
-    relevant = {k: v for k, v in resolved.items() if k not in NOT_MEASUREMENT} | {"read_files": read_files(resolved)}
+    relevant = {k: v for k, v in resolved.items() if k not in NOT_MEASUREMENT}
+    if files := read_files(resolved):  # only where there are: a run reading none keeps the hash it had before files counted
+        relevant["read_files"] = files
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
