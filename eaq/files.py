@@ -74,6 +74,12 @@ def open_shared(path: Path) -> IO[str]:
     return os.fdopen(fd, "a")
 
 
+def _lock_file(lock_path: Path, shared: bool) -> IO[str]:
+    """The lock file opened for appending, created as ``open_shared`` makes it where ``shared``."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    return open_shared(lock_path) if shared else lock_path.open("a")
+
+
 @contextmanager
 def exclusive(lock_path: str | Path, shared: bool = False) -> Iterator[None]:
     """Hold an exclusive lock on ``lock_path`` (created if needed) across processes; waits for it.
@@ -81,9 +87,7 @@ def exclusive(lock_path: str | Path, shared: bool = False) -> Iterator[None]:
     ``flock`` is released by the kernel when the process ends, however it ends. ``shared``: created for every user of
     the host (``open_shared``), for the GPU slots' folder; other locks keep the user's umask.
     """
-    lock_path = Path(lock_path)
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open_shared(lock_path) if shared else lock_path.open("a") as handle:
+    with _lock_file(Path(lock_path), shared) as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -97,9 +101,7 @@ def try_exclusive(lock_path: str | Path, shared: bool = False) -> IO[str] | None
     Returns the open file that holds it (closing it, or the process ending, releases it),
     or None when another process holds it.
     """
-    lock_path = Path(lock_path)
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    handle = open_shared(lock_path) if shared else lock_path.open("a")
+    handle = _lock_file(Path(lock_path), shared)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

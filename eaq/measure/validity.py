@@ -76,20 +76,20 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
         facts["counter_vs_instant_disagreement"] = disagreement
         if disagreement > MAX_COUNTER_DISAGREEMENT:
             reasons.append(f"energy counter and instant-power integral disagree by {disagreement:.1%}")
-    notes: list[str] = []
-    reasons += _device_reasons(window, energy, idle_power_w, facts, notes)
-    return Validity(tuple(reasons), facts, tuple(notes))
+    device = check_device(window, energy, idle_power_w)
+    return Validity((*reasons, *device.reasons), facts | device.facts, device.notes)
 
 
-def check_device(window: WindowResult, energy: WindowEnergy) -> Validity:
-    """The device's side of ``check`` alone (clock events and their times, SM clock drift, other processes, the
-    power limit): for a window whose energy is the counter's and whose trace only cross-checks it (the roofline
-    calibration's), where the poller's coverage of a host busy with the work is no reason to doubt the figure."""
+def check_device(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None = None) -> Validity:
+    """The device's side of ``check`` (clock events and their times, SM clock drift, other processes, the power
+    limit, and power below ``idle_power_w``): alone, for a window whose energy is the counter's and whose trace only
+    cross-checks it (the roofline calibration's), where the poller's coverage of a host busy with the work is no
+    reason to doubt the figure."""
     facts: dict[str, float] = {}
     notes: list[str] = []
     if energy.status != "measured" or energy.energy_j is None:
         return Validity((), facts)
-    reasons = _device_reasons(window, energy, None, facts, notes)
+    reasons = _device_reasons(window, energy, idle_power_w, facts, notes)
     return Validity(tuple(reasons), facts, tuple(notes))
 
 

@@ -40,7 +40,7 @@ def _identity(path: Path) -> str | None:
         except OSError:  # unreadable here: the run says so when it reads it
             return None
     if path.is_dir():
-        files = sorted((str(f.relative_to(path)), f.stat().st_size, f.stat().st_mtime_ns) for f in path.rglob("*") if f.is_file())
+        files = sorted((str(f.relative_to(path)), (st := f.stat()).st_size, st.st_mtime_ns) for f in path.rglob("*") if f.is_file())
         return hashlib.sha256(json.dumps(files).encode()).hexdigest()
     return None
 
