@@ -27,3 +27,7 @@ class ModelLoadError(EaqError):
 
 class DataError(EaqError):
     """A dataset file is missing or malformed."""
+
+
+class JobEndedError(EaqError):
+    """A sweep's job was ended from outside before it finished (a scheduler's time limit, out of memory, a cancel)."""

@@ -8,6 +8,7 @@ count (``gpu_slots.count=2`` on this CPU machine; the runs measure on the CPU).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import io
 import json
@@ -17,22 +18,28 @@ import pickle
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
+from hydra import compose, initialize_config_dir
 from hydra.conf import HydraConf
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.types import RunMode
+from hydra.utils import instantiate
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf
+from submitit.core.utils import DelayedSubmission
 
-from conftest import FAST, free_port, mlflow_server_on, run_eaq, store
+from conftest import FAST, REPO, all_runs, free_port, mlflow_server_on, run_eaq, store
+from eaq.config import register_schemas
 from eaq.errors import ConfigError
 from eaq.metrics import documented_tag
 from eaq.report.multi_gpu import side_by_side
@@ -192,6 +199,97 @@ def test_a_sweep_through_submitits_local_executor_logs_every_run_once(out: Path)
     lines = [line for line in result.stderr.splitlines() if line.startswith("[sweep ")]
     assert [line.split("]")[0] for line in lines] == ["[sweep 1/2", "[sweep 2/2"], lines
     assert lines[-1].endswith("; 2 finished, 0 failed, 0 skipped"), lines
+
+
+def test_the_slurm_preset_hands_every_setting_to_submitits_slurm_executor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """eaq's SLURM launcher builds submitit's executor itself (it collects jobs its own way): the preset's keys, a key
+    of submitit's SLURM launcher set from the command line and the executor's own setting all arrive. This machine has
+    no SLURM: an ``srun`` that does nothing stands in for the one submitit looks for before building."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    register_schemas()
+    OmegaConf.register_new_resolver("eaq.pid", os.getpid, replace=True)
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        config = compose("config", return_hydra_config=True, overrides=[
+            "hydra/launcher=slurm", "hydra.launcher.partition=gpu", "hydra.launcher.qos=high", "hydra.launcher.timeout_min=90",
+            "hydra.launcher.max_num_timeout=2", f"hydra.sweep.dir={tmp_path / 'sweep'}"])
+    HydraConfig.instance().set_config(config)
+    executor = instantiate(config.hydra.launcher)._executor()
+    assert type(executor._executor).__name__ == "SlurmExecutor" and executor._executor.max_num_timeout == 2
+    assert str(executor.folder) == str(tmp_path / "sweep" / ".submitit" / "%j")
+    settings = executor._executor.parameters
+    assert {k: settings[k] for k in ("partition", "qos", "time", "gpus_per_node", "cpus_per_task", "mem", "array_parallelism")} == {
+        "partition": "gpu", "qos": "high", "time": 90, "gpus_per_node": 1, "cpus_per_task": 8, "mem": "64GB", "array_parallelism": 16}
+
+
+def _job_processes(out: Path) -> dict[int, int]:
+    """Job number -> pid of each job submitit's local executor has started (its folder is named by the pid; the
+    pickled submission holds the job's arguments, the number third)."""
+    jobs = {}
+    for folder in out.glob("multirun/*/.submitit/*"):
+        submitted = folder / f"{folder.name}_submitted.pkl"
+        if submitted.exists():
+            try:
+                jobs[DelayedSubmission.load(submitted).args[2]] = int(folder.name)
+            except (EOFError, pickle.UnpicklingError):  # still being written
+                pass
+    return jobs
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL a job and everything it started, as SLURM ends a job past its time limit or memory (its cgroup)."""
+    job = psutil.Process(pid)
+    for process in [*job.children(recursive=True), job]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+
+
+def test_a_job_ended_from_outside_is_a_failed_run_and_the_sweep_goes_on_to_its_summary_and_report(out: Path) -> None:
+    """Three jobs through submitit: one killed before it could open its run, one killed while its run measured, one
+    left alone. Upstream's launcher stopped the sweep at the first (no summary, no report, a RUNNING run)."""
+    command = [sys.executable, "-m", "eaq.run", "-m", "hydra/launcher=slurm_local", *FAST, "sampler=none", "trial=1,2,3",
+               "trials.min_duration_s=15", f"paths.output_dir={out}"]
+    sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=os.environ | {"PYTHONUNBUFFERED": "1"})
+    try:
+        deadline = time.monotonic() + 300
+        while 0 not in (jobs := _job_processes(out)):
+            assert time.monotonic() < deadline and sweep.poll() is None, "the first job never started"
+            time.sleep(0.05)
+        _kill_tree(jobs[0])
+        killed_running = None
+        while killed_running is None:
+            assert time.monotonic() < deadline and sweep.poll() is None, "the second job's run never started"
+            time.sleep(0.2)
+            running = [r for r in all_runs(out) if r.data.tags.get("eaq.sweep.job") == "1" and r.info.status == "RUNNING"]
+            if running:
+                killed_running = running[0].info.run_id
+                _kill_tree(_job_processes(out)[1])
+        stdout, stderr = sweep.communicate(timeout=600)
+    finally:
+        sweep.kill()
+    assert sweep.returncode == 1, stderr[-3000:]
+    children = {r.data.tags["eaq.sweep.job"]: r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"}
+    assert sorted(children) == ["0", "1", "2"]
+    assert children["1"].info.run_id == killed_running  # the killed job's own run, ended by the sweep
+    for number in ("0", "1"):
+        run = children[number]
+        assert run.info.status == "FAILED"
+        assert run.data.tags["eaq.error"].startswith("JobEndedError: job "), run.data.tags
+        assert "ended before it finished" in run.data.tags["eaq.error"]
+        assert run.data.params["trial"] == str(int(number) + 1)  # the killed job's config, even where it logged none
+        assert all(map(documented_tag, run.data.tags)), [t for t in run.data.tags if not documented_tag(t)]
+    assert children["2"].info.status == "FINISHED"
+    assert "sweep: 1 of 3 runs finished" in stdout
+    assert "FAILED: bert-tiny-random-fp32-b4-t1: JobEndedError: job" in stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("[sweep ")]
+    assert len(lines) == 3 and lines[-1].endswith("; 1 finished, 2 failed, 0 skipped"), lines
+    (parent,) = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "sweep"]
+    assert parent.info.status == "FAILED"
+    assert "report/report.html" in {f.path for f in store(out).list_artifacts(parent.info.run_id, "report")}
 
 
 def _postgres_bin() -> Path | None:

@@ -15,30 +15,34 @@ import time
 import traceback
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from eaq.config import GROUPS, validate
-from eaq.errors import EaqError
+from eaq.errors import EaqError, JobEndedError
 from eaq.slots import gpu_slot, pin_device_order
 from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking.flatten import config_hash, flatten
-from eaq.tracking.run_logger import TrackedRun
+from eaq.tracking.run_logger import PARENT_TAG, TrackedRun, end_run
 from eaq.tracking.store import open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip
 from eaq.tracking.environment import capture, cpu_model, device_name, summary_tags
-from eaq.tracking.progress import output_sink, show_phase
+from eaq.tracking.progress import leave_record, output_sink, show_phase
 from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
 
 if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
+
     from eaq.tasks.result import TaskResult
 
 log = logging.getLogger(__name__)
+# A sweep's run's job number (hydra.job.num): how the sweep finds the run of a job that could not end it itself.
+JOB_TAG = "eaq.sweep.job"
 # Each task by name, imported only where it runs (the forked process, with isolate=true).
 TASKS = {
     "benchmark": "eaq.tasks.benchmark:benchmark",
@@ -91,6 +95,52 @@ def summary_line(name: str, result: TaskResult) -> str:
     return f"{name}: " + ", ".join(parts)
 
 
+def _new_run(client: MlflowClient, experiment_id: str, resolved: dict[str, Any], digest: str, tags: dict[str, str]) -> TrackedRun:
+    """The run of the job Hydra has set up (``HydraConfig``): its name, group choices, config hash and kind,
+    under the sweep's parent run in a multirun, tagged with its job number there (``JOB_TAG``)."""
+    hydra_cfg = HydraConfig.get()
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    choices = {f"eaq.group.{g}": str(hydra_cfg.runtime.choices.get(g)) for g in GROUPS}
+    return TrackedRun(
+        client,
+        experiment_id,
+        run_name=str(resolved["run_name"]),
+        tags={**choices, "eaq.config_hash": digest, "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark",
+              **({JOB_TAG: str(hydra_cfg.job.num)} if multirun else {}), **tags},
+        parent_run_id=parent_run_id(hydra_cfg.sweep.dir) if multirun else None,
+    )
+
+
+def record_ended_job(cfg: DictConfig, reason: str) -> None:
+    """Record a sweep's job that was ended from outside (a scheduler's time limit, out of memory, a cancel) as FAILED.
+
+    Such a job runs none of its own ends: its run stays RUNNING, or never exists if the job died before creating it,
+    and the sweep's summary would call the sweep finished. Called in the sweep's process, by the launcher that
+    collects the jobs (hydra_plugins/eaq_launchers), with ``HydraConfig`` set to that job's and ``cfg`` its config:
+    the job's run (found by its number under the sweep's parent) ends FAILED with ``reason``; where there is none, a
+    FAILED run of the job's name and config says it, so resume measures the configuration again.
+    """
+    hydra_cfg = HydraConfig.get()
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(resolved, dict)
+    tracking = resolved["tracking"]
+    client, experiment_id = open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
+    error = JobEndedError(reason)
+    where = f"tags.`{JOB_TAG}` = '{hydra_cfg.job.num}' and tags.`{PARENT_TAG}` = '{parent_run_id(hydra_cfg.sweep.dir)}'"
+    found = client.search_runs([experiment_id], filter_string=where, max_results=10)
+    for existing in found:
+        if existing.info.status == "RUNNING":
+            end_run(client, existing.info.run_id, "FAILED", error)
+    if not found:
+        run = _new_run(client, experiment_id, resolved, config_hash(resolved), {})
+        try:
+            run.log_params(flatten(resolved))
+        finally:
+            run.end("FAILED", error)
+    leave_record(str(resolved["run_name"]), "failed", None)
+    log.error("%s: %s", resolved["run_name"], redact(reason))
+
+
 def run_job(cfg: DictConfig) -> str:
     """One run, logged; returns how it ended (``finished``, ``failed``, ``skipped``) for the sweep's progress."""
     started = time.perf_counter()
@@ -127,16 +177,10 @@ def run_job(cfg: DictConfig) -> str:
             record_skip(client, hydra_cfg.sweep.dir, done)
             log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
             return "skipped"
-    choices = {f"eaq.group.{g}": str(hydra_cfg.runtime.choices.get(g)) for g in GROUPS}
-    run = TrackedRun(
-        client,
-        experiment_id,
-        run_name=str(resolved["run_name"]),
-        tags={**choices, "eaq.config_hash": digest, "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark",
-              # Only where sure: "auto" read as the CPU because NVML saw no GPU may yet run on one that torch sees.
-              **({"eaq.env.device_name": device} if device is not None and not (spec == "auto" and device == cpu_model())
-                 else {})},
-        parent_run_id=parent_run_id(hydra_cfg.sweep.dir) if multirun else None,
+    run = _new_run(
+        client, experiment_id, resolved, digest,
+        # Only where sure: "auto" read as the CPU because NVML saw no GPU may yet run on one that torch sees.
+        {"eaq.env.device_name": device} if device is not None and not (spec == "auto" and device == cpu_model()) else {},
     )
     output_dir = Path(hydra_cfg.runtime.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

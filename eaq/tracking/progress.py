@@ -89,6 +89,15 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
+def leave_record(run_name: str, status: str, took: float | None) -> None:
+    """Tell the sweep's process that the job ``HydraConfig`` names ended (``status``, in ``took`` s): a record in the
+    sweep folder, read by its progress display. Written by the job itself, or for a job that could not write it (its
+    scheduler ended it) by the launcher collecting it."""
+    hydra = HydraConfig.get()
+    record = {"run_name": run_name, "status": status, "took_s": took}
+    atomic_write_text(Path(hydra.sweep.dir) / RECORDS_DIR / f"{hydra.job.num}.json", json.dumps(record))
+
+
 class SweepProgress(Callback):
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
@@ -151,14 +160,13 @@ class SweepProgress(Callback):
         if _active is self:
             self._ended(self.run_name, status, took)
         elif config.hydra.mode == RunMode.MULTIRUN:  # a job in another process: tell the sweep's through its folder
-            hydra = HydraConfig.get()
-            record = {"run_name": self.run_name, "status": status, "took_s": took}
-            atomic_write_text(Path(hydra.sweep.dir) / RECORDS_DIR / f"{hydra.job.num}.json", json.dumps(record))
+            leave_record(self.run_name, status, took)
 
-    def _ended(self, run_name: str, status: str, took: float) -> None:
-        """A job of the sweep ended: count it, and show it on the bar or in one plain line."""
+    def _ended(self, run_name: str, status: str, took: float | None) -> None:
+        """A job of the sweep ended (in ``took`` seconds, None where not known): count it, and show it on the bar or in
+        one plain line."""
         self.counts[status] += 1
-        if status != "skipped":
+        if status != "skipped" and took is not None:
             self.ran_s.append(took)
         if self.bar is not None:
             self.bar.set_postfix_str(self._counts(), refresh=False)
@@ -166,7 +174,7 @@ class SweepProgress(Callback):
             if self.line is not None:  # drawn only where phases arrive (the basic launcher)
                 self.line.set_description_str("")
         else:
-            self._print(self._done(), f"{run_name} {status} in {_duration(took)}; {self._counts()}")
+            self._print(self._done(), f"{run_name} {status}{'' if took is None else ' in ' + _duration(took)}; {self._counts()}")
 
     def _poll_until_stopped(self) -> None:
         while not self._stop.wait(POLL_S):

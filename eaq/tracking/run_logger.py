@@ -99,7 +99,15 @@ class TrackedRun:
         """Idempotent; records the error class and message on failure."""
         if self._ended:
             return
-        if error is not None:
-            self.set_tags({"eaq.error": f"{type(error).__name__}: {error}"})
-        self.client.set_terminated(self.run_id, status=status)
+        end_run(self.client, self.run_id, status, error)
         self._ended = True
+
+
+def end_run(client: MlflowClient, run_id: str, status: str, error: BaseException | None = None) -> None:
+    """End a run with ``status``; a failure's class and message go in its ``eaq.error`` tag (redacted, as every tag).
+
+    Also for a run whose own process cannot end it: a job its scheduler killed (eaq.tasks.job.record_ended_job).
+    """
+    if error is not None:
+        client.set_tag(run_id, "eaq.error", redact(f"{type(error).__name__}: {error}")[:5000])
+    client.set_terminated(run_id, status=status)

@@ -1,0 +1,106 @@
+"""submitit's launchers (hydra-submitit-launcher) that wait for every job, even where one was ended from outside.
+
+Upstream's ``launch`` collects the jobs' results one after another, and the first job SLURM ended itself (its time
+limit, out of memory, a cancel) raises submitit's ``UncompletedJobError`` there: the sweep stopped without waiting for
+the jobs still running, without its summary and report, and the ended job's run stayed RUNNING. These launchers
+submit the same jobs the same way and collect each: a job ended from outside becomes a FAILED run saying how it ended
+and where its output is (eaq.tasks.job.record_ended_job), counted as failed by the sweep's progress, summary and exit
+code, while the other jobs' results are still waited for. ``conf/hydra/launcher/slurm.yaml`` and ``slurm_local.yaml``
+name them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher
+from omegaconf import OmegaConf, open_dict, read_write
+
+log = logging.getLogger(__name__)
+# Settings of submitit's executor itself, not of each job's resources.
+EXECUTOR_KEYS = {"submitit_folder", "max_num_timeout"}
+
+
+class _CollectingLauncher(BaseSubmititLauncher):
+    def _executor(self) -> Any:
+        """submitit's executor for this launcher's cluster, its settings from ``hydra.launcher`` as upstream reads
+        them: the keys every queue has by their names, the others prefixed with the cluster's (``slurm_qos``)."""
+        import submitit
+
+        init = {"folder": self.params["submitit_folder"]}
+        if "max_num_timeout" in self.params:
+            init[f"{self._EXECUTOR}_max_num_timeout"] = self.params["max_num_timeout"]
+        executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init)
+        common = set(OmegaConf.structured(BaseQueueConf).keys())
+        executor.update_parameters(**{
+            key if key in common else f"{self._EXECUTOR}_{key}": value
+            for key, value in self.params.items() if key not in EXECUTOR_KEYS
+        })
+        return executor
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        assert self.config is not None and job_overrides
+        executor = self._executor()
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        log.info("Submitit '%s' sweep output dir : %s", self._EXECUTOR, sweep_dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        if "mode" in self.config.hydra.sweep:
+            os.chmod(sweep_dir, mode=int(str(self.config.hydra.sweep.mode), 8))
+        numbers = list(range(initial_job_idx, initial_job_idx + len(job_overrides)))
+        for number, overrides in zip(numbers, job_overrides):
+            log.info("\t#%d : %s", number, " ".join(filter_overrides(overrides)))
+        count = len(numbers)
+        jobs = executor.map_array(
+            self, [list(o) for o in job_overrides], ["hydra.sweep.dir"] * count, numbers,
+            [f"job_id_for_{n}" for n in numbers], [Singleton.get_state()] * count,
+        )
+        return [self._collect(job, list(overrides), number) for job, overrides, number in zip(jobs, job_overrides, numbers)]
+
+    def _collect(self, job: Any, overrides: list[str], number: int) -> JobReturn:
+        """The job's result; for a job that produced none (ended from outside), its record as a failed run."""
+        from submitit.core.utils import UncompletedJobError
+
+        try:
+            return job.results()[0]
+        except UncompletedJobError:
+            return self._ended(job, overrides, number)
+
+    def _ended(self, job: Any, overrides: list[str], number: int) -> JobReturn:
+        from eaq.tasks.job import record_ended_job
+
+        assert self.hydra_context is not None and self.config is not None
+        config = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+        with open_dict(config.hydra.job):
+            config.hydra.job.num = number
+            config.hydra.job.id = str(job.job_id)
+        HydraConfig.instance().set_config(config)  # as the job had it: its name and folder interpolate hydra's
+        task_config = config.copy()
+        with read_write(task_config), open_dict(task_config):
+            del task_config["hydra"]
+        outputs = " and ".join(str(p) for p in (job.paths.stdout, job.paths.stderr) if p.exists()) or "none was written"
+        reason = (
+            f"job {job.job_id} ended before it finished, from outside (submitit reads its state as {job.state}): "
+            f"a time limit (give jobs more: hydra.launcher.timeout_min), out of memory (hydra.launcher.mem_gb) or a "
+            f"cancel; its output: {outputs}. The same command again measures only what did not finish (resume)."
+        )
+        try:
+            record_ended_job(task_config, reason)
+        except Exception as error:  # one record that cannot be made must not stop the collection of the other jobs
+            log.error("job %s ended from outside and could not be recorded (%s): %s", job.job_id, error, reason)
+        return JobReturn(overrides=overrides, cfg=task_config, hydra_cfg=config, status=JobStatus.COMPLETED,
+                         _return_value="failed", task_name=str(config.hydra.job.name))
+
+
+class LocalLauncher(_CollectingLauncher):
+    _EXECUTOR = "local"
+
+
+class SlurmLauncher(_CollectingLauncher):
+    _EXECUTOR = "slurm"
