@@ -28,6 +28,7 @@ from eaq.errors import EaqError
 from eaq.evaluate.reference import cached_reference
 from eaq.files import exclusive
 from eaq.measure.roofline import Calibration, load_calibration, save_calibration
+from eaq.tracking import redact as redact_module
 from eaq.tracking.redact import REDACTED, redact
 from eaq.tracking.store import _check_reachable, open_store
 
@@ -286,6 +287,23 @@ def test_exclusive_lets_one_process_in_at_a_time(tmp_path: Path) -> None:
 def test_redact_finds_credentials_by_their_shape_and_leaves_the_rest(text: str, expected: str) -> None:
     assert redact(text) == expected
     assert redact(expected) == expected  # idempotent: redacting a record twice changes nothing
+
+
+def test_a_password_eaq_was_given_is_redacted_wherever_it_appears_spaces_and_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redact_module, "_KNOWN", set())
+    uri = "postgresql+psycopg://eaq:pa ss%23word@db:5432/eaq"  # '#' percent-encoded, as a URL may carry it
+    assert "pa ss" in redact(uri)  # by shape alone: a space ends a URL's authority
+    redact_module.remember({"tracking": {"uri": uri}, "other": ["http://u:ab c@h", "https://x:no@h", 3]})
+    for text, expected in [
+        (uri, f"postgresql+psycopg://eaq:{REDACTED}@db:5432/eaq"),
+        (r"tracking.uri=postgresql+psycopg\://eaq\:pa ss%23word@db\:5432/eaq",  # as Hydra's files write it
+         rf"tracking.uri=postgresql+psycopg\://eaq\:{REDACTED}@db\:5432/eaq"),
+        ("FATAL: password 'pa ss#word' rejected", f"FATAL: password '{REDACTED}' rejected"),  # decoded, in a message
+        ("http://u:ab c@h", f"http://u:{REDACTED}@h"),
+        ("yes no, no", "yes no, no"),  # a password shorter than MIN_KNOWN_CHARS is not a literal to replace
+    ]:
+        assert redact(text) == expected
+        assert redact(expected) == expected
 
 
 def test_a_failing_run_prints_its_traceback_without_the_password(out: Path) -> None:

@@ -18,6 +18,7 @@ from mlflow.tracking import MlflowClient
 from eaq.errors import EaqError
 from eaq.report.aggregate import compact
 from eaq.report.build import build, log
+from eaq.tracking.redact import remember
 from eaq.tracking.run_logger import TrackedRun
 
 
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace-run", help="run id whose power trace is drawn (default: the last run that measured energy)")
     parser.add_argument("--log", action="store_true", help="log the report to MLflow as well")
     args = parser.parse_args(argv)
+    remember(args.uri)  # its password is redacted from what the report writes and logs, whatever its characters
     try:
         report = build(args.uri, args.out, args.sweep, args.experiment, args.baseline, args.trace_run)
     except EaqError as error:

@@ -32,7 +32,7 @@ from eaq.tracking.store import open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip
 from eaq.tracking.environment import capture, cpu_model, device_name, summary_tags
 from eaq.tracking.progress import leave_record, output_sink, show_phase
-from eaq.tracking.redact import redact
+from eaq.tracking.redact import redact, remember
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
 
 if TYPE_CHECKING:
@@ -148,6 +148,7 @@ def run_job(cfg: DictConfig) -> str:
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
+    remember(resolved)  # a URL's password in the config is redacted from every record, whatever its characters
     debug = bool(resolved.get("debug"))
     tracking = resolved["tracking"]
     slots = resolved["gpu_slots"]

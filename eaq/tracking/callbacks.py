@@ -32,7 +32,7 @@ from omegaconf.errors import InterpolationResolutionError
 
 from eaq.errors import EaqError
 from eaq.files import atomic_write_text, try_exclusive
-from eaq.tracking.redact import redact, redact_file, redact_folder
+from eaq.tracking.redact import redact, redact_file, redact_folder, remember
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -173,6 +173,7 @@ class MlflowSweepCallback(Callback):
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Hydra has just written the job's files (and, first, the sweep's) from the command line: redact them."""
         hydra = config.hydra
+        remember(OmegaConf.to_container(config, resolve=False))  # this job's process may not have met its config yet
         if hydra.mode == RunMode.MULTIRUN:
             redact_file(Path(hydra.sweep.dir) / "multirun.yaml")
         if hydra.output_subdir is not None:

@@ -10,8 +10,10 @@ goes into a record passes through ``redact`` here, the one place that knows the 
 - the password in ``scheme://user:password@`` (the whole user part when there is no
   password: a token is often passed as the user, ``https://TOKEN@github.com``), a password
   with an unescaped ``/``, ``?`` or ``#`` too (SQLAlchemy, behind MLflow's database stores,
-  takes them raw). Not one with a space: a URL with a port and an address later on its line
-  (``http://host:5000 ... alice@corp.com``) would read as one, and lose what lies between;
+  takes them raw). Not by shape one with a space: a URL with a port and an address later on its
+  line (``http://host:5000 ... alice@corp.com``) would read as one, and lose what lies between.
+  The passwords of the URLs eaq is given (the config's values, the store's URI) are known, though:
+  ``remember`` keeps each, and ``redact`` replaces it wherever it appears, spaces and all;
 - the value of ``password=``, ``token=``, ``api_key=``, ``secret=``, ``sig=``... pairs
   (query strings, connection strings: up to ``&``, ``;`` or a space; a quoted value whole,
   spaces and commas included; in a ``key: value`` line, the rest of the line);
@@ -27,10 +29,15 @@ import logging
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from eaq.files import atomic_write_text
 
 REDACTED = "<redacted>"
+# The passwords of URLs this process was given (``remember``), raw and percent-decoded: redacted as they are.
+_KNOWN: set[str] = set()
+# A shorter one would also match ordinary text; the shapes still cover it in a URL without a space.
+MIN_KNOWN_CHARS = 4
 
 # scheme://userinfo@ ; the greedy userinfo runs to the last '@' of the authority, so a
 # password with an unescaped '@' is still covered. Hydra's own files escape the colons
@@ -90,8 +97,30 @@ def _userinfo(match: re.Match[str]) -> str:
     return f"{match['scheme']}{user}:{REDACTED}@" if has_password else f"{match['scheme']}{REDACTED}@"
 
 
+def remember(value: Any) -> None:
+    """Keep the password of every URL among ``value``'s strings (a config, nested), for ``redact`` to replace wherever
+    it appears: the shapes cannot tell a password with a space from the text after a URL. Per process: each one that
+    writes records calls it with what it was given (eaq.tasks.job, the sweep's callback, the store)."""
+    if isinstance(value, dict):
+        for item in value.values():
+            remember(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            remember(item)
+    elif isinstance(value, str) and "://" in value and "@" in value:
+        try:
+            password = urlsplit(value.strip()).password
+        except ValueError:  # not a URL after all (an invalid port, a bracket)
+            return
+        for secret in {password, unquote(password)} if password else ():
+            if len(secret) >= MIN_KNOWN_CHARS and secret not in REDACTED:
+                _KNOWN.add(secret)
+
+
 def redact(text: str) -> str:
     """``text`` with every credential the module docstring lists replaced by ``<redacted>``; idempotent."""
+    for secret in sorted(_KNOWN, key=len, reverse=True):  # the longest first: one may hold another
+        text = text.replace(secret, REDACTED)
     text = _TOKEN_SHAPES.sub(REDACTED, text)
     text = _URL_ODD_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}{m['colon']}{REDACTED}@", text)
     text = _URL_USERINFO.sub(_userinfo, text)

@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError
 from eaq.files import exclusive
-from eaq.tracking.redact import redact
+from eaq.tracking.redact import redact, remember
 
 
 def _tls_context() -> ssl.SSLContext | None:
@@ -103,6 +103,7 @@ def open_store(uri: str, experiment: str, artifact_location: str | None) -> tupl
     module docstring). The first request to the store, which creates its schema, happens
     under the lock; after that, the store is MLflow's to serialize.
     """
+    remember(uri)
     if redact(uri) != uri:
         # MLflow prints a server store's run URL, credentials and all, whenever a run ends.
         os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
