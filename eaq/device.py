@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import socket
+
 import torch
 
 from eaq.errors import DeviceError
@@ -45,13 +48,16 @@ def synchronize(device: torch.device) -> None:
 
 
 def device_key(device: torch.device) -> str:
-    """A name for the physical device that survives renumbering: the GPU's UUID, or ``cpu``.
+    """A name for the physical device that survives renumbering: the GPU's UUID, or ``cpu-<host>``.
 
-    Keys what is measured once per device and cached (roofline peak, idle baseline).
+    Keys what is measured once per device and cached (roofline peak, bandwidth, idle baseline, the fp32 reference).
+    A CPU's has its host's name: a cache folder on a file system several hosts share (a cluster's) would otherwise
+    hand one node's idle power and peaks to another, and no reuse check could tell (RAPL reports no temperature or
+    clock to compare).
     """
     if device.type == "cuda":
         return str(torch.cuda.get_device_properties(device).uuid)
-    return "cpu"
+    return "cpu-" + re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname())
 
 
 def describe_device(device: torch.device) -> dict[str, str]:

@@ -123,7 +123,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("decode_bandwidth_limit_ms", "ms", "workload=generate: the least time a decode step could take at the measured bandwidth: decode_bytes_per_step_mb / peak_bandwidth_gb_per_s."),
     Metric("decode_bandwidth_fraction", "fraction", "workload=generate: decode_bandwidth_limit_ms / time_per_output_token_mean_ms (1 = at the memory-bandwidth bound)."),
     Metric("sampler_overhead_pct", "%", "trials.overhead_pairs > 0: median over ABBA block pairs, in one process, of (latency with the sampler on / off - 1)."),
-    Metric("sampler_overhead_spread_pct", "%", "Half the interquartile range of those paired ratios: the resolution of sampler_overhead_pct."),
+    Metric("sampler_overhead_spread_pct", "%", "Half the interquartile range of those paired ratios (quartiles within them; NaN with one pair): the resolution of sampler_overhead_pct."),
     Metric("latency_sampler_off_ms", "ms", "Median over blocks of each block's median latency, no sampler running (overhead check)."),
     Metric("latency_sampler_on_ms", "ms", "Median over blocks of each block's median latency, the sampler polling (overhead check)."),
     Metric("isolation_overhead_s", "s", "Starting and ending the fresh process a run measures in (a fork of the sweep's preloaded server; the first run waits for the server's imports where they have not finished yet), and carrying the config there and the result back: the run's time outside its task; outside every measurement."),

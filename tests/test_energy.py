@@ -3,6 +3,7 @@ RAPL through a fake powercap tree, and the analysis and validity checks on known
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -252,6 +253,9 @@ def test_a_clean_window_is_valid() -> None:
         (_window(6.0, after={"other_processes": 2}), _energy(1800.0, 6.0), None, "2 other process(es)"),
         (_window(6.0, after={"power_limit_w": 250}), _energy(1800.0, 6.0), None, "above the power limit"),
         (_window(6.0), _energy(300.0, 6.0), 80.0, "below the idle baseline"),
+        (_window(1.0), _energy(50.0, 1.0, updates=19, samples=20, expected=20), None,
+         "only 19 sensor updates in the window (need 20): the sampler polled 20 times in this 1.00 s window, too few to "
+         "see them; measure longer (trials.min_duration_s=1.05 or more) or poll faster (sampler.interval_ms=47.6 or less"),
     ],
 )
 def test_each_validity_check_flags_with_a_reason(window, energy, idle, expected) -> None:
@@ -430,6 +434,40 @@ def test_overhead_check_pairs_blocks_and_sees_a_slow_sampler() -> None:
     assert cost.pairs == 4 and 30 < cost.overhead_pct < 70  # ~+50% by construction
     free = sampler_overhead(lambda _: time.sleep(0.002), [0], CPU, NoSampler, pairs=4, iters=20)
     assert abs(free.overhead_pct) < 15
+
+
+def test_overhead_check_stops_a_sampler_it_started_when_the_step_raises() -> None:
+    """A sampler without pause is started for each "on" block: a step failing inside one (out of memory, Ctrl-C) left
+    it polling (nvidia-smi's process, RAPL's thread) until the process ended."""
+    from eaq.measure.overhead import sampler_overhead
+
+    running: list[int] = []
+
+    class Counting(NoSampler):
+        def start(self) -> None:
+            running.append(1)
+
+        def stop(self) -> PowerTrace:
+            running.pop()
+            return self.trace
+
+    calls = iter(range(10_000))
+
+    def step(_: object) -> None:
+        if next(calls) == 15 and running:  # inside the first "on" block
+            raise RuntimeError("CUDA out of memory")
+
+    with pytest.raises(RuntimeError, match="out of memory"):
+        sampler_overhead(step, [0], CPU, Counting, pairs=2, iters=10)
+    assert running == []
+
+
+def test_the_overhead_spread_stays_within_the_ratios_measured() -> None:
+    from eaq.measure.overhead import half_iqr_pct
+
+    assert half_iqr_pct([0.0, 0.02]) == pytest.approx(0.5)  # quartiles 0.5% and 1.5%, not -0.5% and 2.5%
+    assert half_iqr_pct([0.0, 0.01, 0.02, 0.03, 0.04]) == pytest.approx(1.0)
+    assert math.isnan(half_iqr_pct([0.01]))  # one pair: no spread to tell, not 0
 
 
 def test_overhead_check_freezes_a_pausable_sampler_instead_of_restarting_it() -> None:

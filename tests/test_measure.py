@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import random
+import socket
 import time
 from pathlib import Path
 
@@ -123,6 +124,17 @@ def test_the_rule_before_stays_available_to_compare_protocols() -> None:
     assert pairs_agree(ramp, POWER_TOLERANCE) and not stationary(ramp, POWER_TOLERANCE)
 
 
+def test_a_gap_in_the_power_trace_is_no_proof_of_settling() -> None:
+    """A chunk with no power sample (a poll stall, nvidia-smi's lines arriving in a burst) said "no trace, no trend"
+    and ended the warm-up mid-ramp; only a trace with no samples at all settles on latency alone."""
+    ramp = [100.0, 90.0, 80.0, 70.0, None, 50.0]
+    assert not stationary(ramp, POWER_TOLERANCE)
+    assert not stationary([100.0, 90.0, 80.0, 70.0, 60.0, 50.0], POWER_TOLERANCE)
+    assert stationary([None] * BLOCK, POWER_TOLERANCE)
+    assert not pairs_agree([330.0, None], POWER_TOLERANCE) and not pairs_agree([None, 330.0], POWER_TOLERANCE)
+    assert pairs_agree([None, None], POWER_TOLERANCE)
+
+
 def test_the_real_h100_step_settles_and_its_window_is_stationary() -> None:
     # NVML instant power polled every 15 ms: idle ~123 W, the work starting, the 5 s window from t=0.
     path = Path(__file__).parents[1] / "docs/results/2026-11-22-h100-energy/power_trace_gpt2-small_bf16_b64.csv"
@@ -135,3 +147,17 @@ def test_the_real_h100_step_settles_and_its_window_is_stationary() -> None:
     assert _first_settled(means(onset - CHUNK_S, 20)) == BLOCK + 1  # the chunk with the step, then a block
     window = means(0.0, 20)  # steady load: from any of its chunks, it settles within two blocks
     assert all((_first_settled(window[start:]) or 99) <= 2 * BLOCK for start in range(20 - 2 * BLOCK + 1))
+
+
+def test_a_cpus_cached_measurements_are_keyed_by_its_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Idle power, peaks and bandwidth are cached per device key in ``paths.cache_dir``, which a cluster's nodes may
+    share: one CPU's key must not be another host's."""
+    from eaq.device import device_key
+    from eaq.measure.idle import baseline_path
+
+    keys = []
+    for host in ("node-a", "node b/1"):
+        monkeypatch.setattr(socket, "gethostname", lambda host=host: host)
+        keys.append(device_key(torch.device("cpu")))
+    assert keys == ["cpu-node-a", "cpu-node_b_1"]
+    assert baseline_path("/cache", keys[0], "rapl") != baseline_path("/cache", keys[1], "rapl")

@@ -11,6 +11,7 @@ disturbance sits between blocks; others are started and stopped around each "on"
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -56,12 +57,16 @@ def sampler_overhead(
             for on in (False, True) if i % 2 == 0 else (True, False):
                 if pausable:
                     sampler.pause(not on)
+                    result[on] = _median_ms(step, inputs, device, iters)
                 elif on:
                     sampler = make_sampler()
                     sampler.start()
-                result[on] = _median_ms(step, inputs, device, iters)
-                if on and not pausable:
-                    sampler.stop()
+                    try:  # stopped even if the step raises: a poller (nvidia-smi's process, RAPL's thread) outlives it
+                        result[on] = _median_ms(step, inputs, device, iters)
+                    finally:
+                        sampler.stop()
+                else:
+                    result[on] = _median_ms(step, inputs, device, iters)
             offs.append(result[False])
             ons.append(result[True])
             ratios.append(result[True] / result[False] - 1)
@@ -69,11 +74,21 @@ def sampler_overhead(
         if pausable:
             sampler.pause(False)
             sampler.stop()
-    q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0], 0, ratios[0])
     return Overhead(
         off_ms=statistics.median(offs),
         on_ms=statistics.median(ons),
         overhead_pct=statistics.median(ratios) * 100,
-        spread_pct=(q3 - q1) / 2 * 100,
+        spread_pct=half_iqr_pct(ratios),
         pairs=pairs,
     )
+
+
+def half_iqr_pct(ratios: Sequence[float]) -> float:
+    """Half the interquartile range of ``ratios``, in percent; NaN for one ratio, which has no spread to tell (not 0).
+
+    Quartiles within the ratios measured ("inclusive"): the default method extrapolates past them for a few pairs
+    (the ratios 0 and 2% read as -0.5% to 2.5%, three times their spread)."""
+    if len(ratios) < 2:
+        return math.nan
+    q1, _, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return (q3 - q1) / 2 * 100

@@ -64,7 +64,8 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
     if energy.sensor_updates is not None:
         facts["sensor_updates"] = energy.sensor_updates
         if energy.sensor_updates < MIN_SENSOR_UPDATES:
-            reasons.append(f"only {energy.sensor_updates} sensor updates in the window (need {MIN_SENSOR_UPDATES})")
+            reasons.append(f"only {energy.sensor_updates} sensor updates in the window (need {MIN_SENSOR_UPDATES})"
+                           + _too_few_polls(window.duration_s, energy.expected_samples))
     if energy.expected_samples:
         coverage = energy.samples / energy.expected_samples
         facts["poll_coverage"] = coverage
@@ -78,6 +79,18 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
             reasons.append(f"energy counter and instant-power integral disagree by {disagreement:.1%}")
     device = check_device(window, energy, idle_power_w)
     return Validity((*reasons, *device.reasons), facts | device.facts, device.notes)
+
+
+def _too_few_polls(duration_s: float, polls: int) -> str:
+    """Why the updates were too few where the sampler's polls could not have seen enough, and what to change: an
+    update is a change between two polls, so a window of ``polls`` polls shows ``polls - 1`` at most, however often the
+    sensor itself updates (sampler.interval_ms=250 on a 5 s window; RAPL's 50 ms polls on a window of 1 s)."""
+    if not polls or polls > MIN_SENSOR_UPDATES:
+        return ""
+    interval_ms = duration_s / polls * 1e3
+    return (f": the sampler polled {polls} times in this {duration_s:.2f} s window, too few to see them; measure longer "
+            f"(trials.min_duration_s={(MIN_SENSOR_UPDATES + 1) * interval_ms / 1e3:.3g} or more) or poll faster "
+            f"(sampler.interval_ms={duration_s / (MIN_SENSOR_UPDATES + 1) * 1e3:.3g} or less, where the sensor allows)")
 
 
 def check_device(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None = None) -> Validity:

@@ -44,7 +44,8 @@ T_CRITICAL = 2.776
 
 
 def stationary(means: Sequence[float | None], tolerance: float, block: int = BLOCK, t_critical: float = T_CRITICAL) -> bool:
-    """Whether the last ``block`` chunk means show no trend (None among them: no trace, so no trend).
+    """Whether the last ``block`` chunk means show no trend (all None: no trace, so no trend; some None: a chunk
+    without samples, a gap in the trace that could hide a ramp, so not yet).
 
     The fitted drift across the block must be within ``tolerance`` of the block's mean,
     or the slope within ``t_critical`` standard errors of zero, the error taken from the
@@ -54,8 +55,9 @@ def stationary(means: Sequence[float | None], tolerance: float, block: int = BLO
     """
     if len(means) < block:
         return False
-    if any(m is None for m in means[-block:]):
-        return True
+    gaps = sum(m is None for m in means[-block:])
+    if gaps:
+        return gaps == block
     ys = [float(m) for m in means[-block:]]  # type: ignore[arg-type]
     xs = range(block)
     x_mean, y_mean = (block - 1) / 2, sum(ys) / block
@@ -78,7 +80,9 @@ def pairs_agree(means: Sequence[float | None], tolerance: float) -> bool:
     if len(means) < 2:
         return False
     previous, current = means[-2], means[-1]
-    return previous is None or current is None or abs(current - previous) <= tolerance * abs(previous)
+    if previous is None or current is None:  # no trace at all, or a gap in it (as in ``stationary``)
+        return previous is None and current is None
+    return abs(current - previous) <= tolerance * abs(previous)
 
 
 # Settle rule -> (its test on the chunk means so far, its chunk length in seconds).
