@@ -13,7 +13,9 @@ import torch
 import yaml
 from omegaconf import OmegaConf
 from torch import nn
-from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSequenceClassification
+from transformers import (
+    AutoConfig, AutoModelForCausalLM, AutoModelForSequenceClassification, T5Config, T5EncoderModel, T5ForSequenceClassification,
+)
 
 from eaq.config import ModelConfig
 from eaq.layers.components import TYPES, Component, find_blocks, find_components
@@ -65,6 +67,11 @@ HUB_TINY = {
     "qwen3": dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, head_dim=8),
     "opt": dict(vocab_size=64, hidden_size=32, ffn_dim=64, num_hidden_layers=2, num_attention_heads=4, word_embed_proj_dim=32),
+    # Low-rank attention with norms inside it (q_a_layernorm, kv_a_layernorm); block 1 a mixture of experts.
+    "deepseek_v3": dict(vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=4, q_lora_rank=16, kv_lora_rank=16, qk_rope_head_dim=4,
+                        qk_nope_head_dim=4, v_head_dim=8, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
+                        first_k_dense_replace=1, n_group=1, topk_group=1),
 }
 
 
@@ -100,12 +107,36 @@ def test_gpt2_and_bert_names_land_where_the_docs_say() -> None:
     assert qwen3["block.0.attention"].roots == ("model.layers.0.self_attn",)
     assert {"model.layers.0.self_attn.q_norm", "model.layers.0.self_attn.k_norm"} <= set(qwen3["block.0.attention"].modules)
     assert qwen3["block.0.layer_norm"].modules == ("model.layers.0.input_layernorm", "model.layers.0.post_attention_layernorm")
+    deepseek = {c.name: c for c in find_components(tiny("deepseek_v3"))}
+    for block in (0, 1):
+        assert deepseek[f"block.{block}.attention"].roots == (f"model.layers.{block}.self_attn",)
+        assert f"model.layers.{block}.self_attn.kv_a_layernorm" in deepseek[f"block.{block}.attention"].modules
+        assert deepseek[f"block.{block}.ffn"].roots == (f"model.layers.{block}.mlp",)
     opt = {c.name: c for c in find_components(tiny("opt"))}
     assert opt["block.0.ffn"].roots == ("model.decoder.layers.0.fc1", "model.decoder.layers.0.fc2")
     bert = {c.name: c for c in find_components(tiny("bert_tiny_random"))}
     assert bert["block.0.layer_norm"].modules == ("encoder.layer.0.attention.output.LayerNorm", "encoder.layer.0.output.LayerNorm")
     assert bert["block.0.ffn"].roots == ("encoder.layer.0.intermediate", "encoder.layer.0.output.dense")
     assert bert["head"].modules == ("pooler.dense",)
+
+
+@pytest.mark.parametrize("cls", [T5EncoderModel, T5ForSequenceClassification])
+def test_t5s_relative_position_bias_feed_forward_and_head_land_in_their_components(cls: type) -> None:
+    """T5 looks its relative position bias up (an Embedding) inside block 0's attention, calls its feed-forward
+    DenseReluDense, and its classifier classification_head: rules for embeddings, FFN and head missed all three."""
+    model = cls(T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
+                         num_labels=2)).eval()
+    components = find_components(model)
+    by_name = {c.name: c for c in components}
+    assert sorted(m for c in components for m in c.modules) == sorted(own_parameters(model))
+    assert "other" not in {c.type for c in components}
+    stack = "transformer.encoder" if cls is T5ForSequenceClassification else "encoder"
+    attention = by_name["block.0.attention"]
+    assert attention.roots[0] == f"{stack}.block.0.layer.0.SelfAttention"  # one root: the bias lookup is inside it
+    assert f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias" in attention.modules
+    assert by_name["block.1.ffn"].roots[0] == f"{stack}.block.1.layer.1.DenseReluDense"
+    if cls is T5ForSequenceClassification:
+        assert by_name["head"].modules == ("classification_head.dense", "classification_head.out_proj")
 
 
 BLOCK_ROOTS = {"bert_tiny_random": "encoder.layer", "gpt2_tiny_random": "transformer.h", "distilbert": "distilbert.transformer.layer"}

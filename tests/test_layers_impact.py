@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from torch import nn
+from transformers import AutoConfig, AutoModelForCausalLM, T5Config, T5ForSequenceClassification
 
 from conftest import REPO
 from eaq.config import DatasetConfig, ModelConfig
@@ -19,7 +20,8 @@ from eaq.errors import ConfigError
 from eaq.layers.components import Component, find_components
 from eaq.layers.correlation import EXACT_MAX, correlations
 from eaq.layers.impact import (
-    EvalData, Impact, ablated, ablation, by_type, compare, each, linears, lowerable, lowered, run_outputs, sensitivity,
+    EvalData, Impact, ablated, ablation, branch_outputs, by_type, compare, each, linears, lowerable, lowered, run_outputs,
+    sensitivity,
 )
 from eaq.layers.plan import Budget, choose_plan, rank
 from eaq.layers.tables import Impacts
@@ -112,7 +114,7 @@ def test_pre_ln_ffn_ablation_passes_the_residual_through(causal_lm) -> None:
     before = model(**batch).logits
     ffn = _named(components, "block.0.ffn")
     with ablated(model, [ffn]) as zeroed:
-        assert zeroed == ["transformer.h.0.mlp.c_proj"]
+        assert zeroed == ["transformer.h.0.mlp"]  # the whole branch: GPT-2's MLP is one module
         changed = model(**batch).logits
         # GPT-2 is pre-LN: block 0 returns x + mlp(ln_2(x)); skipped, block 1 receives x (after attention) itself.
         residual = _capture_input(model, "transformer.h.0.ln_2", lambda: model(**batch))
@@ -120,6 +122,40 @@ def test_pre_ln_ffn_ablation_passes_the_residual_through(causal_lm) -> None:
     assert torch.equal(next_block, residual)
     assert not torch.allclose(changed, before)
     assert torch.equal(model(**batch).logits, before) and _hooks(model) == 0
+
+
+MOE_TINY = dict(vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16, shared_expert_intermediate_size=32,
+                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, num_experts=4, num_experts_per_tok=2)
+
+
+def test_a_mixture_of_experts_branch_is_skipped_whole_router_and_shared_expert_included() -> None:
+    """Zeroing the FFN's last Linear zeroed Qwen2-MoE's shared-expert gate (halving the shared expert, routed experts
+    untouched) and found none in Mixtral's (fused experts): the MoE block's output itself is the branch."""
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model("qwen2_moe", **MOE_TINY)).eval()
+    ffn = _named(find_components(model), "block.0.ffn")
+    x = torch.randn(1, 5, 32)
+    mlp = model.model.layers[0].mlp
+    out = mlp(x)
+    assert (out[0] if isinstance(out, tuple) else out).abs().sum() > 0
+    with ablated(model, [ffn]) as zeroed:
+        assert zeroed == ["model.layers.0.mlp"]
+        out = mlp(x)
+        assert torch.count_nonzero(out[0] if isinstance(out, tuple) else out) == 0
+    assert _hooks(model) == 0
+
+
+def test_a_component_of_several_branches_has_each_skipped() -> None:
+    """T5's block 0 attention holds the encoder's self-attention, the decoder's and its cross-attention (the stacks
+    share the index): each is a branch of its own. BERT's two attention roots are one branch, written back by the last."""
+    config = T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4, num_labels=2)
+    components = find_components(T5ForSequenceClassification(config))
+    assert branch_outputs(_named(components, "block.0.attention")) == [
+        "transformer.encoder.block.0.layer.0.SelfAttention", "transformer.decoder.block.0.layer.0.SelfAttention",
+        "transformer.decoder.block.0.layer.1.EncDecAttention"]
+    assert branch_outputs(_named(components, "block.1.ffn")) == [
+        "transformer.encoder.block.1.layer.1.DenseReluDense", "transformer.decoder.block.1.layer.2.DenseReluDense"]
+    assert branch_outputs(_named(components, "block.0.layer_norm")) == []
 
 
 def test_only_branches_are_ablated_and_impacts_are_measured(classifier) -> None:
@@ -230,6 +266,17 @@ def test_a_component_of_unknown_impact_or_saving_is_ranked_last_not_free() -> No
     saving = {"a": 1.0, "b": 5.0, "c": 0.5, "d": 1.0}
     assert rank(list(impacts), saving, impacts) == ["c", "d", "a", "b"]  # free first, then saving per impact; NaN last
     assert rank(["a", "d"], {"a": math.nan, "d": 1.0}, impacts) == ["d", "a"]
+
+
+def test_a_loss_that_is_not_a_number_is_over_any_budget() -> None:
+    """Outputs gone NaN (an fp16 base overflowing) gave a NaN loss, which "loss > limit" let through: the back-off
+    stopped and the plan was written as within its budget."""
+    nan = Impact("plan", "sensitivity", math.nan, math.nan, math.nan, math.nan, impact=math.nan)
+    assert Budget("impact", 0.01).loss(nan) == math.inf
+    assert Budget("accuracy_points", 0.5).loss(nan) == math.inf
+    assert Budget("perplexity_pct", 1.0).loss(nan) == math.inf
+    fine = Impact("plan", "sensitivity", 0.0, 0.0, 1.0, 0.0, impact=0.004)
+    assert Budget("impact", 0.01).loss(fine) == 0.004
 
 
 def test_the_chosen_plan_respects_its_budget_measured_again_from_the_file(classifier, tmp_path: Path) -> None:

@@ -6,24 +6,26 @@ and is reported, never dropped. The rules read module names (lower-cased dotted 
 segments) and classes, so they work on any Hugging Face model whose names follow the
 usual conventions, checked in this order:
 
-1. ``embeddings``: an ``nn.Embedding``, or a module under a segment containing ``embed``
-   (``embeddings``, ``embed_tokens``) or named ``wte``/``wpe`` (GPT-2). A layer norm inside
-   the embeddings module (BERT, DistilBERT) is part of the embeddings' forward, so it is
-   embeddings too.
+1. ``embeddings``: an ``nn.Embedding`` outside any attention module, or a module under a
+   segment containing ``embed`` (``embeddings``, ``embed_tokens``) or named ``wte``/``wpe``
+   (GPT-2). A layer norm inside the embeddings module (BERT, DistilBERT) is part of the
+   embeddings' forward, so it is embeddings too. An embedding table inside an attention module
+   (T5's ``relative_attention_bias``) is looked up by that attention's ``forward``: attention.
 2. ``head``: a module under a top-level segment in ``HEAD_SEGMENTS`` (``classifier``,
-   ``pre_classifier``, ``lm_head``, ``pooler``, ``score``, ...) or under a ``pooler``
-   anywhere (eaq's MiniLM + linear classifier keeps BERT's pooler at ``encoder.pooler``).
+   ``pre_classifier``, ``lm_head``, ``pooler``, ``score``, ``classification_head``, ...) or under
+   a ``pooler`` anywhere (eaq's MiniLM + linear classifier keeps BERT's pooler at ``encoder.pooler``).
 3. ``layer_norm``: a class whose name contains ``LayerNorm``/``RMSNorm``/``GroupNorm``,
    or a last segment like ``layer_norm``, ``LayerNorm``, ``ln_1``, ``ln_f``, ``norm``; but a
-   query/key norm (``q_norm``, ``k_norm``, ``q_layernorm``: Qwen3, Gemma3, OLMo2) is applied
-   inside the attention's own ``forward``, between its projections and the attention product,
-   so it is attention: as a layer norm it would leave the attention module two owners, and
-   its roots only the projections, with the rotary embedding and attention product outside
-   every component.
+   norm applied inside the attention's own ``forward``, between its projections and the
+   attention product, is attention: a query/key norm (``q_norm``, ``k_norm``, ``q_layernorm``:
+   Qwen3, Gemma3, OLMo2) or a low-rank projection's norm (``q_a_layernorm``, ``kv_a_layernorm``:
+   DeepSeek-V2/V3). As a layer norm it would leave the attention module two owners, and its roots
+   only the projections, with the rotary embedding and attention product outside every component.
 4. ``attention``: a segment containing ``attn`` or ``attention``.
-5. ``ffn``: a segment containing ``mlp``, ``ffn``, ``intermediate``, ``feed_forward``, or
-   ``output`` inside a block (BERT's ``output.dense``, after rule 4 took ``attention.output``),
-   or a block's ``fc1``/``fc2`` (OPT keeps its feed-forward layers in the block itself).
+5. ``ffn``: a segment containing ``mlp``, ``ffn``, ``intermediate``, ``feed_forward``,
+   ``DenseReluDense`` or ``DenseGatedActDense`` (T5), or ``output`` inside a block (BERT's
+   ``output.dense``, after rule 4 took ``attention.output``), or a block's ``fc1``/``fc2`` (OPT
+   keeps its feed-forward layers in the block itself).
 6. ``other``: everything else.
 
 The block is the first all-digit segment of the name (``encoder.layer.3...``,
@@ -52,11 +54,13 @@ from dataclasses import dataclass
 from torch import nn
 
 TYPES = ("embeddings", "attention", "ffn", "layer_norm", "head", "other")
-HEAD_SEGMENTS = frozenset({"classifier", "pre_classifier", "lm_head", "pooler", "score", "qa_outputs", "cls", "head"})
+HEAD_SEGMENTS = frozenset({"classifier", "pre_classifier", "lm_head", "pooler", "score", "qa_outputs", "cls", "head",
+                           "classification_head"})
 _NORM_CLASS = re.compile(r"(LayerNorm|RMSNorm|GroupNorm)")
 _NORM_NAME = re.compile(r"^(.*layer_?norm.*|ln_?\w*|.*_ln|norm\w*|.*_norm)$")
-_FFN_SEGMENT = re.compile(r"(mlp|ffn|intermediate|feed_forward)")
-_QK_NORM = re.compile(r"^(q|k|query|key)_?(norm|layer_?norm|ln)$")
+_FFN_SEGMENT = re.compile(r"(mlp|ffn|intermediate|feed_forward|densereludense|densegatedactdense)")
+# Norms inside an attention's forward: on queries and keys, or on a low-rank projection (DeepSeek's q_a_layernorm).
+_ATTENTION_NORM = re.compile(r"^(q|k|kv|query|key)(_a)?_?(norm|layer_?norm|ln)$")
 _FFN_LAYER = re.compile(r"^fc_?[12]$")
 
 
@@ -78,13 +82,13 @@ def _block(segments: list[str]) -> int | None:
 def classify(name: str, module: nn.Module) -> str:
     """The type of one parameterised module, by the rules in this module's docstring."""
     segments = name.lower().split(".")
-    if isinstance(module, nn.Embedding) or any("embed" in s or s in ("wte", "wpe") for s in segments):
+    attention = any("attn" in s or "attention" in s for s in segments)
+    if (isinstance(module, nn.Embedding) and not attention) or any("embed" in s or s in ("wte", "wpe") for s in segments):
         return "embeddings"
     if segments[0] in HEAD_SEGMENTS or "pooler" in segments:
         return "head"
-    attention = any("attn" in s or "attention" in s for s in segments)
     if (_NORM_CLASS.search(type(module).__name__) or _NORM_NAME.match(segments[-1])) and not (
-            attention and _QK_NORM.match(segments[-1])):
+            attention and _ATTENTION_NORM.match(segments[-1])):
         return "layer_norm"
     if attention:
         return "attention"

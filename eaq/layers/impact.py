@@ -7,10 +7,10 @@ Two questions per component (or per group of components, e.g. all FFNs at once):
   ``apply_plan`` (the same torchao configs and shape rule as every run); a float target
   (fp16, bf16) casts the component's Linear layers and casts at each one's boundary, so the
   rest of the model keeps computing in the base dtype.
-- **ablation**: the component's residual branch contributes nothing. Attention and FFN
-  end in one Linear that projects back to the residual stream (BERT ``attention.output.dense``
-  and ``output.dense``, DistilBERT ``out_lin`` and ``lin2``, GPT-2 ``attn.c_proj`` and
-  ``mlp.c_proj``); its output, bias included, is replaced by zeros. In post-LN blocks
+- **ablation**: the component's residual branch contributes nothing. The module whose output
+  is the branch (``branch_outputs``: BERT ``attention.output.dense`` and ``output.dense``,
+  DistilBERT ``attention`` and ``ffn``, GPT-2 ``attn`` and ``mlp``, a mixture of experts'
+  whole block) has its output, bias included, replaced by zeros. In post-LN blocks
   (BERT, DistilBERT, MiniLM) the block then computes ``LayerNorm(x + 0)``: the layer norm
   still runs on the residual alone. In pre-LN blocks (GPT-2) it computes ``x + 0``: the
   branch's ``ln_1``/``ln_2`` output is discarded. Other types (embeddings, layer norm,
@@ -46,7 +46,7 @@ from eaq.evaluate.perplexity import perplexity
 from eaq.layers.components import Component
 from eaq.precision.mixed import BASES, LAYER_FORMATS, Plan, apply_plan
 
-# Types whose component is a residual branch ending in a projection ablation can zero.
+# Types whose component is a residual branch (or several) ablation can zero.
 BRANCH_TYPES = ("attention", "ffn")
 
 
@@ -211,20 +211,35 @@ def sensitivity(model: nn.Module, groups: dict[str, list[Component]], data: Eval
     return found
 
 
-def branch_output(model: nn.Module, component: Component) -> str | None:
-    """The Linear that writes the component's residual branch back, or None for other types."""
-    layers = linears(model, [component])
-    return layers[-1] if component.type in BRANCH_TYPES and layers else None
+def branch_outputs(component: Component) -> list[str]:
+    """The modules whose outputs are the component's residual branches (none for types that are no branch).
+
+    Each root that no later root of the component continues: a later root under the same parent carries its output on
+    (BERT's ``attention.self`` into ``attention.output.dense``, OPT's ``fc1`` into ``fc2``), so of those only the last
+    writes the branch back. A whole branch in one root (GPT-2's ``attn``, Llama's ``mlp``, a mixture of experts'
+    block) is zeroed whole, router and shared experts included; a component holding several branches (T5's block 0
+    attention: the encoder's, the decoder's and its cross-attention) has each zeroed.
+    """
+    if component.type not in BRANCH_TYPES:
+        return []
+    roots = component.roots
+    return [root for i, root in enumerate(roots)
+            if not any(later.startswith(root.rpartition(".")[0] + ".") for later in roots[i + 1:])]
+
+
+def _zero_branch(module: nn.Module, args: object, out: object) -> object:
+    """A forward hook: the module's output zeroed; of a tuple (an attention's output and weights), the first."""
+    if isinstance(out, tuple):
+        return (torch.zeros_like(out[0]), *out[1:])
+    return torch.zeros_like(out)
 
 
 @contextmanager
 def ablated(model: nn.Module, components: list[Component]) -> Iterator[list[str]]:
     """Inside: the components' residual branches output zeros. On exit the hooks are removed,
-    leaving the model exactly as before (no weight is touched). Yields the zeroed layers."""
-    zeroed = [layer for c in components if (layer := branch_output(model, c))]
-    handles = [
-        model.get_submodule(layer).register_forward_hook(lambda m, args, out: torch.zeros_like(out)) for layer in zeroed
-    ]
+    leaving the model exactly as before (no weight is touched). Yields the zeroed modules."""
+    zeroed = [module for c in components for module in branch_outputs(c)]
+    handles = [model.get_submodule(module).register_forward_hook(_zero_branch) for module in zeroed]
     try:
         yield zeroed
     finally:
@@ -258,6 +273,6 @@ def by_type(components: list[Component]) -> dict[str, list[Component]]:
 
 
 __all__ = [
-    "BRANCH_TYPES", "EvalData", "Impact", "Outputs", "ablated", "ablation", "branch_output", "by_type",
+    "BRANCH_TYPES", "EvalData", "Impact", "Outputs", "ablated", "ablation", "branch_outputs", "by_type",
     "compare", "each", "linears", "lowerable", "lowered", "run_outputs", "sensitivity",
 ]

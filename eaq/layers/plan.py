@@ -61,7 +61,8 @@ class Budget:
     limit: float
 
     def loss(self, impact: Impact) -> float:
-        """The quality lost by a change, in the budget's unit (an improvement counts as 0)."""
+        """The quality lost by a change, in the budget's unit (an improvement counts as 0; a figure that is not a
+        number, from outputs gone NaN or infinite, as infinitely lost: NaN compares as within any limit)."""
         value = {
             "accuracy_points": None if impact.accuracy_delta_points is None else -impact.accuracy_delta_points,
             "perplexity_pct": impact.perplexity_delta_pct,
@@ -72,7 +73,7 @@ class Budget:
                 f"a plan budget in {self.kind} needs that figure and this model/data has none "
                 f"({NEEDS[self.kind]}); use layers.budget=impact, which every model and dataset has."
             )
-        return max(value, 0.0)
+        return max(value, 0.0) if math.isfinite(value) else math.inf
 
     def describe(self) -> str:
         return f"{BUDGETS[self.kind]} at most {self.limit:g}"
