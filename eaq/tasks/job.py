@@ -137,6 +137,9 @@ def record_ended_job(cfg: DictConfig, reason: str) -> None:
             run.log_params(flatten(resolved))
         finally:
             run.end("FAILED", error)
+    if any(existing.info.status == "FINISHED" for existing in found):  # ended after its run did, in its teardown
+        leave_record(str(resolved["run_name"]), "finished", None)
+        return
     leave_record(str(resolved["run_name"]), "failed", None)
     log.error("%s: %s", resolved["run_name"], redact(reason))
 
