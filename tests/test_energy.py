@@ -194,6 +194,21 @@ def test_rapl_sums_package_and_dram_and_survives_counter_wrap(tmp_path: Path) ->
     assert (sampler.energy_j() - start) * 1e6 == pytest.approx(200 + 50)
 
 
+def test_rapl_power_is_stamped_in_the_middle_of_the_interval_it_averages(tmp_path: Path) -> None:
+    _rapl_tree(tmp_path, package_uj=0, dram_uj=0, max_uj=10**9)
+    sampler = RaplSampler(root=tmp_path)
+    assert sampler.available() is None
+    first, values = sampler._read()
+    assert values == {}  # nothing to average over yet
+    time.sleep(0.2)
+    (tmp_path / "intel-rapl:0" / "energy_uj").write_text("2000000\n")  # 2 J over the interval
+    before = time.perf_counter()
+    stamp, values = sampler._read()
+    after = time.perf_counter()
+    assert first < stamp < before and (first + before) / 2 - 0.01 < stamp < (first + after) / 2 + 0.01
+    assert values["power_rapl_w"] == pytest.approx(2.0 / (2 * (stamp - first)), rel=0.05)
+
+
 def test_rapl_unreadable_is_a_reason_not_a_crash(tmp_path: Path) -> None:
     assert "no RAPL zones" in RaplSampler(root=tmp_path).available()
 

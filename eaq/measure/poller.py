@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from eaq.measure.trace import PowerTrace
 
-# One read: a value per channel (W).
-Read = Callable[[], dict[str, float]]
+# One read: the time its values stand for (perf_counter seconds) and a value per channel (W); no values for none.
+Read = Callable[[], tuple[float, dict[str, float]]]
 
 
 class Poller:
@@ -37,13 +37,12 @@ class Poller:
     def _loop(self) -> None:
         deadline = time.perf_counter()
         while not self._stop.is_set():
-            now = time.perf_counter()
             try:
-                values = self._read()
+                stamp, values = self._read()
             except Exception as exc:  # a failed read is a gap in the trace, not a crashed run
                 self._trace.note(f"a power read failed: {type(exc).__name__}: {exc}")
                 values = {}
             if values:
-                self._trace.add(now, values)
+                self._trace.add(stamp, values)
             deadline = max(deadline + self._interval, time.perf_counter())  # a stall stays a gap (poll_process.py)
             self._stop.wait(max(0.0, deadline - time.perf_counter()))

@@ -76,12 +76,14 @@ class RaplSampler:
                 zone.update()
             return sum(z.total_uj for z in self._zones)
 
-    def _read(self) -> dict[str, float]:
+    def _read(self) -> tuple[float, dict[str, float]]:
+        """The mean power since the last read, stamped at the middle of that interval: it is an average over the
+        interval, not a reading at its end (stamped there, the trace lagged half an interval, 25 ms at 50 ms polls)."""
         now, total = time.perf_counter(), self._total_uj()
         last, self._last = self._last, (now, total)
         if last is None or now <= last[0]:
-            return {}
-        return {"power_rapl_w": (total - last[1]) / 1e6 / (now - last[0])}
+            return now, {}
+        return (last[0] + now) / 2, {"power_rapl_w": (total - last[1]) / 1e6 / (now - last[0])}
 
     def start(self) -> None:
         reason = self.available() if not self._zones else None
