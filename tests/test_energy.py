@@ -136,11 +136,11 @@ def test_a_poller_stalled_once_leaves_a_gap_not_a_burst_of_reads() -> None:
     # Catching up on missed deadlines read back to back and hid a stall from the coverage check.
     interval, reads = 0.01, []
 
-    def read() -> dict[str, float]:
+    def read() -> tuple[float, dict[str, float]]:
         reads.append(time.perf_counter())
         if len(reads) == 5:
             time.sleep(0.3)
-        return {"power_rapl_w": 10.0}
+        return reads[-1], {"power_rapl_w": 10.0}
 
     trace = PowerTrace()
     poller = Poller(read, interval, trace)
