@@ -30,4 +30,5 @@ class DataError(EaqError):
 
 
 class JobEndedError(EaqError):
-    """A sweep's job was ended from outside before it finished (a scheduler's time limit, out of memory, a cancel)."""
+    """A sweep's job returned no result: ended from outside (a scheduler's time limit, out of memory, a cancel), or it
+    exited or raised first."""

@@ -222,7 +222,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.precision.plan_sha256", "precision=mixed: the first 16 hex digits of the plan file's SHA-256."),
     ("eaq.precision.layer_formats", "precision=mixed: how many Linear layers store each format after the plan is applied."),
     ("eaq.device", "The torch device the run used."),
-    ("eaq.error", "Error class and message of a FAILED (or KILLED) run; JobEndedError: a sweep's job ended from outside (SLURM's time limit, out of memory, a cancel), with submitit's state for it and its output files."),
+    ("eaq.error", "Error class and message of a FAILED (or KILLED) run; JobEndedError: a sweep's job returned no result (ended from outside: SLURM's time limit, out of memory, a cancel; or it exited or raised first), with submitit's state for it and its output files."),
     ("eaq.kind", "'benchmark', 'layers' (task=layers), 'calibrate', 'sweep' (a multirun's parent run), or 'report' (python -m eaq.report --log without --sweep)."),
     ("eaq.sweep.job", "A sweep's run: its job number in the sweep (hydra.job.num; its folder's name under the sweep folder). The sweep finds by it the run of a job that could not end it itself."),
     ("eaq.gpu_slot", "hydra/launcher=gpus (gpu_slots.enabled): the index of the GPU slot the run held, the GPU it measured on."),

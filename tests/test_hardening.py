@@ -304,6 +304,16 @@ def test_a_password_eaq_was_given_is_redacted_wherever_it_appears_spaces_and_all
     ]:
         assert redact(text) == expected
         assert redact(expected) == expected
+    # A password without whitespace is left to the shapes: replaced as plain text it rewrote tag names and keys.
+    redact_module.remember(["http://mlflow:mlflow@server:5000", "http://admin:password@h", "postgresql://u:postgres@db/x"])
+    for text, expected in [
+        ("mlflow.parentRunId", "mlflow.parentRunId"),
+        ("psql password=s3cretvalue", f"psql password={REDACTED}"),
+        ("postgresql://u:postgres@db/x", f"postgresql://u:{REDACTED}@db/x"),
+        ("http://mlflow:mlflow@server:5000", f"http://mlflow:{REDACTED}@server:5000"),
+    ]:
+        assert redact(text) == expected
+        assert redact(expected) == expected
 
 
 def test_a_failing_run_prints_its_traceback_without_the_password(out: Path) -> None:

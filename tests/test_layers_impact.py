@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 from torch import nn
-from transformers import AutoConfig, AutoModelForCausalLM, T5Config, T5ForSequenceClassification
+from transformers import (
+    AutoConfig, AutoModelForCausalLM, BartConfig, BartForSequenceClassification, T5Config, T5ForSequenceClassification,
+)
 
 from conftest import REPO
 from eaq.config import DatasetConfig, ModelConfig
@@ -149,13 +151,20 @@ def test_a_component_of_several_branches_has_each_skipped() -> None:
     """T5's block 0 attention holds the encoder's self-attention, the decoder's and its cross-attention (the stacks
     share the index): each is a branch of its own. BERT's two attention roots are one branch, written back by the last."""
     config = T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4, num_labels=2)
-    components = find_components(T5ForSequenceClassification(config))
-    assert branch_outputs(_named(components, "block.0.attention")) == [
+    t5 = T5ForSequenceClassification(config)
+    components = find_components(t5)
+    assert branch_outputs(t5, _named(components, "block.0.attention")) == [
         "transformer.encoder.block.0.layer.0.SelfAttention", "transformer.decoder.block.0.layer.0.SelfAttention",
         "transformer.decoder.block.0.layer.1.EncDecAttention"]
-    assert branch_outputs(_named(components, "block.1.ffn")) == [
+    assert branch_outputs(t5, _named(components, "block.1.ffn")) == [
         "transformer.encoder.block.1.layer.1.DenseReluDense", "transformer.decoder.block.1.layer.2.DenseReluDense"]
-    assert branch_outputs(_named(components, "block.0.layer_norm")) == []
+    assert branch_outputs(t5, _named(components, "block.0.layer_norm")) == []
+    # BART's decoder self-attention and cross-attention are siblings under one layer: two branches, not one.
+    bart = BartForSequenceClassification(BartConfig(vocab_size=64, d_model=32, encoder_layers=1, decoder_layers=1,
+                                                     encoder_attention_heads=4, decoder_attention_heads=4,
+                                                     encoder_ffn_dim=64, decoder_ffn_dim=64, num_labels=2))
+    assert branch_outputs(bart, _named(find_components(bart), "block.0.attention")) == [
+        "model.encoder.layers.0.self_attn", "model.decoder.layers.0.self_attn", "model.decoder.layers.0.encoder_attn"]
 
 
 def test_only_branches_are_ablated_and_impacts_are_measured(classifier) -> None:

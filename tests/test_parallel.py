@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 import psutil
 import pytest
+import submitit
 from hydra import compose, initialize_config_dir
 from hydra.conf import HydraConf
 from hydra.core.hydra_config import HydraConfig
@@ -223,6 +224,45 @@ def test_the_slurm_preset_hands_every_setting_to_submitits_slurm_executor(tmp_pa
     settings = executor._executor.parameters
     assert {k: settings[k] for k in ("partition", "qos", "time", "gpus_per_node", "cpus_per_task", "mem", "array_parallelism")} == {
         "partition": "gpu", "qos": "high", "time": 90, "gpus_per_node": 1, "cpus_per_task": 8, "mem": "64GB", "array_parallelism": 16}
+
+
+def _raises() -> None:
+    raise RuntimeError("the model's config could not be read")
+
+
+def _exits() -> None:
+    print("error: the MLflow tracking store could not be opened", file=sys.stderr, flush=True)
+    os._exit(2)  # as a job's sys.exit(2) that submitit never sees return: no result file
+
+
+def _sleeps() -> None:
+    time.sleep(60)
+
+
+def test_a_job_without_a_result_is_said_by_how_it_ended(tmp_path: Path) -> None:
+    """Real jobs of submitit's local executor: one that raised, one that exited, one killed from outside. Each reason
+    says which, with where its output is: a job that could not reach the store was blamed on a time limit."""
+    from hydra_plugins.eaq_launchers.submitit_collect import _why
+    from submitit.core.utils import UncompletedJobError
+
+    executor = submitit.AutoExecutor(cluster="local", folder=tmp_path / "%j")
+    executor.update_parameters(timeout_min=5)
+    raised, exited, killed = (executor.submit(f) for f in (_raises, _exits, _sleeps))
+    deadline = time.monotonic() + 60
+    while not (Path(tmp_path) / killed.job_id / f"{killed.job_id}_0_log.out").exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    _kill_tree(int(killed.job_id))
+    reasons = []
+    for job in (raised, exited, killed):
+        with pytest.raises(UncompletedJobError) as error:
+            job.results()
+        reasons.append(_why(job, error.value))
+    assert f"job {raised.job_id} raised before it returned (RuntimeError: the model's config could not be read)" in reasons[0]
+    assert f"job {exited.job_id} exited without returning a result" in reasons[1]
+    assert "the last line of its error output: error: the MLflow tracking store could not be opened" in reasons[1]
+    assert f"job {killed.job_id} ended before it finished, from outside (submitit reads its state as INTERRUPTED)" in reasons[2]
+    assert all("_0_log.out" in r and "resume" in r for r in reasons), reasons
 
 
 def _job_processes(out: Path) -> dict[int, int]:

@@ -211,20 +211,25 @@ def sensitivity(model: nn.Module, groups: dict[str, list[Component]], data: Eval
     return found
 
 
-def branch_outputs(component: Component) -> list[str]:
+def branch_outputs(model: nn.Module, component: Component) -> list[str]:
     """The modules whose outputs are the component's residual branches (none for types that are no branch).
 
-    Each root that no later root of the component continues: a later root under the same parent carries its output on
-    (BERT's ``attention.self`` into ``attention.output.dense``, OPT's ``fc1`` into ``fc2``), so of those only the last
-    writes the branch back. A whole branch in one root (GPT-2's ``attn``, Llama's ``mlp``, a mixture of experts'
-    block) is zeroed whole, router and shared experts included; a component holding several branches (T5's block 0
-    attention: the encoder's, the decoder's and its cross-attention) has each zeroed.
+    Each root that no later root of the component continues. A branch split over roots ends in a bare Linear under the
+    same parent that carries the earlier roots' output on (BERT's ``attention.self`` into ``attention.output.dense``,
+    OPT's ``fc1`` into ``fc2``), so of those only that Linear writes the branch back. A whole branch in one root (GPT-2's
+    ``attn``, Llama's ``mlp``, a mixture of experts' block) is zeroed whole, router and shared experts included; a
+    component holding several branches (T5's block 0 attention: the encoder's, the decoder's and its cross-attention;
+    BART's decoder self-attention beside its cross-attention, siblings) has each zeroed.
     """
     if component.type not in BRANCH_TYPES:
         return []
     roots = component.roots
-    return [root for i, root in enumerate(roots)
-            if not any(later.startswith(root.rpartition(".")[0] + ".") for later in roots[i + 1:])]
+
+    def continued(i: int) -> bool:
+        parent = roots[i].rpartition(".")[0] + "."
+        return any(later.startswith(parent) and isinstance(model.get_submodule(later), nn.Linear) for later in roots[i + 1:])
+
+    return [root for i, root in enumerate(roots) if not continued(i)]
 
 
 def _zero_branch(module: nn.Module, args: object, out: object) -> object:
@@ -238,7 +243,7 @@ def _zero_branch(module: nn.Module, args: object, out: object) -> object:
 def ablated(model: nn.Module, components: list[Component]) -> Iterator[list[str]]:
     """Inside: the components' residual branches output zeros. On exit the hooks are removed,
     leaving the model exactly as before (no weight is touched). Yields the zeroed modules."""
-    zeroed = [module for c in components for module in branch_outputs(c)]
+    zeroed = [module for c in components for module in branch_outputs(model, c)]
     handles = [model.get_submodule(module).register_forward_hook(_zero_branch) for module in zeroed]
     try:
         yield zeroed

@@ -43,9 +43,8 @@ BLOCK = 6
 T_CRITICAL = 2.776
 
 
-def stationary(means: Sequence[float | None], tolerance: float, block: int = BLOCK, t_critical: float = T_CRITICAL) -> bool:
-    """Whether the last ``block`` chunk means show no trend (all None: no trace, so no trend; some None: a chunk
-    without samples, a gap in the trace that could hide a ramp, so not yet).
+def stationary(means: Sequence[float], tolerance: float, block: int = BLOCK, t_critical: float = T_CRITICAL) -> bool:
+    """Whether the last ``block`` chunk means show no trend.
 
     The fitted drift across the block must be within ``tolerance`` of the block's mean,
     or the slope within ``t_critical`` standard errors of zero, the error taken from the
@@ -55,10 +54,7 @@ def stationary(means: Sequence[float | None], tolerance: float, block: int = BLO
     """
     if len(means) < block:
         return False
-    gaps = sum(m is None for m in means[-block:])
-    if gaps:
-        return gaps == block
-    ys = [float(m) for m in means[-block:]]  # type: ignore[arg-type]
+    ys = [float(m) for m in means[-block:]]
     xs = range(block)
     x_mean, y_mean = (block - 1) / 2, sum(ys) / block
     sxx = sum((x - x_mean) ** 2 for x in xs)
@@ -74,19 +70,17 @@ def stationary(means: Sequence[float | None], tolerance: float, block: int = BLO
     return abs(slope) < t_critical * min(about_line, chunk_to_chunk) / math.sqrt(sxx)
 
 
-def pairs_agree(means: Sequence[float | None], tolerance: float) -> bool:
+def pairs_agree(means: Sequence[float], tolerance: float) -> bool:
     """The rule before the trend test, kept to reproduce that protocol side by side
     (``trials.warmup_rule=pairs``, 0.5 s chunks): the last two chunk means within ``tolerance``."""
     if len(means) < 2:
         return False
     previous, current = means[-2], means[-1]
-    if previous is None or current is None:  # no trace at all, or a gap in it (as in ``stationary``)
-        return previous is None and current is None
     return abs(current - previous) <= tolerance * abs(previous)
 
 
 # Settle rule -> (its test on the chunk means so far, its chunk length in seconds).
-RULES: dict[str, tuple[Callable[[Sequence[float | None], float], bool], float]] = {
+RULES: dict[str, tuple[Callable[[Sequence[float], float], bool], float]] = {
     "trend": (stationary, CHUNK_S),
     "pairs": (pairs_agree, 0.5),
 }
@@ -111,9 +105,12 @@ def warm_up(
     rule: str = "trend",
     chunk_s: float | None = None,
 ) -> WarmupResult:
-    """``power_w(t0, t1)`` gives the mean power over an interval, or None without a trace.
+    """``power_w(t0, t1)`` gives the mean power over an interval, or None where the trace has no sample in it.
 
-    ``rule`` names the settle test in ``RULES``; ``chunk_s`` overrides its chunk length.
+    ``rule`` names the settle test in ``RULES``; ``chunk_s`` overrides its chunk length. A chunk without a power sample
+    (a poll stall, samples that arrive late, polls slower than a chunk) joins the next one's power mean: a gap can
+    neither end warm-up nor hide a ramp, and slow polls give fewer, longer power means. Until a first sample arrives
+    the run may have no power trace at all, and settles on latency alone.
     """
     settled_by, rule_chunk_s = RULES[rule]
     chunk_s = chunk_s if chunk_s is not None else rule_chunk_s
@@ -122,14 +119,19 @@ def warm_up(
     if not settle:
         return WarmupResult(iterations, time.perf_counter() - start, None)
     latency: list[float] = []
-    power: list[float | None] = []
+    power: list[float] = []
+    unmeasured_since: float | None = None  # the start of the chunks whose power is in no mean yet
     settling = time.perf_counter()
     while time.perf_counter() - settling < max_s:
         t0 = time.perf_counter()
         latencies = run_timed(step, inputs, device, 1, chunk_s, label="warm-up")
         iterations += len(latencies)
         latency.append(sum(latencies) / len(latencies))
-        power.append(power_w(t0, time.perf_counter()))
-        if settled_by(latency, LATENCY_TOLERANCE) and settled_by(power, POWER_TOLERANCE):
+        unmeasured_since = t0 if unmeasured_since is None else unmeasured_since
+        mean = power_w(unmeasured_since, time.perf_counter())
+        if mean is not None:
+            power.append(mean)
+            unmeasured_since = None
+        if settled_by(latency, LATENCY_TOLERANCE) and (not power or settled_by(power, POWER_TOLERANCE)):
             return WarmupResult(iterations, time.perf_counter() - start, True)
     return WarmupResult(iterations, time.perf_counter() - start, False)

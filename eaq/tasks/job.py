@@ -112,7 +112,8 @@ def _new_run(client: MlflowClient, experiment_id: str, resolved: dict[str, Any],
 
 
 def record_ended_job(cfg: DictConfig, reason: str) -> None:
-    """Record a sweep's job that was ended from outside (a scheduler's time limit, out of memory, a cancel) as FAILED.
+    """Record a sweep's job that returned no result as FAILED: ended from outside (a scheduler's time limit, out of
+    memory, a cancel), or exited or raised before its run could end.
 
     Such a job runs none of its own ends: its run stays RUNNING, or never exists if the job died before creating it,
     and the sweep's summary would call the sweep finished. Called in the sweep's process, by the launcher that
@@ -123,6 +124,7 @@ def record_ended_job(cfg: DictConfig, reason: str) -> None:
     hydra_cfg = HydraConfig.get()
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
+    remember(resolved)  # this process logs the job's params: a URL's password in them is redacted, as run_job does
     tracking = resolved["tracking"]
     client, experiment_id = open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
     error = JobEndedError(reason)

@@ -13,7 +13,10 @@ goes into a record passes through ``redact`` here, the one place that knows the 
   takes them raw). Not by shape one with a space: a URL with a port and an address later on its
   line (``http://host:5000 ... alice@corp.com``) would read as one, and lose what lies between.
   The passwords of the URLs eaq is given (the config's values, the store's URI) are known, though:
-  ``remember`` keeps each, and ``redact`` replaces it wherever it appears, spaces and all;
+  ``remember`` keeps each one holding whitespace, and ``redact`` replaces it as it is, after the
+  shapes, wherever it appears. Only those: a password without whitespace is the shapes' (a
+  known ``mlflow`` or ``password`` replaced as plain text would rewrite tag names such as
+  ``mlflow.parentRunId`` and unkey ``password=`` pairs);
 - the value of ``password=``, ``token=``, ``api_key=``, ``secret=``, ``sig=``... pairs
   (query strings, connection strings: up to ``&``, ``;`` or a space; a quoted value whole,
   spaces and commas included; in a ``key: value`` line, the rest of the line);
@@ -34,9 +37,10 @@ from urllib.parse import unquote, urlsplit
 from eaq.files import atomic_write_text
 
 REDACTED = "<redacted>"
-# The passwords of URLs this process was given (``remember``), raw and percent-decoded: redacted as they are.
+# The passwords holding whitespace of URLs this process was given (``remember``), raw or percent-decoded: redacted as
+# they are, after the shapes.
 _KNOWN: set[str] = set()
-# A shorter one would also match ordinary text; the shapes still cover it in a URL without a space.
+# A shorter one would also match ordinary text.
 MIN_KNOWN_CHARS = 4
 
 # scheme://userinfo@ ; the greedy userinfo runs to the last '@' of the authority, so a
@@ -98,9 +102,10 @@ def _userinfo(match: re.Match[str]) -> str:
 
 
 def remember(value: Any) -> None:
-    """Keep the password of every URL among ``value``'s strings (a config, nested), for ``redact`` to replace wherever
-    it appears: the shapes cannot tell a password with a space from the text after a URL. Per process: each one that
-    writes records calls it with what it was given (eaq.tasks.job, the sweep's callback, the store)."""
+    """Keep the password of every URL among ``value``'s strings (a config, nested) that holds whitespace, for ``redact``
+    to replace wherever it appears: the shapes cannot tell a space in a password from the text after a URL. Per
+    process: each one that writes records calls it with what it was given (eaq.tasks.job, the sweep's callback, the
+    store, the report)."""
     if isinstance(value, dict):
         for item in value.values():
             remember(item)
@@ -113,20 +118,20 @@ def remember(value: Any) -> None:
         except ValueError:  # not a URL after all (an invalid port, a bracket)
             return
         for secret in {password, unquote(password)} if password else ():
-            if len(secret) >= MIN_KNOWN_CHARS and secret not in REDACTED:
+            if len(secret) >= MIN_KNOWN_CHARS and re.search(r"\s", secret):
                 _KNOWN.add(secret)
 
 
 def redact(text: str) -> str:
     """``text`` with every credential the module docstring lists replaced by ``<redacted>``; idempotent."""
-    for secret in sorted(_KNOWN, key=len, reverse=True):  # the longest first: one may hold another
-        text = text.replace(secret, REDACTED)
     text = _TOKEN_SHAPES.sub(REDACTED, text)
     text = _URL_ODD_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}{m['colon']}{REDACTED}@", text)
     text = _URL_USERINFO.sub(_userinfo, text)
     text = _SECRET_QUOTED.sub(lambda m: f"{m['key']}{REDACTED}{m['quote']}", text)
     for pattern in (_AUTHORIZATION, _BEARER, _BASIC, _SECRET_LINE, _SECRET_PAIR, _PWD):
         text = pattern.sub(lambda m: f"{m['key']}{REDACTED}", text)
+    for secret in sorted(_KNOWN, key=len, reverse=True):  # the longest first: one may hold another
+        text = text.replace(secret, REDACTED)
     return text
 
 

@@ -5,7 +5,8 @@ limit, out of memory, a cancel) raises submitit's ``UncompletedJobError`` there:
 the jobs still running, without its summary and report, and the ended job's run stayed RUNNING. These launchers
 submit the same jobs the same way and collect each: a job ended from outside becomes a FAILED run saying how it ended
 and where its output is (eaq.tasks.job.record_ended_job), counted as failed by the sweep's progress, summary and exit
-code, while the other jobs' results are still waited for. ``conf/hydra/launcher/slurm.yaml`` and ``slurm_local.yaml``
+code, while the other jobs' results are still waited for. A job that exited or raised without returning its result
+(a compute node that cannot reach the store) is recorded the same way, its reason from its state and error output. ``conf/hydra/launcher/slurm.yaml`` and ``slurm_local.yaml``
 name them.
 """
 
@@ -26,6 +27,8 @@ from omegaconf import OmegaConf, open_dict, read_write
 log = logging.getLogger(__name__)
 # Settings of submitit's executor itself, not of each job's resources.
 EXECUTOR_KEYS = {"submitit_folder", "max_num_timeout"}
+# Job states (SLURM's; INTERRUPTED: the local executor's for a killed job) of a job ended from outside.
+ENDED_FROM_OUTSIDE = {"TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "INTERRUPTED"}
 
 
 class _CollectingLauncher(BaseSubmititLauncher):
@@ -64,15 +67,16 @@ class _CollectingLauncher(BaseSubmititLauncher):
         return [self._collect(job, list(overrides), number) for job, overrides, number in zip(jobs, job_overrides, numbers)]
 
     def _collect(self, job: Any, overrides: list[str], number: int) -> JobReturn:
-        """The job's result; for a job that produced none (ended from outside), its record as a failed run."""
+        """The job's result; for a job that returned none (ended from outside, exited, raised), its record as a failed
+        run."""
         from submitit.core.utils import UncompletedJobError
 
         try:
             return job.results()[0]
-        except UncompletedJobError:
-            return self._ended(job, overrides, number)
+        except UncompletedJobError as error:  # FailedJobError too: the job raised
+            return self._ended(job, overrides, number, _why(job, error))
 
-    def _ended(self, job: Any, overrides: list[str], number: int) -> JobReturn:
+    def _ended(self, job: Any, overrides: list[str], number: int, reason: str) -> JobReturn:
         from eaq.tasks.job import record_ended_job
 
         assert self.hydra_context is not None and self.config is not None
@@ -84,18 +88,37 @@ class _CollectingLauncher(BaseSubmititLauncher):
         task_config = config.copy()
         with read_write(task_config), open_dict(task_config):
             del task_config["hydra"]
-        outputs = " and ".join(str(p) for p in (job.paths.stdout, job.paths.stderr) if p.exists()) or "none was written"
-        reason = (
-            f"job {job.job_id} ended before it finished, from outside (submitit reads its state as {job.state}): "
-            f"a time limit (give jobs more: hydra.launcher.timeout_min), out of memory (hydra.launcher.mem_gb) or a "
-            f"cancel; its output: {outputs}. The same command again measures only what did not finish (resume)."
-        )
         try:
             record_ended_job(task_config, reason)
         except Exception as error:  # one record that cannot be made must not stop the collection of the other jobs
-            log.error("job %s ended from outside and could not be recorded (%s): %s", job.job_id, error, reason)
+            log.error("job %s returned no result, and could not be recorded as a failed run (%s): %s", job.job_id, error, reason)
         return JobReturn(overrides=overrides, cfg=task_config, hydra_cfg=config, status=JobStatus.COMPLETED,
                          _return_value="failed", task_name=str(config.hydra.job.name))
+
+
+def _last_line(text: str) -> str:
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+
+
+def _why(job: Any, error: Exception) -> str:
+    """How a job that returned no result ended, by submitit's state for it (SLURM's, or the local executor's), and
+    where its output is."""
+    from submitit.core.utils import FailedJobError
+
+    outputs = " and ".join(str(p) for p in (job.paths.stdout, job.paths.stderr) if p.exists()) or "none was written"
+    resume = "The same command again measures only what did not finish (resume)."
+    if isinstance(error, FailedJobError):  # its message: a header, the traceback between two rules, the log paths
+        parts = str(error).split("-" * 22)
+        raised = _last_line(parts[1] if len(parts) > 2 else str(error))
+        return f"job {job.job_id} raised before it returned ({raised}); its output: {outputs}. {resume}"
+    state = str(job.state)
+    if state.split(" ")[0].upper() in ENDED_FROM_OUTSIDE:
+        return (f"job {job.job_id} ended before it finished, from outside (submitit reads its state as {state}): a time "
+                f"limit (give jobs more: hydra.launcher.timeout_min), out of memory (hydra.launcher.mem_gb) or a "
+                f"cancel; its output: {outputs}. {resume}")
+    last = _last_line(job.paths.stderr.read_text(errors="replace")) if job.paths.stderr.exists() else ""
+    return (f"job {job.job_id} exited without returning a result (submitit reads its state as {state})"
+            + (f"; the last line of its error output: {last}" if last else "") + f"; its output: {outputs}. {resume}")
 
 
 class LocalLauncher(_CollectingLauncher):
