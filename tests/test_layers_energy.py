@@ -33,7 +33,7 @@ from eaq.layers.replay import capture, recording_outputs, replay, stubbed
 from eaq.models.masks import eager_mask_decisions
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.nvml import NvmlSampler
-from eaq.measure.samplers import NoSampler
+from eaq.measure.samplers import NoSampler, wait_for_sample
 from eaq.layers.tables import COMPONENT_COLUMNS, IMPACT_DETAIL_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_COLUMNS, TYPE_SAVING_COLUMNS, Impacts, component_rows, energy_shares, type_rows
 from eaq.metrics import METRIC_NAMES, documented_tag
 from conftest import FAST, all_runs, run_eaq, store
@@ -755,6 +755,7 @@ def test_an_idle_baseline_is_measured_without_an_energy_counter(tmp_path: Path) 
     sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)
     sampler.start()
     try:
+        wait_for_sample(sampler)  # as a run does: the trace starts before the idle window (a busy CI host starts it late)
         baseline, _, tags = idle_baseline(CPU, sampler, 0.2, None)
     finally:
         sampler.stop()

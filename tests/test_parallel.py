@@ -226,24 +226,22 @@ def test_the_slurm_preset_hands_every_setting_to_submitits_slurm_executor(tmp_pa
         "partition": "gpu", "qos": "high", "time": 90, "gpus_per_node": 1, "cpus_per_task": 8, "mem": "64GB", "array_parallelism": 16}
 
 
-def _raises() -> None:
-    raise RuntimeError("the model's config could not be read")
-
-
-def _exits() -> None:
-    print("error: the MLflow tracking store could not be opened", file=sys.stderr, flush=True)
-    os._exit(2)  # as a job's sys.exit(2) that submitit never sees return: no result file
-
-
-def _sleeps() -> None:
-    time.sleep(60)
-
-
 def test_a_job_without_a_result_is_said_by_how_it_ended(tmp_path: Path) -> None:
     """Real jobs of submitit's local executor: one that raised, one that exited, one killed from outside. Each reason
     says which, with where its output is: a job that could not reach the store was blamed on a time limit."""
     from hydra_plugins.eaq_launchers.submitit_collect import _why
     from submitit.core.utils import UncompletedJobError
+
+    # Defined here, so that cloudpickle sends them by value: the jobs' interpreters cannot import this test module.
+    def _raises() -> None:
+        raise RuntimeError("the model's config could not be read")
+
+    def _exits() -> None:
+        print("error: the MLflow tracking store could not be opened", file=sys.stderr, flush=True)
+        os._exit(2)  # as a job's sys.exit(2) that submitit never sees return: no result file
+
+    def _sleeps() -> None:
+        time.sleep(60)
 
     executor = submitit.AutoExecutor(cluster="local", folder=tmp_path / "%j")
     executor.update_parameters(timeout_min=5)

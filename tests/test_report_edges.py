@@ -12,8 +12,8 @@ import pytest
 
 from eaq.diff import main as diff_main
 from eaq.errors import EaqError
-from eaq.report.aggregate import aggregate, compact, config_label
-from eaq.report.build import build
+from eaq.report.aggregate import CONFIG_KEYS, aggregate, compact, config_label, quality_metric, ratios
+from eaq.report.build import MAX_METRIC_NAME, aggregate_metrics, build
 from eaq.report.compare import compare
 from eaq.report.frame import load
 from eaq.report.html import _table
@@ -179,3 +179,57 @@ def test_at_a_sweeps_end_a_run_still_marked_running_was_killed(tmp_path: Path) -
     live = aggregate(load(uri, sweep=parent)).iloc[0]
     ended = aggregate(load(uri, sweep=parent, ended=frozenset({parent}))).iloc[0]
     assert (live["running"], live["failed"], ended["running"], ended["failed"]) == (1, 0, 0, 1)
+
+
+def test_two_models_with_their_own_quality_figures_each_show_theirs(tmp_path: Path) -> None:
+    """Every configuration has a row for every metric of the store: the LM's "quality" was the classifier's accuracy,
+    all NaN (an empty figure, "not measured" in the summary), and its perplexity was nowhere."""
+    uri, client, experiment = _store(tmp_path)
+    for model, quality in (("cls", {"quality_accuracy": 0.9}), ("lm", {"quality_perplexity": 12.0})):
+        for trial in ("1", "2"):
+            _log(client, experiment, {**BASE, "model.name": model, "precision.name": "fp32", "trial": trial},
+                 {"latency_mean_ms": 10.0 + int(trial), "throughput_samples_per_s": 800.0 - int(trial), **quality})
+    table = aggregate(load(uri, experiment="eaq"))
+    assert quality_metric(table[table["model"] == "lm"]) == "quality_perplexity"
+    summary = compact(table).set_index("configuration")
+    lm, cls = (next(c for c in summary.index if c.startswith(m)) for m in ("lm-", "cls-"))
+    assert summary.loc[lm, "quality_perplexity"] == "12 ± 0" and summary.loc[cls, "quality_accuracy"] == "0.9 ± 0"
+    report = build(uri, tmp_path / "report", experiment="eaq")
+    tradeoff = next(f for f in report.figures if f.title == "lm: speed vs quality")
+    assert tradeoff.png is not None and not tradeoff.note
+
+
+def test_a_mean_over_fewer_trials_than_its_row_says_so_and_the_baseline_is_one_exactly(tmp_path: Path) -> None:
+    uri, client, experiment = _store(tmp_path)
+    for trial, energy in (("1", 20.0), ("2", 21.0), ("3", None)):  # the third trial measured no energy
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": trial},
+             {"latency_mean_ms": 10.0 + int(trial), **({"energy_per_sample_mj": energy} if energy else {})})
+    frame = load(uri, experiment="eaq")
+    row = compact(aggregate(frame)).iloc[0]
+    assert row["trials"] == "3/3" and row["energy_per_sample_mj"].endswith(" (2 trials)")
+    assert not row["latency_mean_ms"].endswith("trials)")
+    itself = ratios(frame, "bf16", ("latency_mean_ms", "energy_per_sample_mj"))
+    assert (itself[["ratio", "ci_low", "ci_high"]] == 1.0).all().all()  # not 1.0 [0.81, 1.19]
+
+
+def test_a_configuration_label_too_long_for_an_mlflow_name_is_cut_to_fit_and_stays_distinct() -> None:
+    long = "NVIDIA H100 80GB HBM3 wikitext2 from /home/alice/checkpoints/" + "x" * 200
+    rows = [{"model": "m", "precision": "int4_weight_only", "batch_size": 1, "seq_len": 256, "setting": f"{long}{end}",
+             "metric": "latency_mean_ms", "mean": 1.0, "ci_low": 0.9, "ci_high": 1.1, "n": 3} for end in ("a", "b")]
+    table = pd.DataFrame(rows).reindex(columns=[*CONFIG_KEYS, "metric", "mean", "ci_low", "ci_high", "n"])
+    names = list(aggregate_metrics(table))
+    assert len(names) == 8 and max(map(len, names)) <= MAX_METRIC_NAME
+    assert len({n.split("/")[1] for n in names if n.endswith("/mean")}) == 2
+
+
+def test_one_gpu_against_two_with_one_trial_on_a_side_does_not_judge_agreement() -> None:
+    from eaq.report.multi_gpu import side_by_side
+
+    def runs(values: list[float]) -> pd.DataFrame:
+        return pd.DataFrame([{"kind": "benchmark", "status": "FINISHED", "valid": "true", "model": "m", "precision": "bf16",
+                              "batch_size": 8, "seq_len": 128, "compile": False, "compile_tuning": True,
+                              "compile_pattern_matcher": True, "cuda_graphs": False, "workload": "forward", "setting": "",
+                              "running": False, "trial": t, "energy_per_sample_mj": v} for t, v in enumerate(values, 1)])
+
+    table = side_by_side(runs([30.0]), runs([20.0, 30.0, 40.0]))
+    assert list(table["agree"]) == ["n/a"]  # one side's spread alone judged 10 apart as agreeing

@@ -95,10 +95,16 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
     return out.reindex(columns=[*out.columns, *(c for c in columns if c not in out.columns)]).join(counts).reset_index()
 
 
+def quality_metrics(table: pd.DataFrame) -> list[str]:
+    """The quality figures this set of runs measured, in QUALITY's order; none for synthetic data. Measured: a value
+    somewhere, not just a row (every configuration has a row for every metric any run of the store logged)."""
+    present = set(table.loc[table["mean"].notna(), "metric"])
+    return [m for m in QUALITY if m in present]
+
+
 def quality_metric(table: pd.DataFrame) -> str | None:
-    """The quality figure this set of runs has, by QUALITY's order; None for synthetic data."""
-    present = set(table["metric"])
-    return next((m for m in QUALITY if m in present), None)
+    """The first of ``quality_metrics``: the one figure of a set of runs of one model."""
+    return next(iter(quality_metrics(table)), None)
 
 
 def ratio_interval(a: pd.Series, b: pd.Series, level: float = LEVEL) -> tuple[float, float, float]:
@@ -143,7 +149,8 @@ def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.D
         for precision, runs_p in group.groupby("precision", sort=True):
             for metric in metrics:
                 if metric in group.columns and group[metric].notna().any():
-                    ratio, low, high = ratio_interval(runs_p[metric], base[metric])
+                    # The baseline over itself is 1 exactly, not two independent samples' ratio with a spread.
+                    ratio, low, high = (1.0, 1.0, 1.0) if precision == baseline else ratio_interval(runs_p[metric], base[metric])
                     rows.append({**dict(zip(same, key)), "precision": precision, "baseline": baseline, "metric": metric,
                                  "ratio": ratio, "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows, columns=[*same, "precision", "baseline", "metric", "ratio", "ci_low", "ci_high"])
@@ -207,11 +214,10 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     of COSTS that any of its configurations measured, so forward and generate runs in one sweep are
     each ranked on their own figure.
     """
-    quality = quality_metric(table)
     present = set(table["metric"])
     generated = [m for m in ("time_per_output_token_mean_ms", "decode_energy_per_token_mj") if m in present]
     forward = ["latency_mean_ms", "energy_per_sample_mj"] if "latency_mean_ms" in present or not generated else []
-    shown = [m for m in (*forward, *generated, quality) if m]
+    shown = [*forward, *generated, *quality_metrics(table)]  # each model's own quality figure (accuracy, perplexity)
     shape = list(SCOPE_KEYS)
     # A sweep mixing forward and generate runs ranks each workload on its own cost, in its own column
     # (blank in the other workload's rows).
@@ -223,10 +229,13 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     for key, group in table.groupby(list(CONFIG_KEYS), sort=True):
         config = dict(zip(CONFIG_KEYS, key))
         by_metric = group.set_index("metric")
-        row = {"configuration": config_label(config), "trials": f"{by_metric['n'].max()}/{group['runs'].iloc[0]}"}
+        trials = by_metric["n"].max()
+        row = {"configuration": config_label(config), "trials": f"{trials}/{group['runs'].iloc[0]}"}
         for metric in shown:
             stat = by_metric.loc[metric] if metric in by_metric.index else None
             row[metric] = format_ci(*(stat[["mean", "ci_low", "ci_high"]] if stat is not None else (math.nan,) * 3))
+            if stat is not None and 1 < stat["n"] < trials:  # a mean over fewer trials than the row's says so
+                row[metric] += f" ({stat['n']} trials)"
         cost, lowest = ranked[tuple(config[k] for k in shape)]
         mine = by_metric["mean"].get(cost, math.nan)
         row[f"{cost.removesuffix('_mj').removesuffix('_ms')}_vs_best"] = (

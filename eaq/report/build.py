@@ -7,6 +7,7 @@ builds by hand and the ones a sweep logs are the same files.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import hashlib
 import math
 import os
 from pathlib import Path
@@ -29,6 +30,8 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 # mean, ci95_low, ci95_high and n; the Overview tab's metrics table lists them sorted, so a metric's rows sit together.
 LOGGED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", *aggregate.QUALITY)
 LOGGED_STATS = ("mean", "ci95_low", "ci95_high", "n")
+# MLflow refuses a longer metric name.
+MAX_METRIC_NAME = 250
 
 
 @dataclass(frozen=True)
@@ -101,11 +104,22 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     return Report(out, path, table, drawn)
 
 
+def _fitting(label: str, room: int) -> str:
+    """``label`` cut to ``room`` characters where longer, ending in 8 hex digits of its hash, so two long labels that
+    share their start stay two names."""
+    if len(label) <= room:
+        return label
+    return f"{label[:room - 9]}~{hashlib.sha256(label.encode()).hexdigest()[:8]}"
+
+
 def aggregate_metrics(table: pd.DataFrame) -> dict[str, float]:
-    """The aggregates as MLflow metrics ``<metric>/<configuration>/<stat>`` (NaN bounds of one trial left out)."""
+    """The aggregates as MLflow metrics ``<metric>/<configuration>/<stat>`` (NaN bounds of one trial left out); a
+    configuration's label cut to fit MLflow's longest name (a local weights path, a device and protocol settings make
+    it long), ending in a hash of the whole."""
     metrics = {}
+    longest_stat = max(map(len, LOGGED_STATS))
     for _, row in table[table["metric"].isin(LOGGED)].iterrows():
-        label = aggregate.config_label(row)
+        label = _fitting(aggregate.config_label(row), MAX_METRIC_NAME - len(row["metric"]) - longest_stat - 2)
         values = dict(zip(LOGGED_STATS, (row["mean"], row["ci_low"], row["ci_high"], row["n"])))
         metrics |= {f"{row['metric']}/{label}/{stat}": float(v) for stat, v in values.items() if not math.isnan(v)}
     return metrics

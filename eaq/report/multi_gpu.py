@@ -30,7 +30,7 @@ def side_by_side(one: pd.DataFrame, two: pd.DataFrame, metric: str = METRIC) -> 
         table.index = [config_label(row) for _, row in table.iterrows()]
         tables[name] = table[["n", "mean", "std"]].add_prefix(f"{name}_")
     joined = tables["one"].join(tables["two"], how="outer")
-    spread = joined[["one_std", "two_std"]].max(axis=1)
+    spread = joined[["one_std", "two_std"]].max(axis=1, skipna=False)  # a side of one trial has no spread: n/a
     joined["difference_pct"] = (joined["two_mean"] / joined["one_mean"] - 1) * 100
     joined["agree"] = [
         "n/a" if math.isnan(d) or math.isnan(s) else ("yes" if abs(d) <= s else "no")
