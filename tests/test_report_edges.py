@@ -194,6 +194,7 @@ def test_two_models_with_their_own_quality_figures_each_show_theirs(tmp_path: Pa
     summary = compact(table).set_index("configuration")
     lm, cls = (next(c for c in summary.index if c.startswith(m)) for m in ("lm-", "cls-"))
     assert summary.loc[lm, "quality_perplexity"] == "12 ± 0" and summary.loc[cls, "quality_accuracy"] == "0.9 ± 0"
+    assert summary.loc[lm, "quality_accuracy"] == "" and summary.loc[cls, "quality_perplexity"] == ""  # not theirs
     report = build(uri, tmp_path / "report", experiment="eaq")
     tradeoff = next(f for f in report.figures if f.title == "lm: speed vs quality")
     assert tradeoff.png is not None and not tradeoff.note

@@ -95,16 +95,12 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
     return out.reindex(columns=[*out.columns, *(c for c in columns if c not in out.columns)]).join(counts).reset_index()
 
 
-def quality_metrics(table: pd.DataFrame) -> list[str]:
-    """The quality figures this set of runs measured, in QUALITY's order; none for synthetic data. Measured: a value
-    somewhere, not just a row (every configuration has a row for every metric any run of the store logged)."""
-    present = set(table.loc[table["mean"].notna(), "metric"])
-    return [m for m in QUALITY if m in present]
-
-
 def quality_metric(table: pd.DataFrame) -> str | None:
-    """The first of ``quality_metrics``: the one figure of a set of runs of one model."""
-    return next(iter(quality_metrics(table)), None)
+    """The quality figure this set of runs (of one model) measured, by QUALITY's order; None for synthetic data.
+    Measured: a value somewhere, not just a row (every configuration has a row for every metric any run of the store
+    logged, and a classifier's accuracy would otherwise be an LM's figure)."""
+    present = set(table.loc[table["mean"].notna(), "metric"])
+    return next((m for m in QUALITY if m in present), None)
 
 
 def ratio_interval(a: pd.Series, b: pd.Series, level: float = LEVEL) -> tuple[float, float, float]:
@@ -217,7 +213,9 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     present = set(table["metric"])
     generated = [m for m in ("time_per_output_token_mean_ms", "decode_energy_per_token_mj") if m in present]
     forward = ["latency_mean_ms", "energy_per_sample_mj"] if "latency_mean_ms" in present or not generated else []
-    shown = [*forward, *generated, *quality_metrics(table)]  # each model's own quality figure (accuracy, perplexity)
+    # Each model's own quality figure (a classifier's accuracy, an LM's perplexity): a column per figure some model has.
+    quality = {model: quality_metric(table[table["model"] == model]) for model in table["model"].unique()}
+    shown = [*forward, *generated, *(m for m in QUALITY if m in quality.values())]
     shape = list(SCOPE_KEYS)
     # A sweep mixing forward and generate runs ranks each workload on its own cost, in its own column
     # (blank in the other workload's rows).
@@ -232,6 +230,8 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
         trials = by_metric["n"].max()
         row = {"configuration": config_label(config), "trials": f"{trials}/{group['runs'].iloc[0]}"}
         for metric in shown:
+            if metric in QUALITY and metric != quality[config["model"]]:
+                continue  # another model's figure: blank, not "not measured"
             stat = by_metric.loc[metric] if metric in by_metric.index else None
             row[metric] = format_ci(*(stat[["mean", "ci_low", "ci_high"]] if stat is not None else (math.nan,) * 3))
             if stat is not None and 1 < stat["n"] < trials:  # a mean over fewer trials than the row's says so
