@@ -121,6 +121,8 @@ def ratio_interval(a: pd.Series, b: pd.Series, level: float = LEVEL) -> tuple[fl
     if a.empty or b.empty:
         return math.nan, math.nan, math.nan
     ratio = a.mean() / b.mean()
+    if a.index.equals(b.index) and a.equals(b):  # the same runs over themselves (the baseline's row): 1 exactly
+        return 1.0, 1.0, 1.0
     if len(a) < 2 or len(b) < 2:
         return float(ratio), math.nan, math.nan
     ra, rb = a.var(ddof=1) / len(a) / a.mean() ** 2, b.var(ddof=1) / len(b) / b.mean() ** 2
@@ -145,8 +147,7 @@ def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.D
         for precision, runs_p in group.groupby("precision", sort=True):
             for metric in metrics:
                 if metric in group.columns and group[metric].notna().any():
-                    # The baseline over itself is 1 exactly, not two independent samples' ratio with a spread.
-                    ratio, low, high = (1.0, 1.0, 1.0) if precision == baseline else ratio_interval(runs_p[metric], base[metric])
+                    ratio, low, high = ratio_interval(runs_p[metric], base[metric])
                     rows.append({**dict(zip(same, key)), "precision": precision, "baseline": baseline, "metric": metric,
                                  "ratio": ratio, "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows, columns=[*same, "precision", "baseline", "metric", "ratio", "ci_low", "ci_high"])

@@ -142,8 +142,7 @@ def speed_up(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     for key, group in runs.groupby(same):
         base = group.loc[group["precision"] == baseline, "latency_mean_ms"]
         for precision, sub in group.groupby("precision"):
-            ratio, low, high = ((1.0, 1.0, 1.0) if precision == baseline and not base.empty  # itself: 1 exactly
-                                else ratio_interval(base, sub["latency_mean_ms"]) if not base.empty else (math.nan,) * 3)
+            ratio, low, high = ratio_interval(base, sub["latency_mean_ms"]) if not base.empty else (math.nan,) * 3
             rows.append({**dict(zip(same, key)), "precision": precision,
                          "speed_up": ratio, "speed_up_ci_low": low, "speed_up_ci_high": high})
     return pd.DataFrame(rows, columns=[*CONFIG_KEYS, "speed_up", "speed_up_ci_low", "speed_up_ci_high"])
