@@ -11,6 +11,7 @@ eaq.diff`` then shows whether anything differs from the original (the config, or
 from __future__ import annotations
 
 import argparse
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     command = [sys.executable, "-m", "eaq.run", *logged, *args.overrides]
-    print("rerun:", " ".join(command[1:]))
+    print("rerun:", shlex.join(command[1:]))
     return subprocess.call(command)
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
 from pathlib import Path
+import shlex
 import shutil
 import sqlite3
 import statistics
@@ -170,11 +172,11 @@ def test_every_figure_is_written_and_the_missing_ones_say_why(sweep, tmp_path: P
     assert "no layer-analysis runs" in result.stdout
 
 
-def _log_layers_run(uri: str, experiment_id: str, folder: Path) -> None:
+def _log_layers_run(uri: str, experiment_id: str, folder: Path, **tags: str) -> None:
     """A run shaped as issue 11's contract says a layers run is, logged through the real MLflow client."""
     client = MlflowClient(tracking_uri=uri)
     run = client.create_run(experiment_id, run_name="bert-tiny-random-fp32-b4-layers",
-                            tags={"eaq.kind": "layers", "eaq.layers.share_basis": "time"})
+                            tags={"eaq.kind": "layers", "eaq.layers.share_basis": "time", **tags})
     for key, value in {"model.name": "bert-tiny-random", "precision.name": "fp32", "batch_size": "4", "seq_len": "32",
                        "trial": "1", "compile": "False"}.items():
         client.log_param(run.info.run_id, key, value)
@@ -211,6 +213,52 @@ def test_layer_figures_come_from_a_layers_runs_csv_artifacts(sweep, tmp_path: Pa
     for figure in ("energy", "impact", "scatter", "correlation"):
         assert any(n.startswith(f"layers_{figure}_") and n.endswith(".png") for n in names), (figure, names)
     assert "no layer-analysis runs" not in result.stdout
+
+
+def test_runs_flagged_invalid_are_not_drawn_unless_asked_for(sweep, tmp_path: Path) -> None:
+    """A flagged layers run gets a note, not figures; the default power trace is a run that counts; one asked for by
+    --trace-run is drawn with the checks' finding in its title."""
+    out, parent, _ = sweep
+    shutil.copy(out / "mlflow.db", tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    _log_layers_run(uri, client.get_experiment_by_name("eaq").experiment_id, tmp_path / "artifacts",
+                    **{"eaq.valid": "false", "eaq.valid.reasons": "power cap reached"})
+    runs = sorted(children(out, parent), key=lambda r: (r.data.params["precision.name"], r.data.params["trial"]))
+    kept = runs[0]
+    for run in runs[1:]:
+        client.set_tag(run.info.run_id, "eaq.valid", "false")
+        client.set_tag(run.info.run_id, "eaq.valid.reasons", "poll coverage 0.90 < 0.99")
+    result = subprocess.run([sys.executable, "-m", "eaq.report", "--uri", uri, "--out", str(tmp_path / "rep")],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "is flagged invalid (power cap reached): its layer figures are not drawn" in page
+    assert not any(p.name.startswith("layers_") for p in (tmp_path / "rep" / "figures").iterdir())
+    assert f"power trace: {kept.info.run_name}" in page
+    assert not any(f"power trace: {r.info.run_name}" in page for r in runs[1:] if r.info.run_name != kept.info.run_name)
+    flagged = runs[-1]
+    asked = subprocess.run([sys.executable, "-m", "eaq.report", "--uri", uri, "--out", str(tmp_path / "asked"),
+                            "--trace-run", flagged.info.run_id], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert asked.returncode == 0, asked.stderr
+    assert (f"power trace: {flagged.info.run_name} (flagged invalid: poll coverage 0.90 &lt; 0.99)"
+            in (tmp_path / "asked" / "report.html").read_text())
+
+
+def test_the_reports_commands_are_shell_words_where_paths_hold_spaces(tmp_path: Path) -> None:
+    """The report's command lines are pasted into a shell: a path with a space must stay one word."""
+    out = tmp_path / "my outputs"
+    assert run_eaq(out, *FAST).returncode == 0
+    rep = tmp_path / "my report"
+    result = report(out, "--out", str(rep))
+    assert result.returncode == 0, result.stderr
+    page = html.unescape((rep / "report.html").read_text())
+    lines = [line.removeprefix("<pre>").removesuffix("</pre>") for line in page.splitlines()]
+    run_line = shlex.split(next(line for line in lines if line.startswith("python -m eaq.run")))
+    assert f"paths.output_dir={out}" in run_line
+    report_line = shlex.split(next(line for line in lines if line.startswith("python -m eaq.report")))
+    assert report_line[report_line.index("--out") + 1] == str(rep)
+    assert report_line[report_line.index("--uri") + 1] == f"sqlite:///{out}/mlflow.db"
 
 
 def test_report_html_displays_every_image_in_a_real_browser(sweep, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import hashlib
 import math
 import os
 from pathlib import Path
+import shlex
 
 from mlflow.entities import Metric as MlflowMetric
 from mlflow.tracking import MlflowClient
@@ -46,8 +47,9 @@ class Report:
 
 def report_command(uri: str, sweep: str | None, experiment: str | None, out: Path) -> str:
     """The command line that builds this report again, printed by a sweep and written into the HTML."""
-    scope = f"--sweep {sweep}" if sweep else f"--experiment {experiment or 'eaq'}"
-    return f"python -m eaq.report --uri {redact(uri)} {scope} --out {out}"  # a server's password never lands in a record
+    scope = ["--sweep", sweep] if sweep else ["--experiment", experiment or "eaq"]
+    # A server's password never lands in a record; quoted, a path with a space is one word (and <redacted> no redirect).
+    return shlex.join(["python", "-m", "eaq.report", "--uri", redact(uri), *scope, "--out", str(out)])
 
 
 def _commands(client: MlflowClient, frame: pd.DataFrame) -> list[str]:
@@ -55,7 +57,7 @@ def _commands(client: MlflowClient, frame: pd.DataFrame) -> list[str]:
     lines = []
     for _, run in frame.drop_duplicates([*frames.CONFIG_KEYS, "kind"]).iterrows():
         try:
-            lines.append("python -m eaq.run " + " ".join(logged_command(run["run_id"], client)))
+            lines.append(shlex.join(["python", "-m", "eaq.run", *logged_command(run["run_id"], client)]))
         except Exception as error:  # an older run, or an artifact store that moved: say it, list the rest
             lines.append(f"# {run['run_name']}: overrides not recorded ({type(error).__name__})")
     return lines

@@ -316,6 +316,8 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
 def power_trace(client: MlflowClient, run: pd.Series, out: Path) -> Figure:
     """The power trace of one run (its ``power_trace.csv`` artifact), the measurement window shaded."""
     title = f"power trace: {run['run_name']}"
+    if run.get("valid") == "false":  # drawn only when asked for by --trace-run: the title says what the checks found
+        title += f" (flagged invalid: {run.get('valid_reasons')})"
     if run.get("energy") != "measured":
         return Figure(title, note=f"energy not measured for {run['run_name']}: {run.get('energy_reason') or 'no sensor'}.")
     try:
@@ -367,7 +369,8 @@ def study(frame: pd.DataFrame, table: pd.DataFrame, baseline: str, out: Path, cl
         figures.append(power_trace(client, frame[frame["run_id"] == trace_run].iloc[0], out))
     elif benchmarks.empty:  # a sweep of task=layers only: its traces are not benchmark windows
         figures.append(Figure("power trace", note="no benchmark run in these runs: no power trace drawn."))
-    else:  # default: the last run (by configuration) that measured energy, so there is a trace to show
-        measured = benchmarks[benchmarks["energy"] == "measured"]
-        figures.append(power_trace(client, (measured if not measured.empty else benchmarks).iloc[-1], out))
+    else:  # default: the last run (by configuration) that counts and measured energy, so there is a trace to show
+        counted = benchmarks[(benchmarks["status"] == "FINISHED") & (benchmarks["valid"].fillna("") != "false")]
+        measured = counted[counted["energy"] == "measured"]
+        figures.append(power_trace(client, next(r for r in (measured, counted, benchmarks) if not r.empty).iloc[-1], out))
     return figures

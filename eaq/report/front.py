@@ -18,10 +18,9 @@ sequence length and workload (every precision and way of running), each configur
 
 The cost is energy per sample (decode energy per output token for generation, prefill excluded),
 else time where no sensor measured energy, as the report's summary ranks configurations; quality is
-the first of ``aggregate.QUALITY`` the scope's runs logged, taken as its mean with no interval (on
-fixed synthetic ids it is the same in every trial). Without one there is no front to judge. A plan
-file is not part of a configuration: bench one plan per model in a store, or two plans average into
-one ``mixed`` point.
+the first of ``aggregate.QUALITY`` the scope's runs logged a value of, taken as its mean with no
+interval (on fixed synthetic ids it is the same in every trial). Without one there is no front to
+judge. Several mixed plans in one store are several points (``mixed-<plan hash>``, eaq.report.frame).
 
     python -m eaq.report.front --uri sqlite:///outputs/mlflow.db [--experiment eaq | --sweep PARENT]
 """

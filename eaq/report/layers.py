@@ -149,7 +149,10 @@ def correlation_heatmap(correlation: pd.DataFrame, label: str, slug: str, basis:
 
 
 def layer_figures(client: MlflowClient, frame: pd.DataFrame, out: Path) -> list[Figure]:
-    """The four layer figures for each finished layers run, or one note when there is none."""
+    """The four layer figures for each finished layers run, or one note when there is none.
+
+    A run its checks flagged invalid gets a note with their reasons instead: its shares come from windows the checks
+    did not trust (the capture table counts it in its trials, as the aggregates do)."""
     runs = frame[(frame["kind"] == "layers") & (frame["status"] == "FINISHED")]
     if runs.empty:
         return [Figure("layer analysis", note="no layer-analysis runs (eaq.kind=layers) in these runs: "
@@ -157,6 +160,10 @@ def layer_figures(client: MlflowClient, frame: pd.DataFrame, out: Path) -> list[
     figures = []
     for _, run in runs.iterrows():
         label, slug = _label(run), run["run_id"][:8]
+        if run["valid"] == "false":
+            figures.append(Figure(f"{label}: layer analysis", note=f"run {run['run_name']} is flagged invalid "
+                                  f"({run['valid_reasons']}): its layer figures are not drawn."))
+            continue
         try:
             tables = read_artifacts(client, run["run_id"])
         except Exception as error:  # a run without its CSVs (failed upload, moved store): say which, keep the rest
