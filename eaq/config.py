@@ -8,8 +8,9 @@ these dataclasses, so the rest of the code works with plain, typed Python object
 
 from __future__ import annotations
 
+import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -322,7 +323,8 @@ def _validate_workload(obj: EaqConfig) -> None:
     if obj.dataset.kind not in ("raw", "synthetic"):
         raise ConfigError(
             f"workload=generate takes prompts of exactly seq_len tokens, and dataset={obj.dataset.name} (kind {obj.dataset.kind}) "
-            "pads short texts: use dataset=wikitext2 (real text) or dataset=synthetic (random ids)."
+            "pads short texts: use dataset=wikitext2 (real text; your own as one stream: dataset=wikitext2 dataset.path=FILE) "
+            "or dataset=synthetic (random ids)."
         )
     if obj.task != "benchmark":
         raise ConfigError(f"workload=generate is measured by task=benchmark, not task={obj.task}: drop task or use workload=forward.")
@@ -352,8 +354,31 @@ def protocol_seconds(trials: TrialsConfig, measuring: bool) -> tuple[float, floa
     return resolved(trials.min_duration_s, AUTO_WINDOW_S), resolved(trials.idle_s, AUTO_IDLE_S)
 
 
+def _unknown_keys(node: DictConfig, prefix: str = "") -> list[str]:
+    """Keys of ``node`` and its sections that eaq's schema does not have (free-form dicts, such as a preset's
+    architecture, excepted). Hydra's ``+key=value`` adds them past the schema, and the run would ignore them."""
+    schema = OmegaConf.get_type(node)
+    if not is_dataclass(schema):
+        return []
+    names = {f.name for f in fields(schema)}
+    unknown = []
+    for key, value in node.items_ex(resolve=False):
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            unknown.append(f"{prefix}{key}" + (f" (did you mean {prefix}{close[0]}?)" if close else ""))
+        elif isinstance(value, DictConfig):
+            unknown += _unknown_keys(value, f"{prefix}{key}.")
+    return unknown
+
+
 def validate(cfg: DictConfig) -> EaqConfig:
     """Check values that types cannot express; return the config as dataclasses."""
+    if unknown := _unknown_keys(cfg):
+        raise ConfigError(
+            f"unknown setting {', '.join(unknown)}: eaq's config has no such key, so nothing would read it (a `+` "
+            "override adds keys past the schema); fix the name and set it without `+` (`python -m eaq.run --cfg job` "
+            "lists every setting)."
+        )
     obj = OmegaConf.to_object(cfg)
     if not isinstance(obj, EaqConfig):  # composed without the schema (should not happen)
         raise ConfigError("the config was not composed on eaq's schema; launch through `python -m eaq.run`.")

@@ -50,7 +50,8 @@ def synchronize(device: torch.device) -> None:
 def device_key(device: torch.device) -> str:
     """A name for the physical device that survives renumbering: the GPU's UUID, or ``cpu-<host>``.
 
-    Keys what is measured once per device and cached (roofline peak, bandwidth, idle baseline, the fp32 reference).
+    Keys what is measured once per device and cached (roofline peak, bandwidth, idle baseline); the fp32 reference
+    and quality figures are keyed by what computes the same numbers (``arithmetic_key``).
     A CPU's has its host's name: a cache folder on a file system several hosts share (a cluster's) would otherwise
     hand one node's idle power and peaks to another, and no reuse check could tell (RAPL reports no temperature or
     clock to compare).
@@ -58,6 +59,19 @@ def device_key(device: torch.device) -> str:
     if device.type == "cuda":
         return str(torch.cuda.get_device_properties(device).uuid)
     return "cpu-" + re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname())
+
+
+def arithmetic_key(device: torch.device) -> str:
+    """A name for the devices that compute the same numbers: a GPU's model and SM count, or the host (``device_key``).
+
+    Keys the fp32 reference and the quality figures, so that a sweep over several GPUs of one model computes them
+    once: cuBLAS documents bitwise-reproducible results across GPUs of one architecture and SM count (a MIG slice has
+    fewer SMs, so another key). A CPU's kernels follow its instruction set, which its host's name stands for.
+    """
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return f"{props.name}-sm{props.multi_processor_count}"
+    return device_key(device)
 
 
 def describe_device(device: torch.device) -> dict[str, str]:

@@ -25,6 +25,7 @@ from mlflow.tracking import MlflowClient
 from eaq.errors import EaqError
 from eaq.tracking.flatten import NOT_MEASUREMENT, flatten
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, sweep_runs
+from eaq.tracking.store import read_store
 
 # Environment facts that differ between any two runs and say nothing about the measurement.
 VOLATILE_ENV = ("config_hash", "environ.", "hostname")
@@ -45,6 +46,10 @@ def _find_run(client: MlflowClient, ref: str):
     runs = client.search_runs(experiments, filter_string=f"attributes.run_name = '{ref}'", order_by=["attributes.start_time DESC"])
     if not runs:
         raise EaqError(f"{ref!r} is neither a job folder nor a run id or run name in the store; pass one of those.")
+    if len(runs) > 1:  # a name leaves out the sequence length, dataset and weights, and repeats across sweeps
+        others = ", ".join(r.info.run_id for r in runs[1:6]) + (", ..." if len(runs) > 6 else "")
+        print(f"note: {ref!r} names {len(runs)} runs; using the newest, {runs[0].info.run_id}; pass a run id to take "
+              f"another ({others})", file=sys.stderr)
     return runs[0]
 
 
@@ -143,8 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", action="store_true", help="environment differences also make the exit code 1")
     parser.add_argument("--sweep", metavar="PARENT", help="show what varies across a sweep's runs")
     args = parser.parse_args(argv)
-    client = MlflowClient(tracking_uri=args.uri)
     try:
+        # Two job folders need no store; a run id or name is looked up in one that must exist.
+        folders = not args.sweep and all((Path(ref) / CONFIG_FILE).exists() for ref in args.runs)
+        client = MlflowClient(tracking_uri=args.uri) if folders else read_store(args.uri)
         if args.sweep:
             return sweep(args.sweep, client)
         if len(args.runs) != 2:

@@ -22,6 +22,7 @@ from mlflow.tracking import MlflowClient
 
 from eaq.diff import find_job_run
 from eaq.errors import EaqError
+from eaq.tracking.store import read_store
 
 OVERRIDES = ".hydra/overrides.yaml"
 HYDRA = ".hydra/hydra.yaml"
@@ -63,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking store")
     args = parser.parse_args(argv)
     try:
-        logged = logged_command(args.run, MlflowClient(tracking_uri=args.uri))
+        folder = (Path(args.run) / OVERRIDES).exists()  # a job folder needs no store
+        logged = logged_command(args.run, MlflowClient(tracking_uri=args.uri) if folder else read_store(args.uri))
     except EaqError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from pathlib import Path
 from statistics import mean
+import subprocess
+import sys
+import time
 
 import pytest
 
-from conftest import FAST, all_runs, run_eaq
+from conftest import FAST, REPO, all_runs, run_eaq
 from eaq.metrics import METRIC_NAMES, documented_tag
 from eaq.report.compare import COLUMNS as COMPARE_COLUMNS, compare, main as compare_main
 from eaq.report.table import main as table_main, runs_table
@@ -260,3 +264,33 @@ def test_compiled_run_is_named_and_tagged_and_measures(out: Path) -> None:
     assert run.data.tags["eaq.compile.inductor"] == "torchao recommended (coordinate-descent tuning)"  # for every precision
     assert run.data.tags["eaq.cuda_graphs"] == "false"
     assert run.data.metrics["latency_mean_ms"] > 0
+
+
+READ_TOOLS = [["eaq.diff", "a", "b"], ["eaq.rerun", "a"], ["eaq.report", "--out", "rep"], ["eaq.report.table"],
+              ["eaq.report.compare"], ["eaq.report.front"]]
+
+
+@pytest.mark.parametrize("tool", READ_TOOLS, ids=lambda tool: tool[0])
+def test_the_read_tools_say_a_missing_store_or_dead_server_in_seconds_and_create_nothing(tool: list[str], tmp_path: Path) -> None:
+    """Their default store is relative to where they run: from another folder each created an empty one and answered
+    about it; a dead server took 4 to 8 minutes of MLflow's retries and a traceback (eaq.diff's exit 1 read as
+    'configurations differ')."""
+    missing = subprocess.run([sys.executable, "-m", *tool], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                             env=os.environ | {"PYTHONPATH": str(REPO)})
+    assert missing.returncode == (1 if tool[0] == "eaq.report" else 2), missing
+    assert f"there is no MLflow store at {tmp_path}/outputs/mlflow.db" in missing.stderr, missing.stderr
+    assert not (tmp_path / "outputs").exists()
+    started = time.monotonic()
+    dead = subprocess.run([sys.executable, "-m", *tool, "--uri", "http://127.0.0.1:9"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env=os.environ | {"PYTHONPATH": str(REPO)})
+    assert time.monotonic() - started < 60
+    assert "the MLflow server --uri=http://127.0.0.1:9 cannot be reached" in dead.stderr and "Traceback" not in dead.stderr
+    assert dead.returncode == (1 if tool[0] == "eaq.report" else 2)
+
+
+def test_two_job_folders_are_compared_without_a_store(out: Path, tmp_path: Path) -> None:
+    assert run_eaq(out, "-m", *FAST, "trial=1,2").returncode == 0
+    folders = sorted(str(p) for p in (out / "multirun").glob("*/*_bert-*"))
+    result = subprocess.run([sys.executable, "-m", "eaq.diff", *folders], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120, env=os.environ | {"PYTHONPATH": str(REPO)})
+    assert result.returncode == 1 and "trial" in result.stdout, result

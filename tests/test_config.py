@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
@@ -9,7 +11,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
 from conftest import CONF
-from eaq.config import EaqConfig, register_schemas, validate
+from eaq.config import EaqConfig, _unknown_keys, register_schemas, validate
 from eaq.errors import ConfigError
 
 register_schemas()
@@ -124,3 +126,20 @@ def test_random_weights_are_built_in_fp32_whatever_a_pasted_config_says() -> Non
     with pytest.raises(ConfigError, match=r"model.architecture.torch_dtype would build the random weights in that dtype"):
         validate(_compose("paths.root=/x", "model=gpt2_tiny_random", "+model.architecture.torch_dtype=float16"))
     assert validate(_compose("paths.root=/x", "model=gpt2_tiny_random")).model.weights == "random"
+
+
+@pytest.mark.parametrize(("override", "said"), [("+batchsize=4", "batchsize (did you mean batch_size?)"),
+                                                 ("+trials.iter=50", "trials.iter (did you mean trials.iters?)"),
+                                                 ("+model.nam=x", "model.nam (did you mean model.name?)")])
+def test_a_key_the_schema_lacks_is_refused_not_ignored(override: str, said: str) -> None:
+    """Hydra answers a misspelled key with 'use +key=value', which adds it past the schema: the run went on at the
+    default (batch 32 for +batchsize=4)."""
+    with pytest.raises(ConfigError, match=re.escape(f"unknown setting {said}")):
+        validate(_compose("paths.root=/x", override))
+
+
+def test_every_preset_has_only_keys_of_the_schema() -> None:
+    for group in sorted(p for p in CONF.iterdir() if p.is_dir() and p.name != "hydra"):
+        for option in sorted(group.glob("*.yaml")):
+            cfg = _compose("paths.root=/x", f"{group.name}={option.stem}")
+            assert not _unknown_keys(cfg), (group.name, option.stem, _unknown_keys(cfg))

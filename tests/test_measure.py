@@ -180,3 +180,22 @@ def test_a_cpus_cached_measurements_are_keyed_by_its_host(monkeypatch: pytest.Mo
         keys.append(device_key(torch.device("cpu")))
     assert keys == ["cpu-node-a", "cpu-node_b_1"]
     assert baseline_path("/cache", keys[0], "rapl") != baseline_path("/cache", keys[1], "rapl")
+
+
+def test_gpus_of_one_model_share_the_fp32_reference_and_keep_their_own_idle_power(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep over a host's GPUs computed the fp32 reference and every quality figure once per GPU (keyed by its
+    UUID); what cuBLAS computes alike (one model, one SM count) shares them, what is each card's own stays apart.
+    The properties are faked (no GPU here): the key's reading of real ones ran in the GPU tests."""
+    from types import SimpleNamespace
+
+    from eaq.device import arithmetic_key, device_key
+
+    cards = {0: ("NVIDIA H100 80GB HBM3", 132, "GPU-aaa"), 1: ("NVIDIA H100 80GB HBM3", 132, "GPU-bbb"),
+             2: ("NVIDIA H100 80GB HBM3 MIG 3g.40gb", 60, "MIG-ccc")}
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(
+        name=cards[device.index][0], multi_processor_count=cards[device.index][1], uuid=cards[device.index][2]))
+    gpus = [torch.device("cuda", i) for i in cards]
+    assert arithmetic_key(gpus[0]) == arithmetic_key(gpus[1]) != arithmetic_key(gpus[2])
+    assert len({device_key(g) for g in gpus}) == 3
+    monkeypatch.setattr(socket, "gethostname", lambda: "node-a")
+    assert arithmetic_key(torch.device("cpu")) == device_key(torch.device("cpu")) == "cpu-node-a"

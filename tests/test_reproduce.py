@@ -48,6 +48,14 @@ def test_rerun_reproduces_and_diff_tells_what_differs(out: Path, capsys) -> None
 
     assert diff_main(["no-such-run", "x", "--uri", uri]) == 2
 
+    # The rerun logged a second run of the first one's name: which one a name took is said.
+    twice = sorted((r for r in all_runs(out) if r.info.run_name == "bert-tiny-random-fp32-b4-t1"), key=lambda r: r.info.start_time)
+    assert len(twice) == 2
+    capsys.readouterr()
+    diff_main(["bert-tiny-random-fp32-b4-t1", by_name["bert-tiny-random-fp32-b8-t1"], "--uri", uri])
+    assert (f"note: 'bert-tiny-random-fp32-b4-t1' names 2 runs; using the newest, {twice[1].info.run_id}; pass a run id "
+            f"to take another ({twice[0].info.run_id})") in capsys.readouterr().err
+
 
 def test_rerun_composes_a_named_configs_job_from_that_config_again(out: Path, tmp_path: Path, capsys) -> None:
     # Its top-level settings (batch_size here) are in no override: replaying the overrides on conf/config.yaml

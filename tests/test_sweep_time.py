@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import FAST, all_runs, run_eaq
+from conftest import FAST, REPO, all_runs, run_eaq
 from eaq.errors import EaqError
 from eaq.config import EaqConfig
 from eaq.files import try_exclusive
@@ -101,6 +101,22 @@ def test_quality_is_computed_once_per_configuration_and_reused_by_other_trials(o
     # Another precision is another configuration: its figures are its own, not fp32's.
     assert runs["minilm-sst2-fp32-b8-t1"].data.metrics["quality_kl_from_fp32"] == 0
     assert runs["minilm-sst2-int8-b8-t1"].data.metrics["quality_kl_from_fp32"] > 0
+
+
+def test_perplexity_is_scored_once_per_model_precision_and_text(out: Path, tmp_path: Path) -> None:
+    """The whole text scored one window at a time is the same figure at every batch size: the second batch size reads
+    it from the cache (it was scored again for each: minutes on WikiText-2), its agreement figures are its own."""
+    text = tmp_path / "text.raw"
+    text.write_text((REPO / "eaq" / "data" / "sample_sentences.txt").read_text() * 3)
+    result = run_eaq(out, "-m", "batch_size=2,4", "model=gpt2_tiny_random", "dataset=wikitext2", f"dataset.path={text}",
+                     "trials=quick", "seq_len=16")
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = {r.info.run_name: r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"}
+    first, second = runs["gpt2-tiny-random-fp32-b2-t1"], runs["gpt2-tiny-random-fp32-b4-t1"]
+    assert first.data.tags["eaq.quality.source"] == "computed in this run"
+    assert second.data.tags["eaq.quality.source"] == "perplexity from the cache, the rest computed in this run"
+    for name in ("quality_perplexity", "quality_perplexity_tokens"):
+        assert first.data.metrics[name] == second.data.metrics[name]
 
 
 def test_a_measuring_process_killed_by_a_signal_is_said_in_a_sentence_that_names_what_to_do() -> None:

@@ -68,8 +68,8 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     """Frame, aggregates, ratios, figures and ``report.html`` under ``out``; returns where they are.
 
     ``ended``: sweeps that have ended though their parent run is still open (eaq.report.frame.load)."""
+    frame = frames.load(uri, experiment, sweep, ended)  # first: a store that is not there is said, not created
     client = MlflowClient(tracking_uri=uri)
-    frame = frames.load(uri, experiment, sweep, ended)
     if trace_run is not None and trace_run not in set(frame["run_id"]):
         raise EaqError(f"--trace-run {trace_run} is not one of the reported runs; pick a run id from runs.csv.")
     out.mkdir(parents=True, exist_ok=True)

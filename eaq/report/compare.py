@@ -24,6 +24,7 @@ import sys
 
 import pandas as pd
 
+from eaq.errors import EaqError
 from eaq.report.frame import PARAMS, TAGS, compiler_settings, plan_names
 from eaq.report.frame import SETTING as FRAME_SETTING
 from eaq.report.table import runs_table
@@ -68,7 +69,7 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     runs["precision.name"] = plan_names(runs["precision.name"], runs["eaq.precision.plan_sha256"])  # as the report names plans
     keys = [k for k in KEYS if runs[k].notna().any()] + [k for k in ("workload.name", *SETTING)
                                                          if runs[k].nunique() > 1]
-    runs = runs.assign(valid=runs["eaq.valid"].fillna(""))
+    runs = runs.assign(valid=runs["eaq.valid"].astype(object).fillna(""))  # all NaN (float) where no run was flagged
     runs = runs.assign(counted=runs["valid"] != "false")
     figures = ["latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", "roofline_efficiency"]
     runs.loc[~runs["counted"], figures] = float("nan")  # flagged runs count for nothing, as in the report
@@ -122,7 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", choices=GRID_VALUES, help="one figure as a grid: rows model and shape, columns precision and compile mode")
     parser.add_argument("--csv", action="store_true")
     args = parser.parse_args(argv)
-    runs = runs_table(args.uri, args.experiment, COLUMNS)
+    try:
+        runs = runs_table(args.uri, args.experiment, COLUMNS)
+    except EaqError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if runs.empty:
         print(f"no finished benchmark runs in experiment {args.experiment!r} at {' '.join(args.uri)}", file=sys.stderr)
         return 1

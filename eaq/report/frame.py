@@ -19,6 +19,7 @@ import pandas as pd
 from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
 from eaq.tracking.run_logger import PARENT_TAG, sweep_runs
+from eaq.tracking.store import read_store
 
 # The configuration of a run: what a row of an aggregate is keyed by (trial is what varies within one).
 # CUDA graphs, the compiler's settings (tuned or Inductor's defaults, its pattern matcher on or off) and
@@ -64,7 +65,7 @@ REPORTED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj
 def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None) -> list:
     """The benchmark and layer-analysis runs of one sweep (its parent run id: its children and the runs it reused)
     or of one experiment."""
-    client = MlflowClient(tracking_uri=uri)
+    client = read_store(uri)
     if sweep is not None:
         try:
             parent = client.get_run(sweep)

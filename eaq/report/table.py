@@ -13,6 +13,9 @@ import sys
 import mlflow
 import pandas as pd
 
+from eaq.errors import EaqError
+from eaq.tracking.store import read_store
+
 CONFIG = ("params.model.name", "params.precision.name", "params.batch_size", "params.seq_len", "params.trial")
 PRESETS: dict[str, tuple[str, ...]] = {
     "default": (*CONFIG, "metrics.latency_mean_ms", "metrics.throughput_samples_per_s", "metrics.energy_per_sample_mj",
@@ -53,6 +56,7 @@ def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str,
     """FINISHED benchmark runs of one or more stores (a table measured in parts, one store each)."""
     found = []
     for uri in uris:
+        read_store(uri)
         mlflow.set_tracking_uri(uri)
         runs = mlflow.search_runs(experiment_names=[experiment], filter_string="tags.`eaq.kind` = 'benchmark'")
         if not runs.empty:
@@ -77,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--columns", nargs="*", help="MLflow columns (params.x, metrics.y, tags.z); overrides --preset")
     parser.add_argument("--csv", action="store_true")
     args = parser.parse_args(argv)
-    table = runs_table(args.uri, args.experiment, tuple(args.columns or PRESETS[args.preset]))
+    try:
+        table = runs_table(args.uri, args.experiment, tuple(args.columns or PRESETS[args.preset]))
+    except EaqError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if table.empty:
         print(f"no finished benchmark runs in experiment {args.experiment!r} at {' '.join(args.uri)}", file=sys.stderr)
         return 1

@@ -19,7 +19,7 @@ import transformers
 
 from eaq.config import EaqConfig, protocol_seconds
 from eaq.data import examples_digest, load_examples
-from eaq.device import describe_device, device_key, resolve_device
+from eaq.device import arithmetic_key, describe_device, resolve_device
 from eaq.evaluate import (
     accuracy, cached_figures, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key, weights_fingerprint,
 )
@@ -135,13 +135,13 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             # dataset holds kind=synthetic, so no synthetic reference is taken for a text one.
             # Everything the fp32 outputs depend on: the examples themselves (a file edited under the same path), the
             # batch a row shares its GEMMs with, the device and the libraries computing them.
-            key = reference_key(
-                model=asdict(cfg.model), weights=weights_fingerprint(model), dataset=asdict(cfg.dataset), seq_len=cfg.seq_len,
-                rows=rows, batch_size=cfg.batch_size, device=device_key(device), torch=torch.__version__,
-                transformers=transformers.__version__,
-                **({"data": examples_digest(examples)} if examples is not None else {}),
-                **({"synthetic_seed": FIDELITY_SEED} if fidelity_only else {}),
-            )
+            # The rows and batch size are not the text's perplexity's: scored alone, it keys on the rest (below).
+            inputs = dict(model=asdict(cfg.model), weights=weights_fingerprint(model), dataset=asdict(cfg.dataset),
+                          seq_len=cfg.seq_len, device=arithmetic_key(device), torch=torch.__version__,
+                          transformers=transformers.__version__,
+                          **({"data": examples_digest(examples)} if examples is not None else {}))
+            key = reference_key(**inputs, rows=rows, batch_size=cfg.batch_size,
+                                **({"synthetic_seed": FIDELITY_SEED} if fidelity_only else {}))
             reference = cached_reference(cfg.paths.cache_dir, key, lambda: collect_outputs(model, head, quality_batches))
             if generating:
                 generated_reference = _generation_reference(cfg, generator(model), quality_batches, key)
@@ -152,34 +152,42 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         model = precision.apply(model, device)
         evidence = proof(model)
     quality: dict[str, float] = {}
-    quality_reused = False
+    quality_reused: dict[str, bool] = {}  # per cached part of the figures: whether it came from the cache
     with phases("quality"):
+        plan = precision.plan.sha256 if isinstance(precision, MixedPrecision) else None  # the bytes it applied
+
+        def figures_of(kind: str, depends_on: dict[str, object], compute: Callable[[], dict[str, float]]) -> dict[str, float]:
+            """Computed, or read from the cache under all they depend on (the trial index is not among them; the device's
+            arithmetic is in ``depends_on``)."""
+            if not cfg.trials.reuse_quality:
+                return compute()
+            found, reused = cached_figures(cfg.paths.cache_dir, kind, reference_key(
+                **depends_on, precision=asdict(cfg.precision), plan=plan), compute)
+            quality_reused[kind] = reused
+            return found
+
         if reference is not None:
             def compute_quality() -> dict[str, float]:
                 outputs = collect_outputs(model, head, quality_batches)
                 figures = fidelity(head, outputs, reference)
                 if batches.labels is not None:
                     figures |= accuracy(head, outputs, batches.labels)
-                if stream is not None and head == "causal_lm":
-                    stride = cfg.dataset.perplexity_stride if cfg.dataset.perplexity_stride is not None else max(1, cfg.seq_len // 2)
-                    ppl = perplexity(model, stream, cfg.seq_len, stride)
-                    figures |= {"quality_perplexity": ppl.perplexity, "quality_perplexity_tokens": ppl.tokens}
                 if generated_reference is not None:
                     tokens = generator(model).generate_all(quality_batches)
                     figures |= generation_agreement(tokens, generated_reference)
                 return figures
 
-            if cfg.trials.reuse_quality:
-                # Everything the figures depend on; the trial index is not among them.
-                plan = precision.plan.sha256 if isinstance(precision, MixedPrecision) else None  # the bytes it applied
-                quality_key = reference_key(
-                    reference=key, precision=asdict(cfg.precision), plan=plan, batch_size=cfg.batch_size, device=device_key(device),
-                    fidelity=FIDELITY_ARITHMETIC,
-                    **({"new_tokens": cfg.workload.new_tokens} if generating else {}),
-                )
-                quality, quality_reused = cached_figures(cfg.paths.cache_dir, "quality", quality_key, compute_quality)
-            else:
-                quality = compute_quality()
+            quality = figures_of("quality", {"reference": key, "batch_size": cfg.batch_size, "fidelity": FIDELITY_ARITHMETIC,
+                                             **({"new_tokens": cfg.workload.new_tokens} if generating else {})}, compute_quality)
+        if stream is not None and head == "causal_lm":
+            # The whole text scored one window at a time: the same figure at every batch size and workload.
+            stride = cfg.dataset.perplexity_stride if cfg.dataset.perplexity_stride is not None else max(1, cfg.seq_len // 2)
+
+            def compute_perplexity() -> dict[str, float]:
+                ppl = perplexity(model, stream, cfg.seq_len, stride)
+                return {"quality_perplexity": ppl.perplexity, "quality_perplexity_tokens": ppl.tokens}
+
+            quality |= figures_of("perplexity", {**inputs, "stride": stride}, compute_perplexity)
 
     # Compiled after quality is measured on the eager model; compilation happens in warm-up.
     # Generation compiles the decode step only, over a static KV cache (fixed shapes); prefill runs eager.
@@ -274,7 +282,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     if not quality:
         tags["eaq.quality.reason"] = "dataset is synthetic token ids: no quality figures for meaningless text"
     else:
-        tags["eaq.quality.source"] = "cache: computed by an earlier run of this configuration" if quality_reused else "computed in this run"
+        reused = [kind for kind, hit in quality_reused.items() if hit]
+        tags["eaq.quality.source"] = ("computed in this run" if not reused else "cache: computed by an earlier run of this configuration"
+                                      if len(reused) == len(quality_reused) else f"{', '.join(reused)} from the cache, the rest computed in this run")
         if fidelity_only:
             tags["eaq.quality.reason"] = (
                 f"dataset is synthetic token ids: fidelity to fp32 only (trials.fidelity_on_synthetic, ids of seed {FIDELITY_SEED}), "

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from eaq.config import EaqConfig, protocol_seconds
-from eaq.data import load_examples
+from eaq.data import Examples, load_examples
 from eaq.device import describe_device, resolve_device
 from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
@@ -34,14 +34,16 @@ from eaq.layers.tables import (
     type_saving_rows,
     write_csv,
 )
+from eaq.measure.phases import Phases
 from eaq.measure.samplers import Sampler, measures_energy, select_sampler
 from eaq.models import load_model
 from eaq.precision import get_precision, proof
-from eaq.precision.base import base_dtype, set_tf32
+from eaq.precision.base import Precision, base_dtype, set_tf32
 from eaq.precision.native import Autocast
 from eaq.precision.mixed import LAYER_FORMATS, Plan, apply_plan, base_refusal, fitting_base, save_plan
 from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
+from eaq.tasks.isolation import phase_listener
 from eaq.tasks.shared import make_inputs
 from eaq.tasks.result import TaskResult
 
@@ -108,7 +110,97 @@ def _impacts(
 
 @torch.inference_mode()
 def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
-    # Everything that can be refused is checked before the model loads.
+    """The layer analysis of one model and precision; its phases are logged as the benchmark's are (progress lines,
+    ``phase_*_s`` metrics that add up to the run's wall time)."""
+    phases = Phases(phase_listener())
+    with phases("prepare"):
+        device, precision, sampler, examples, budget, saving_mode, base = _prepare(cfg)
+    with phases("load"):
+        loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
+        model = loaded.model.to(device)
+        (batches, stream), _ = make_inputs(cfg, loaded, examples, device)
+    measuring = measures_energy(sampler)
+    batch = batches.full()[0]  # as the benchmark task passes it: what compiled savings measure
+    timed = without_cache(model, without_full_mask(batch))
+    forward = lambda: model(**timed)  # noqa: E731  (model is rebound below: the precision's)
+    components = find_components(model)
+    if budget is not None and not lowerable(model, components, cfg.layers.target, device):
+        raise ConfigError(
+            f"no Linear layer of {cfg.model.name} has a shape {cfg.layers.target}'s kernel takes on {device.type}, so "
+            "there is no plan to make; choose another layers.target, or layers.plan=false."
+        )
+    with phases("reference"):
+        params = {c.name: component_params(model, c) for c in components}
+        flops = component_flops(model, components, forward)  # on the fp32 model, as the benchmark's roofline
+
+    tags = {"eaq.kind": "layers", "eaq.device": str(device), "eaq.weights": cfg.model.weights, "eaq.model_source": loaded.source}
+    if examples is not None:
+        tags["eaq.data.source"] = examples.source
+    per_component, per_type = Impacts({}, {}), Impacts({}, {})
+    base_model = data = reference = None
+    with phases("impact"):
+        if cfg.layers.impact:
+            base_model = get_precision(base, device).apply(copy.deepcopy(model), device)
+            stride = cfg.dataset.perplexity_stride or max(1, cfg.seq_len // 2)
+            data = EvalData(cfg.model.head, batches.distinct(cfg.trials.quality_max_batches), batches.labels, stream, cfg.seq_len, stride)
+            reference = run_outputs(base_model, data)
+            per_component, per_type = _impacts(cfg, base_model, components, data, device, base, reference)
+            tags["eaq.layers.impact"] = f"{cfg.layers.target} from {base}" + (", ablation" if cfg.layers.ablation else "") + (
+                "" if examples is not None else "; on synthetic token ids: drift from the unchanged model only, no task quality"
+            )
+        else:
+            tags["eaq.layers.impact"] = "not measured: layers.impact=false"
+        # The float model, kept for the models whose costs tell the plan what lowering saves.
+        fp32_model = copy.deepcopy(model).cpu() if saving_mode != "assumed" else None  # on the host until needed
+
+    with phases("precision"):
+        model = precision.apply(model, device)
+        evidence = proof(model)
+    min_window_s, idle_s = protocol_seconds(cfg.trials, measuring)
+    settings = Settings(
+        iters=cfg.trials.iters,
+        min_window_s=min_window_s,
+        idle_s=idle_s,
+        warmup_iters=cfg.trials.warmup_iters,
+        replay_iters=cfg.layers.replay_iters,
+        replay_min_s=cfg.layers.replay_min_s if cfg.layers.replay_min_s is not None else (REPLAY_MIN_S if measuring else 0.0),
+        profile_passes=cfg.layers.profile_passes,
+        warmup_max_s=cfg.trials.warmup_max_s,
+        cuda_graphs=cfg.layers.cuda_graphs,
+        warmup_rule=cfg.trials.warmup_rule,
+        idle_store=idle_store(cfg, device, sampler),
+    )
+
+    with phases("components"):
+        energy = measure_components(model, components, forward, device, sampler, settings, cfg.batch_size)
+    with phases("artifacts"):
+        tables = _tables(components, params, flops, energy, per_component, per_type, artifact_dir / "layers")
+    shares, basis, types_out, folder = tables
+    metrics = {
+        **energy.metrics,
+        **type_metrics(types_out),
+        "layers_components": len(components),
+        "model_size_mb": evidence["model_size_mb"],
+        "quantized_linear_layers": evidence["quantized_linear_layers"],
+        "linear_layers": evidence["linear_layers"],
+    }
+    tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
+    if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
+        with phases("plan"):
+            cost, saving = shares, None
+            if saving_mode == "measured" and fp32_model is not None:
+                cost, saving, basis = _measured_saving(cfg, fp32_model, components, energy, timed, device, sampler, settings,
+                                                       base, folder, tags)
+            elif saving_mode == "compiled" and fp32_model is not None:
+                cost, saving, basis = _compiled_saving(cfg, fp32_model, base_model, components, shares, batch, device, sampler,
+                                                       settings, base, folder, tags)
+            _plan(cfg, base_model, components, data, device, budget, per_component, cost, saving, basis, base, reference, folder, tags)
+    return TaskResult(metrics=metrics | phases.metrics(), tags=tags, device=describe_device(device), files=[folder])
+
+
+def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples | None, Budget | None, str, str]:
+    """Everything that can be refused, checked before the model loads: (device, precision, sampler, examples, plan
+    budget or None, saving mode, the impact model's format)."""
     device = resolve_device(cfg.device)
     precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
     if isinstance(precision, Autocast):
@@ -135,70 +227,21 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
                 f"set layers.base={fitting_base(cfg.layers.target, device)}."
             )
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
-    measuring = measures_energy(sampler)
     examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
-    labelled = examples is not None and examples.labels is not None
-    budget = _budget(cfg, labelled) if cfg.layers.plan and cfg.layers.impact else None
+    budget = _budget(cfg, examples is not None and examples.labels is not None) if cfg.layers.plan and cfg.layers.impact else None
     saving_mode = _saving_mode(cfg, base) if budget is not None else "assumed"
     torch.manual_seed(cfg.trial)
     set_tf32(False)
+    return device, precision, sampler, examples, budget, saving_mode, base
 
-    loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
-    model = loaded.model.to(device)
-    (batches, stream), _ = make_inputs(cfg, loaded, examples, device)
-    batch = batches.full()[0]  # as the benchmark task passes it: what compiled savings measure
-    timed = without_cache(model, without_full_mask(batch))
-    forward = lambda: model(**timed)  # noqa: E731  (model is rebound below: the precision's)
-    components = find_components(model)
-    if budget is not None and not lowerable(model, components, cfg.layers.target, device):
-        raise ConfigError(
-            f"no Linear layer of {cfg.model.name} has a shape {cfg.layers.target}'s kernel takes on {device.type}, so "
-            "there is no plan to make; choose another layers.target, or layers.plan=false."
-        )
-    params = {c.name: component_params(model, c) for c in components}
-    flops = component_flops(model, components, forward)  # on the fp32 model, as the benchmark's roofline
 
-    tags = {"eaq.kind": "layers", "eaq.device": str(device), "eaq.weights": cfg.model.weights, "eaq.model_source": loaded.source}
-    if examples is not None:
-        tags["eaq.data.source"] = examples.source
-    per_component, per_type = Impacts({}, {}), Impacts({}, {})
-    base_model = data = reference = None
-    if cfg.layers.impact:
-        base_model = get_precision(base, device).apply(copy.deepcopy(model), device)
-        stride = cfg.dataset.perplexity_stride or max(1, cfg.seq_len // 2)
-        data = EvalData(cfg.model.head, batches.distinct(cfg.trials.quality_max_batches), batches.labels, stream, cfg.seq_len, stride)
-        reference = run_outputs(base_model, data)
-        per_component, per_type = _impacts(cfg, base_model, components, data, device, base, reference)
-        tags["eaq.layers.impact"] = f"{cfg.layers.target} from {base}" + (", ablation" if cfg.layers.ablation else "") + (
-            "" if examples is not None else "; on synthetic token ids: drift from the unchanged model only, no task quality"
-        )
-    else:
-        tags["eaq.layers.impact"] = "not measured: layers.impact=false"
-    # The float model, kept for the models whose costs tell the plan what lowering saves.
-    fp32_model = copy.deepcopy(model).cpu() if saving_mode != "assumed" else None  # on the host until needed
-
-    model = precision.apply(model, device)
-    evidence = proof(model)
-    min_window_s, idle_s = protocol_seconds(cfg.trials, measuring)
-    settings = Settings(
-        iters=cfg.trials.iters,
-        min_window_s=min_window_s,
-        idle_s=idle_s,
-        warmup_iters=cfg.trials.warmup_iters,
-        replay_iters=cfg.layers.replay_iters,
-        replay_min_s=cfg.layers.replay_min_s if cfg.layers.replay_min_s is not None else (REPLAY_MIN_S if measuring else 0.0),
-        profile_passes=cfg.layers.profile_passes,
-        warmup_max_s=cfg.trials.warmup_max_s,
-        cuda_graphs=cfg.layers.cuda_graphs,
-        warmup_rule=cfg.trials.warmup_rule,
-        idle_store=idle_store(cfg, device, sampler),
-    )
-
-    energy = measure_components(model, components, forward, device, sampler, settings, cfg.batch_size)
+def _tables(components: list[Component], params: dict[str, int], flops: dict[str, float], energy: ComponentEnergy,
+            per_component: Impacts, per_type: Impacts, folder: Path) -> tuple[dict[str, float], str, list[dict], Path]:
+    """components.csv, component_types.csv, outside.csv and correlation.csv under ``folder``: (energy shares, their
+    basis, the per-type rows, the folder)."""
     shares, basis = energy_shares(components, energy)
     rows_out = component_rows(components, params, flops, energy, shares, per_component)
     types_out = type_rows(rows_out, per_type)
-    folder = artifact_dir / "layers"
     write_csv(folder / "components.csv", COMPONENT_COLUMNS, rows_out)
     write_csv(folder / "component_types.csv", TYPE_COLUMNS, types_out)
     assert energy.outside is not None  # measure_components always accounts for it
@@ -211,25 +254,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
                (("sensitivity", per_component.sensitivity), ("ablation", per_component.ablation)) if found}
     write_csv(folder / "correlation.csv", CORRELATION_COLUMNS,
               correlation_rows(correlations({c.name: c.type for c in components}, shares, impacts)))
-    metrics = {
-        **energy.metrics,
-        **type_metrics(types_out),
-        "layers_components": len(components),
-        "model_size_mb": evidence["model_size_mb"],
-        "quantized_linear_layers": evidence["quantized_linear_layers"],
-        "linear_layers": evidence["linear_layers"],
-    }
-    tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
-    if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
-        cost, saving = shares, None
-        if saving_mode == "measured" and fp32_model is not None:
-            cost, saving, basis = _measured_saving(cfg, fp32_model, components, energy, timed, device, sampler, settings,
-                                                   base, folder, tags)
-        elif saving_mode == "compiled" and fp32_model is not None:
-            cost, saving, basis = _compiled_saving(cfg, fp32_model, base_model, components, shares, batch, device, sampler,
-                                                   settings, base, folder, tags)
-        _plan(cfg, base_model, components, data, device, budget, per_component, cost, saving, basis, base, reference, folder, tags)
-    return TaskResult(metrics=metrics, tags=tags, device=describe_device(device), files=[folder])
+    return shares, basis, types_out, folder
 
 
 def _measured_saving(

@@ -41,7 +41,7 @@ def _tls_context() -> ssl.SSLContext | None:
     return context
 
 
-def _check_reachable(uri: str) -> None:
+def _check_reachable(uri: str, setting: str = "tracking.uri") -> None:
     """Fail in seconds on a dead server, not after MLflow's minutes of retries.
 
     Credentials in the URI (``https://user:pw@host``) go in a header: urllib would take
@@ -53,7 +53,7 @@ def _check_reachable(uri: str) -> None:
         port = parts.port
     except ValueError:  # the message quotes what follows the ':', which may be a password: not repeated
         raise EaqError(
-            f"tracking.uri={redact(uri)} is not a valid URL: what follows the host's ':' is not a port number. A password "
+            f"{setting}={redact(uri)} is not a valid URL: what follows the host's ':' is not a port number. A password "
             "holding '/', '?', '#' or '@' must be percent-encoded (urllib.parse.quote(password, safe=''))."
         ) from None
     netloc = parts.hostname or ""
@@ -71,8 +71,8 @@ def _check_reachable(uri: str) -> None:
         return
     except OSError as exc:
         raise EaqError(
-            f"the MLflow server tracking.uri={redact(uri)} cannot be reached ({redact(str(exc))}); start it, or pass "
-            f"tracking.uri=sqlite:///<absolute path>.db for a local store."
+            f"the MLflow server {setting}={redact(uri)} cannot be reached ({redact(str(exc))}); start it, or pass "
+            f"{setting}=sqlite:///<absolute path>.db for a local store."
         ) from exc
 
 
@@ -94,6 +94,23 @@ def _artifact_uri(location: str | None) -> str | None:
         return location
     Path(location).mkdir(parents=True, exist_ok=True)
     return Path(location).resolve().as_uri()
+
+
+def read_store(uri: str) -> MlflowClient:
+    """A client for reading a store that must already exist (the report, diff and rerun tools).
+
+    A dead server fails in seconds, not after MLflow's minutes of retries; a SQLite file that is not there is said,
+    not created empty (the tools' default, ``outputs/mlflow.db``, is relative to the folder they run in).
+    """
+    remember(uri)
+    if uri.startswith(("http://", "https://")):
+        _check_reachable(uri, "--uri")
+    elif uri.startswith("sqlite:///") and not (database := Path(uri.removeprefix("sqlite:///"))).is_file():
+        raise EaqError(
+            f"there is no MLflow store at {database.absolute()} (--uri {redact(uri)}): a run writes its store to "
+            "outputs/mlflow.db under the folder it was launched from; pass --uri sqlite:///<absolute path to that file>."
+        )
+    return MlflowClient(tracking_uri=uri)
 
 
 def open_store(uri: str, experiment: str, artifact_location: str | None) -> tuple[MlflowClient, str]:
