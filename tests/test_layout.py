@@ -30,7 +30,7 @@ ALLOWED = {
     "slots": BASE | {"measure"},
     "tracking": BASE | {"measure", "slots"},
     "diff": BASE | {"tracking"},
-    "rerun": BASE | {"diff"},
+    "rerun": BASE | {"diff", "tracking"},  # reads a store as diff does
     "report": BASE | {"metrics", "rerun", "tracking"},
     "group_choices": BASE | {"config"},
     "tasks": BASE | {"config", "data", "device", "evaluate", "layers", "measure", "models", "precision", "slots", "tracking",
