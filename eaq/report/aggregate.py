@@ -64,13 +64,13 @@ def aggregate(frame: pd.DataFrame, metrics: tuple[str, ...] = METRICS) -> pd.Dat
     rows = []
     for key, group in runs.groupby(list(CONFIG_KEYS), sort=True, dropna=False):
         finished = group[group["status"] == "FINISHED"]
-        counted = finished[finished["valid"].fillna("") != "false"]
+        kept = counted(group)
         # Under way (a report built while its sweep runs): not finished, not failed either (eaq.report.frame).
         running = int(group["running"].sum())
         counts = {"runs": len(group), "invalid": int((finished["valid"] == "false").sum()),
                   "failed": len(group) - len(finished) - running, "running": running}
         for metric in present:
-            n, mean, std, low, high = t_interval(counted[metric] if metric in counted else pd.Series(dtype=float))
+            n, mean, std, low, high = t_interval(kept[metric] if metric in kept else pd.Series(dtype=float))
             cv = std / mean if n > 1 and mean else math.nan
             rows.append({**dict(zip(CONFIG_KEYS, key)), "metric": metric, "n": n, "mean": mean, "std": std,
                          "ci_low": low, "ci_high": high, "cv": cv, **counts})
@@ -134,10 +134,14 @@ def ratio_interval(a: pd.Series, b: pd.Series, level: float = LEVEL) -> tuple[fl
     return float(ratio), float(ratio - half), float(ratio + half)
 
 
+def counted(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that finished and that no check flagged: the ones means and intervals are taken over."""
+    return runs[(runs["status"] == "FINISHED") & (runs["valid"].fillna("") != "false")]
+
+
 def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.DataFrame:
     """Each configuration's mean over the same model, shape and compile mode in ``baseline``, with its interval."""
-    runs = benchmark_runs(frame)
-    runs = runs[(runs["status"] == "FINISHED") & (runs["valid"].fillna("") != "false")]
+    runs = counted(benchmark_runs(frame))
     same = [k for k in CONFIG_KEYS if k != "precision"]
     rows = []
     for key, group in runs.groupby(same, sort=True, dropna=False):

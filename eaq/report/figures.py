@@ -26,7 +26,7 @@ from mlflow.tracking import MlflowClient
 import numpy as np
 import pandas as pd
 
-from eaq.report.aggregate import LOWER_IS_BETTER, mode_words, quality_metric, ratio_interval, wide
+from eaq.report.aggregate import LOWER_IS_BETTER, counted, mode_words, quality_metric, ratio_interval, wide
 from eaq.report.frame import CONFIG_KEYS, SCOPE_KEYS
 
 DPI = 300
@@ -136,7 +136,7 @@ def _bars(ax: Axes, rows: pd.DataFrame, metric: str, variants: list[str]) -> Non
 
 def speed_up(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Baseline latency / latency per configuration, with the delta-method interval of aggregate.ratio_interval."""
-    runs = frame[(frame["kind"] == "benchmark") & (frame["status"] == "FINISHED") & (frame["valid"].fillna("") != "false")]
+    runs = counted(frame[frame["kind"] == "benchmark"])
     rows = []
     same = [k for k in CONFIG_KEYS if k != "precision"]
     for key, group in runs.groupby(same):
@@ -370,7 +370,7 @@ def study(frame: pd.DataFrame, table: pd.DataFrame, baseline: str, out: Path, cl
     elif benchmarks.empty:  # a sweep of task=layers only: its traces are not benchmark windows
         figures.append(Figure("power trace", note="no benchmark run in these runs: no power trace drawn."))
     else:  # default: the last run (by configuration) that counts and measured energy, so there is a trace to show
-        counted = benchmarks[(benchmarks["status"] == "FINISHED") & (benchmarks["valid"].fillna("") != "false")]
-        measured = counted[counted["energy"] == "measured"]
-        figures.append(power_trace(client, next(r for r in (measured, counted, benchmarks) if not r.empty).iloc[-1], out))
+        kept = counted(benchmarks)
+        measured = kept[kept["energy"] == "measured"]
+        figures.append(power_trace(client, next(r for r in (measured, kept, benchmarks) if not r.empty).iloc[-1], out))
     return figures

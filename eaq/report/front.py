@@ -34,7 +34,7 @@ import sys
 import pandas as pd
 
 from eaq.errors import EaqError
-from eaq.report.aggregate import COSTS, LOWER_IS_BETTER, QUALITY, aggregate, benchmark_runs, config_label, quality_metric, ratio_interval, wide
+from eaq.report.aggregate import COSTS, LOWER_IS_BETTER, QUALITY, aggregate, benchmark_runs, counted, config_label, quality_metric, ratio_interval, wide
 from eaq.report.frame import CONFIG_KEYS, SCOPE_KEYS, load
 
 COLUMNS = ("configuration", "cost", "cost_mean", "quality", "quality_mean", "verdict", "versus", "ratio", "ratio_ci_low",
@@ -47,8 +47,7 @@ def verdicts(frame: pd.DataFrame) -> pd.DataFrame | str:
     if quality_metric(table) is None:
         return "no quality metric in these runs (synthetic ids without trials.fidelity_on_synthetic): no front to judge."
     configs = wide(table)
-    runs = benchmark_runs(frame)
-    runs = runs[(runs["status"] == "FINISHED") & (runs["valid"] != "false")]
+    runs = counted(benchmark_runs(frame))
     rows = []
     configs = configs.dropna(subset=list(CONFIG_KEYS))  # a run logged without a shape is no point of any front
     for _, group in configs.groupby(list(SCOPE_KEYS), sort=True):  # precision and how it ran vary along a front
