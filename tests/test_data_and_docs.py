@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO
+from conftest import REPO, run_eaq
 from eaq.config import DatasetConfig
 from eaq.data import load_examples, make_batches
 from eaq.errors import DataError
@@ -129,6 +129,17 @@ def test_labels_a_classifier_cannot_have_are_refused() -> None:
 
     with pytest.raises(DataError, match=r"labels run from -1 to -1 and the classifier has 2 classes .* use a labelled split"):
         accuracy("sequence_classification", torch.zeros(4, 2), torch.full((4,), -1))
+
+
+def test_a_classifier_run_refuses_labels_it_cannot_have_before_any_pass(out: Path, tmp_path: Path) -> None:
+    # A GLUE test split's -1 labels: said after the model loads, before the fp32 reference pass (which the old
+    # order ran, and cached, before the quality pass refused them).
+    split = tmp_path / "test.tsv"
+    split.write_text("sentence\tlabel\nit is good\t-1\nit is bad\t-1\n")
+    done = run_eaq(out, "model=bert_tiny_random", "model.head=sequence_classification", "dataset=sst2", f"dataset.path={split}",
+                   "trials=quick", "isolate=false", "batch_size=2", "seq_len=16")
+    assert done.returncode == 2 and "labels run from -1 to -1 and the classifier has 2 classes" in done.stderr, done.stderr[-2000:]
+    assert not list((out / "cache").glob("fp32-reference-*")), "a reference pass ran before the refusal"
 
 
 def test_the_examples_digest_tells_a_text_with_a_newline_from_two_texts() -> None:

@@ -303,6 +303,17 @@ def test_generate_refuses_what_it_cannot_measure_with_a_sentence(
     assert done.returncode == 2 and message in done.stderr, done.stderr[-2000:]
 
 
+def test_generate_refuses_from_the_config_before_reading_a_weight(out: Path, tmp_path: Path) -> None:
+    # A folder with the config and no weights: the refusal is the config's (a 7B's weights take minutes to read or
+    # draw), where the load would fail on the missing weights file.
+    folder = tmp_path / "config-only"
+    preset("gpt2_tiny_random").config.save_pretrained(folder)
+    done = run_eaq(out, "workload=generate", "trials=quick", "isolate=false", "batch_size=1", "model=gpt2_tiny_random",
+                   "model.weights=pretrained", f"model.name_or_path={folder}", "dataset=synthetic", "seq_len=500",
+                   "workload.new_tokens=20")
+    assert done.returncode == 2 and "feed the model 519 positions" in done.stderr and "at most 513" in done.stderr, done.stderr[-2000:]
+
+
 @torch.inference_mode()
 def test_compiled_decode_over_a_static_cache_generates_the_eager_tokens() -> None:
     model = preset("gpt2_tiny_random")

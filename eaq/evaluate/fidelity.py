@@ -36,18 +36,22 @@ def fidelity(head: str, outputs: torch.Tensor, reference: torch.Tensor) -> dict[
     return {"quality_top1_agreement_with_fp32": agree}
 
 
+def check_labels(labels: torch.Tensor, classes: int) -> None:
+    """Refuse labels outside the classifier's classes, before any pass scores them: GLUE's test splits carry -1
+    for "no label", and every prediction would count as wrong."""
+    if len(labels) and (labels.min() < 0 or labels.max() >= classes):
+        raise DataError(
+            f"the dataset's labels run from {labels.min().item()} to {labels.max().item()} and the classifier has {classes} classes "
+            f"(0 to {classes - 1}); use a labelled split, or dataset.label_column=null to measure without accuracy."
+        )
+
+
 def accuracy(head: str, outputs: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
     """Task accuracy against the dataset's labels (classifiers only)."""
     if head != "sequence_classification":
         return {}
     labels = labels[: outputs.shape[0]]
-    classes = outputs.shape[-1]
-    if len(labels) and (labels.min() < 0 or labels.max() >= classes):
-        # GLUE's test splits carry -1 for "no label": every prediction would count as wrong.
-        raise DataError(
-            f"the dataset's labels run from {labels.min().item()} to {labels.max().item()} and the classifier has {classes} classes "
-            f"(0 to {classes - 1}); use a labelled split, or dataset.label_column=null to measure without accuracy."
-        )
+    check_labels(labels, outputs.shape[-1])
     return {"quality_accuracy": (outputs.argmax(-1) == labels).float().mean().item()}
 
 

@@ -20,6 +20,7 @@ from transformers import (
     AutoModelForCausalLM,
     AutoModelForSequenceClassification,
     AutoTokenizer,
+    PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
@@ -119,6 +120,29 @@ def _not_found(location: str) -> str:
     )
 
 
+def _location(cfg: ModelConfig) -> str:
+    """Where pretrained weights are read from (a folder checked to exist, ``~`` expanded, or a hub id)."""
+    location = resolve_location(cfg.name_or_path)
+    return _check_local(location, "model.name_or_path") if _looks_local(location) else location
+
+
+def model_config(cfg: ModelConfig) -> PretrainedConfig:
+    """The architecture's configuration, without a weight: what a run can refuse before the model loads or is drawn
+    (a 7B shape's weights take minutes on a host). An embedding model with a classifier head has its encoder's."""
+    if cfg.weights == "random":
+        fields = dict(cfg.architecture)
+        return AutoConfig.for_model(fields.pop("model_type"), **fields)
+    try:
+        return AutoConfig.from_pretrained(_location(cfg))
+    except OSError as exc:
+        raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
+
+
+def output_classes(model: torch.nn.Module) -> int:
+    """The classes a classifier scores: an embedding model's head rows, else its config's ``num_labels``."""
+    return model.classifier.out_features if isinstance(model, EmbeddingClassifier) else model.config.num_labels
+
+
 def load_model(cfg: ModelConfig, with_tokenizer: bool = True, device: torch.device | None = None) -> LoadedModel:
     """Load in fp32, eval mode; precisions transform the model afterwards.
 
@@ -128,14 +152,11 @@ def load_model(cfg: ModelConfig, with_tokenizer: bool = True, device: torch.devi
     # An embedding encoder carrying a classifier head loads as the encoder, then is wrapped.
     auto_class = AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]
     # Random weights read nothing from name_or_path but, when text needs one, its tokenizer.
-    location = resolve_location(cfg.name_or_path) if cfg.weights == "pretrained" else "random"
-    if cfg.weights == "pretrained" and _looks_local(location):
-        location = _check_local(location, "model.name_or_path")  # before the tokenizer: name the real problem
+    # Checked before the tokenizer: name the real problem.
+    location = _location(cfg) if cfg.weights == "pretrained" else "random"
     tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path) if with_tokenizer else None
     if cfg.weights == "random":
-        fields = dict(cfg.architecture)
-        model_type = fields.pop("model_type")
-        config = AutoConfig.for_model(model_type, **fields)
+        config = model_config(cfg)
         if tokenizer is not None and config.vocab_size < len(tokenizer):
             raise ModelLoadError(
                 f"model.architecture.vocab_size={config.vocab_size} is smaller than the tokenizer's "
@@ -150,7 +171,7 @@ def load_model(cfg: ModelConfig, with_tokenizer: bool = True, device: torch.devi
         try:
             # Its config first: a quantized checkpoint (GPTQ, AWQ, bitsandbytes, fp8) stays quantized under
             # dtype=float32, so the fp32 reference would not be fp32 and every precision would sit on another.
-            scheme = getattr(AutoConfig.from_pretrained(location), "quantization_config", None)
+            scheme = getattr(model_config(cfg), "quantization_config", None)
             if scheme is not None:
                 method = scheme.get("quant_method") if isinstance(scheme, dict) else getattr(scheme, "quant_method", scheme)
                 raise ModelLoadError(

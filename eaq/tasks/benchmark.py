@@ -21,7 +21,8 @@ from eaq.config import EaqConfig, protocol_seconds
 from eaq.data import examples_digest, load_examples
 from eaq.device import arithmetic_key, describe_device, resolve_device
 from eaq.evaluate import (
-    accuracy, cached_figures, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key, weights_fingerprint,
+    accuracy, cached_figures, cached_reference, check_labels, collect_outputs, fidelity, generation_agreement, reference_key,
+    weights_fingerprint,
 )
 from eaq.evaluate.perplexity import perplexity
 from eaq.evaluate.fidelity import ARITHMETIC as FIDELITY_ARITHMETIC
@@ -36,7 +37,7 @@ from eaq.measure.timing import run_timed
 from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
-from eaq.models import load_model
+from eaq.models import load_model, model_config, output_classes
 from eaq.errors import ConfigError, DataError
 from eaq.precision import get_precision, proof, stored_bytes_read
 from eaq.precision.base import set_tf32
@@ -100,6 +101,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         # computed only when asked, so timed sweeps on synthetic ids gain no phases.
         fidelity_only = not text and cfg.trials.fidelity_on_synthetic
         generating = cfg.workload.name == "generate"
+        if generating:  # from the architecture's config: a 7B shape's weights take minutes to draw or read
+            check_generation(model_config(cfg.model), cfg.seq_len, cfg.workload.new_tokens, cfg.compile)
         torch.manual_seed(cfg.trial)
         set_tf32(False)  # the fp32 reference is IEEE fp32, whatever an earlier run in this process set
 
@@ -109,8 +112,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         (batches, stream), token_cache = make_inputs(cfg, loaded, examples, device)
     timed = batches.full()
     config = loaded.model.config  # read before a precision wraps the model (autocast)
+    if batches.labels is not None and head == "sequence_classification":  # before any pass scores them
+        check_labels(batches.labels, output_classes(loaded.model))
     if generating:
-        check_generation(config, cfg.seq_len, cfg.workload.new_tokens, cfg.compile)
         if (tokens := timed[0]["input_ids"].shape[1]) < cfg.seq_len:  # a text shorter than one prompt stays one row
             raise DataError(
                 f"dataset={cfg.dataset.name} holds {tokens} tokens, fewer than one prompt of seq_len={cfg.seq_len}: "

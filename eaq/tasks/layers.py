@@ -23,6 +23,7 @@ from eaq.config import EaqConfig, protocol_seconds
 from eaq.data import Examples, load_examples
 from eaq.device import describe_device, resolve_device
 from eaq.errors import ConfigError
+from eaq.evaluate import check_labels
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
 from eaq.layers.energy import ComponentEnergy, Settings, measure_components, measure_passes, without_cache, without_full_mask
@@ -36,7 +37,7 @@ from eaq.layers.tables import (
 )
 from eaq.measure.phases import Phases
 from eaq.measure.samplers import Sampler, measures_energy, select_sampler
-from eaq.models import load_model
+from eaq.models import load_model, output_classes
 from eaq.precision import get_precision, proof
 from eaq.precision.base import Precision, base_dtype, set_tf32
 from eaq.precision.native import Autocast
@@ -119,6 +120,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
         model = loaded.model.to(device)
         (batches, stream), _ = make_inputs(cfg, loaded, examples, device)
+    if batches.labels is not None and cfg.model.head == "sequence_classification":  # before the flops and impact passes
+        check_labels(batches.labels, output_classes(loaded.model))
     measuring = measures_energy(sampler)
     batch = batches.full()[0]  # as the benchmark task passes it: what compiled savings measure
     timed = without_cache(model, without_full_mask(batch))
