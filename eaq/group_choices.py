@@ -1,9 +1,10 @@
-"""Unknown config-group choices, refused in one sentence before Hydra starts.
+"""Unknown config-group choices and config names, refused in one sentence before Hydra starts.
 
 Hydra reports ``precision=int3`` as a multi-line "Could not find" block; eaq's errors are
 one sentence naming what is valid. Only plain choices and comma lists (sweeps) of eaq's
 own groups are checked; anything else (Hydra's sweep functions, another config dir or
-search path) is left to Hydra.
+search path) is left to Hydra. A config name (``-cn``, a named sweep) is looked for where
+Hydra looks: the ``-cd`` folder, then ``conf/``.
 """
 
 from __future__ import annotations
@@ -36,3 +37,32 @@ def unknown_choice(argv: Sequence[str], conf: Path = CONF) -> str | None:
                     f"(or add conf/{group}/{value}.yaml)."
                 )
     return None
+
+
+def _option(argv: Sequence[str], short: str, long: str) -> str | None:
+    """The value of ``-x VALUE``, ``--long VALUE`` or ``--long=VALUE`` (the last given), else None."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg in (short, long) and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith(f"{long}="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def unknown_config_name(argv: Sequence[str], conf: Path = CONF) -> str | None:
+    """The error sentence for a ``-cn`` name with no YAML file where Hydra looks, else None.
+
+    Hydra answers a misspelled named sweep with its search path, many lines. A ``-cp`` or a search path of one's own
+    leaves the name to Hydra."""
+    name = _option(argv, "-cn", "--config-name")
+    if name is None or any(re.match(r"^(-cp|--config-path)(=|$)|^hydra\.searchpath", arg) for arg in argv):
+        return None
+    folders = [Path(d).expanduser() for d in [_option(argv, "-cd", "--config-dir")] if d is not None] + [conf]
+    stem = name.removesuffix(".yaml")
+    if any((folder / f"{stem}.yaml").is_file() for folder in folders):
+        return None
+    where = folders[0]
+    valid = sorted(p.stem for p in where.glob("*.yaml"))
+    return (f"-cn {name}: {where / (stem + '.yaml')} does not exist; the configs there: {', '.join(valid) or 'none'} "
+            f"(a named sweep is launched as -m -cd sweeps -cn NAME, from the repository root).")

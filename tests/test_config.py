@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -10,7 +12,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
-from conftest import CONF
+from conftest import CONF, REPO
 from eaq.config import EaqConfig, _unknown_keys, register_schemas, validate
 from eaq.errors import ConfigError
 
@@ -120,6 +122,21 @@ def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
     assert unknown_choice(["-cd", "sweeps", "-cn", "precision_trials", "precision=mine"]) is None
     assert unknown_choice(["hydra.searchpath=[file:///x]", "precision=mine"]) is None
     assert unknown_choice(["precision=choice(fp32,int3)"]) is None  # Hydra's sweep syntax: Hydra's message
+
+
+def test_a_misspelled_named_sweep_is_one_sentence_naming_the_sweeps_there() -> None:
+    from eaq.group_choices import unknown_config_name
+
+    sweeps = str(REPO / "sweeps")
+    assert unknown_config_name(["-m", "-cd", sweeps, "-cn", "precision_trials"]) is None
+    assert unknown_config_name([f"--config-dir={sweeps}", "--config-name", "precision_trials.yaml"]) is None
+    assert unknown_config_name(["-cn", "config"]) is None  # conf/ is searched too, as Hydra does
+    assert unknown_config_name(["-cd", sweeps, "-cn", "mine", "hydra.searchpath=[file:///x]"]) is None  # Hydra decides
+    assert "the configs there: precision_trials" in (unknown_config_name(["-cd", sweeps, "-cn", "precision"]) or "")
+    done = subprocess.run([sys.executable, "-m", "eaq.run", "-m", "-cd", "sweeps", "-cn", "precision_trial"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "sweeps/precision_trial.yaml does not exist; the configs there: precision_trials" in done.stderr
 
 
 def test_random_weights_are_built_in_fp32_whatever_a_pasted_config_says() -> None:
