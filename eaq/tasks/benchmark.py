@@ -49,7 +49,7 @@ from eaq.tasks.result import TaskResult
 from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
 from eaq.tasks.idle import idle_store
 from eaq.tasks.shared import FIDELITY_SEED, make_inputs, synthetic_batches
-from eaq.workloads.generate import Decoder, Generator, check_generation
+from eaq.workloads.generate import Decoder, Generator, check_generation, eos_ids
 from eaq.workloads.windows import forward_metrics, generate_metrics, measure_generate
 
 
@@ -60,8 +60,10 @@ def _primary(trace) -> str:
 def _generation_reference(cfg: EaqConfig, generator: Generator, batches: list[dict[str, torch.Tensor]], key: str) -> torch.Tensor:
     """The fp32 model's generated tokens for the quality batches, cached like the forward reference."""
     # Batched at batch_size: a row's float results depend on how many rows share its GEMMs, and one flipped argmax
-    # changes every later token, so each batch size has its own reference.
-    gen_key = reference_key(forward=key, new_tokens=cfg.workload.new_tokens, batch_size=cfg.batch_size)
+    # changes every later token, so each batch size has its own reference. The end ids never chosen are the
+    # model's generation config's too (a file beside the weights, not in their fingerprint).
+    gen_key = reference_key(forward=key, new_tokens=cfg.workload.new_tokens, batch_size=cfg.batch_size,
+                            eos=generator.eos.tolist())
     return cached_reference(cfg.paths.cache_dir, gen_key, lambda: generator.generate_all(batches))
 
 
@@ -121,9 +123,12 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
                 f"lower seq_len to at most {tokens}, or use a longer text."
             )
 
+    generation_config = getattr(loaded.model, "generation_config", None)
+    end_ids = eos_ids(config.vocab_size, config, generation_config)  # never chosen: a key of generated figures
+
     def generator(net: torch.nn.Module, runner: torch.nn.Module | None = None, static: bool = False) -> Generator:
         return Generator(net, runner if runner is not None else net, config, cfg.seq_len, cfg.workload.new_tokens, device, static,
-                         getattr(loaded.model, "generation_config", None))
+                         generation_config)
 
     def eager_pass(net: torch.nn.Module) -> Callable[[], object]:
         """One eager pass of ``net`` as the workload repeats it: a decode step (its prefill done now), or a forward."""
@@ -140,7 +145,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             # Everything the fp32 outputs depend on: the examples themselves (a file edited under the same path), the
             # batch a row shares its GEMMs with, the device and the libraries computing them.
             # The rows and batch size are not the text's perplexity's: scored alone, it keys on the rest (below).
+            # The token ids' cache key holds the tokenizer's identity (its vocabulary, not only its path).
             inputs = dict(model=asdict(cfg.model), weights=weights_fingerprint(model), dataset=asdict(cfg.dataset),
+                          **({"tokens": token_cache.path.stem} if token_cache is not None else {}),
                           seq_len=cfg.seq_len, device=arithmetic_key(device), torch=torch.__version__,
                           transformers=transformers.__version__,
                           **({"data": examples_digest(examples)} if examples is not None else {}))
@@ -182,7 +189,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
                 return figures
 
             quality = figures_of("quality", {"reference": key, "batch_size": cfg.batch_size, "fidelity": FIDELITY_ARITHMETIC,
-                                             **({"new_tokens": cfg.workload.new_tokens} if generating else {})}, compute_quality)
+                                             **({"new_tokens": cfg.workload.new_tokens, "eos": end_ids} if generating else {})},
+                                   compute_quality)
         if stream is not None and head == "causal_lm":
             # The whole text scored one window at a time: the same figure at every batch size and workload.
             stride = cfg.dataset.perplexity_stride if cfg.dataset.perplexity_stride is not None else max(1, cfg.seq_len // 2)

@@ -33,7 +33,7 @@ from transformers import DynamicCache, PretrainedConfig, StaticCache
 from eaq.errors import ConfigError
 
 
-def _eos_ids(vocab_size: int, *configs: object) -> list[int]:
+def eos_ids(vocab_size: int, *configs: object) -> list[int]:
     """End-of-sequence ids in the vocabulary, to mask (a random-weight model may name one past its vocabulary):
     those of the model's config and of its generation config, which ``generate`` masks (Llama-3-Instruct's holds
     ``<|eot_id|>`` as well)."""
@@ -112,7 +112,7 @@ class Generator:
         self.model, self.runner, self.config = model, runner, config
         self.seq_len, self.new_tokens, self.static = seq_len, new_tokens, static
         self.positions = torch.arange(seq_len + new_tokens, device=device)
-        self.eos = torch.tensor(_eos_ids(config.vocab_size, config, generation_config), dtype=torch.long, device=device)
+        self.eos = torch.tensor(eos_ids(config.vocab_size, config, generation_config), dtype=torch.long, device=device)
 
     def new_cache(self) -> DynamicCache | StaticCache:
         if self.static:
