@@ -109,6 +109,24 @@ def test_runs_of_two_protocols_are_two_configurations_and_two_plans_two_precisio
                                "mixed-cccc3333": pytest.approx(7.0 / 10.1)}
 
 
+def test_two_architectures_under_one_model_name_are_two_configurations_and_the_gpu_index_none(tmp_path: Path) -> None:
+    # A random preset with a layer count overridden keeps its name: its runs were averaged with the preset's.
+    uri, client, experiment = _store(tmp_path)
+    for layers, latencies in (("2", [1.0, 1.2]), ("8", [9.0, 9.4])):
+        for trial, latency in enumerate(latencies, 1):
+            _log(client, experiment, {**BASE, "model.name": "tiny", "precision.name": "fp32", "trial": str(trial),
+                                      "model.architecture.num_hidden_layers": layers, "device": f"cuda:{trial}",
+                                      "paths.output_dir": f"/out{trial}"}, {"latency_mean_ms": latency})
+    means = {config_label(r): (r["n"], r["mean"]) for _, r in aggregate(load(uri, experiment="eaq")).iterrows()}
+    assert means == {"tiny-fp32-b8-s32-model.architecture.num_hidden_layers-2": (2, pytest.approx(1.1)),
+                     "tiny-fp32-b8-s32-model.architecture.num_hidden_layers-8": (2, pytest.approx(9.2))}
+    from eaq.report.compare import COLUMNS
+
+    table = compare(runs_table([uri], "eaq", COLUMNS, settings=True), "fp32")
+    assert table[["model.architecture.num_hidden_layers", "trials", "latency_ms"]].values.tolist() == [
+        ["2", 2, pytest.approx(1.1)], ["8", 2, pytest.approx(9.2)]]
+
+
 def test_a_generation_sweep_is_drawn_on_its_per_token_figures(tmp_path: Path) -> None:
     uri, client, experiment = _store(tmp_path)
     for precision, energy in (("bf16", [500.0, 510.0]), ("int4_weight_only", [350.0, 352.0])):

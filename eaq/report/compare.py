@@ -10,7 +10,8 @@ to compare with says so (empty), rather than comparing across shapes. As in the 
 runs flagged invalid (``eaq.valid=false``) count in the ``valid`` column only, not in the
 figures; an eager run's compiler settings (which did nothing) read as the defaults; forward
 and generation runs of one shape are told apart by ``workload.name`` where a store has both, and
-runs of two devices (by name), datasets, samplers or weights' sources by those where the stores hold several;
+runs of two devices (by name), datasets, samplers or weights' sources by those where the stores hold several, as
+are runs that differ in any other parameter of the measurement (a random model's architecture, the protocol);
 several mixed plans are several precisions (``mixed-<plan hash>``), as in the report.
 
 ``--grid energy_vs_baseline_pct`` turns the same figures into the view a reader scans: one
@@ -52,10 +53,23 @@ def _spread_pct(values: pd.Series) -> float:
     return (values.max() - values.min()) / values.mean() * 100 if len(values) > 1 else float("nan")
 
 
+# The columns compare() reads by name; any other column of its runs is a configuration parameter
+# (``runs_table(..., settings=True)``), a key where its values vary.
+NAMED = tuple(c.split(".", 1)[1] for c in COLUMNS)
+# What compare() adds to a configuration's keys: its figures.
+FIGURES = ("precision.name", "trials", "latency_ms", "latency_vs_baseline_pct", "samples_per_s", "energy_mj_per_sample",
+           "energy_vs_baseline_pct", "energy_spread_pct", "roofline_efficiency", "quantized", "valid")
+
+
+def _settings(frame: pd.DataFrame) -> list[str]:
+    """The configuration parameters among ``frame``'s columns, beyond those compare() names."""
+    return [c for c in frame.columns if c not in NAMED and c not in FIGURES]
+
+
 def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Runs as ``runs_table(..., columns=COLUMNS)`` returns them, one row per configuration."""
     # A CPU store has no energy metrics and no validity tags: their columns stay empty.
-    runs = runs.reindex(columns=[c.split(".", 1)[1] for c in COLUMNS])
+    runs = runs.reindex(columns=[*NAMED, *_settings(runs)])
     for flag in ("compile", "cuda_graphs"):  # as the report reads them: runs logged before a flag existed ran without it
         runs[flag] = runs[flag].astype(str).str.lower() == "true"
     compiler_settings(runs, runs["compile"])
@@ -67,7 +81,7 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     runs.loc[generating, "workload.name"] = "generate" + tokens[generating]
     runs = runs.drop(columns="workload.new_tokens")
     runs["precision.name"] = plan_names(runs["precision.name"], runs["eaq.precision.plan_sha256"])  # as the report names plans
-    keys = [k for k in KEYS if runs[k].notna().any()] + [k for k in ("workload.name", *SETTING)
+    keys = [k for k in KEYS if runs[k].notna().any()] + [k for k in ("workload.name", *SETTING, *_settings(runs))
                                                          if runs[k].nunique() > 1]
     runs = runs.assign(valid=runs["eaq.valid"].astype(object).fillna(""))  # all NaN (float) where no run was flagged
     runs = runs.assign(counted=runs["valid"] != "false")
@@ -90,9 +104,7 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     table["energy_vs_baseline_pct"] = (joined["energy_mj_per_sample"] / joined["energy_mj_per_sample_baseline"] - 1) * 100
     table["latency_vs_baseline_pct"] = (joined["latency_ms"] / joined["latency_ms_baseline"] - 1) * 100
     table["quantized"] = [f"{q:.0f}/{n:.0f}" for q, n in zip(table.pop("quantized"), table.pop("linears"))]
-    order = [*keys, "precision.name", "trials", "latency_ms", "latency_vs_baseline_pct", "samples_per_s",
-             "energy_mj_per_sample", "energy_vs_baseline_pct", "energy_spread_pct", "roofline_efficiency", "quantized", "valid"]
-    return table[order]
+    return table[[*keys, *FIGURES]]
 
 
 # What a grid may show: the figures of compare()'s rows that are numbers.
@@ -105,7 +117,7 @@ def grid(table: pd.DataFrame, value: str, baseline: str) -> pd.DataFrame:
 
     Compiler settings that are the same for every row are left out of the row labels.
     """
-    rows = [k for k in SHAPE if k in table] + [k for k in (*COMPILER, "workload.name", *SETTING)
+    rows = [k for k in SHAPE if k in table] + [k for k in (*COMPILER, "workload.name", *SETTING, *_settings(table))
                                                if k in table and table[k].nunique(dropna=False) > 1]
     modes = table["compile"].astype(str).map({"True": "compiled", "False": "eager"}) if "compile" in table else "eager"
     wide = table.assign(mode=modes).pivot(index=rows, columns=["precision.name", "mode"], values=value)
@@ -124,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", action="store_true")
     args = parser.parse_args(argv)
     try:
-        runs = runs_table(args.uri, args.experiment, COLUMNS)
+        runs = runs_table(args.uri, args.experiment, COLUMNS, settings=True)
     except EaqError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -138,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     table = compare(runs, args.baseline)
     if args.grid:
         table = grid(table, args.grid, args.baseline)
-    print(table.to_csv(index=False) if args.csv else table.to_markdown(index=False, floatfmt=".1f" if args.grid else ".4g"))
+    print(table.to_csv(index=False) if args.csv else table.to_markdown(index=False, floatfmt=".4g"))
     return 0
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
+from eaq.tracking.flatten import NOT_MEASUREMENT
 from eaq.tracking.run_logger import PARENT_TAG, sweep_runs
 from eaq.tracking.store import read_store
 
@@ -25,9 +26,9 @@ from eaq.tracking.store import read_store
 # CUDA graphs, the compiler's settings (tuned or Inductor's defaults, its pattern matcher on or off) and
 # the workload (a forward pass, or generating N tokens) change what a run measures as much as compiling
 # does: runs that differ in them are never averaged together.
-# So do the device, the dataset and the sampler, where the weights came from (SETTING), and the parameters of the
-# measurement protocol (PROTOCOL: a sweep comparing warm-up rules): they share one key, ``setting``, which names only
-# those that vary among the frame's runs, as most reports hold one of each. Two mixed plans are two precisions
+# So do the device, the dataset and the sampler, where the weights came from (SETTING), and every other parameter
+# of the measurement (``configuration_param``): they share one key, ``setting``, which names only those that vary
+# among the frame's runs, as most reports hold one of each. Two mixed plans are two precisions
 # (``plan_names``), so each is compared with the uniform precisions as one of them.
 CONFIG_KEYS = ("model", "precision", "batch_size", "seq_len", "compile", "compile_tuning", "compile_pattern_matcher",
                "cuda_graphs", "workload", "setting")
@@ -37,10 +38,21 @@ SCOPE_KEYS = ("model", "batch_size", "seq_len", "workload", "setting")
 # two), the dataset, the sampler asked for (``auto`` resolves by the device, which the device's name tells), and
 # where the weights came from (``model.name_or_path``: two folders under one model name are two models).
 SETTING = ("device_name", "dataset", "sampler", "source")
-# The protocol's parameters that change what a window measures: each a setting, named "trials.<name>=<value>" where
-# it varies. (The rest of trials.* decide what is reused or computed beside the windows: quality's batches, caches.)
-PROTOCOL = tuple(f"trials.{name}" for name in ("iters", "min_duration_s", "warmup_iters", "warmup_settle", "warmup_rule",
-                                                "warmup_max_s", "cooldown_s", "idle_s"))
+# Every other parameter a run logs is part of its configuration, a setting named "<parameter>=<value>" where it varies:
+# the protocol (a sweep comparing warm-up rules), a random model's architecture and seed, the data file and how many of
+# its examples, the sampler's interval, the batches quality is computed on. Not those of where a run is logged or how
+# it is scheduled (eaq.tracking.flatten.NOT_MEASUREMENT), the trial (what varies within a configuration), the device's
+# index (its name is a SETTING: two cards of one model are one device), what a column holds already, nor what only
+# adds figures beside the windows or decides what is reused (the plan's path: PARAMS' plan hash tells plans apart).
+BESIDE = frozenset({"trial", "device", "precision.description", "precision.plan", "precision.kernel_check",
+                    "trials.reuse_quality", "trials.roofline", "workload.run_name_part"})
+
+
+def configuration_param(name: str) -> bool:
+    """Whether a logged parameter is one of a run's settings (above), beside the columns PARAMS names."""
+    return name not in PARAMS and name not in BESIDE and name.split(".")[0] not in NOT_MEASUREMENT
+
+
 # The compiler's settings, with their defaults (eaq.config): runs logged before a setting existed, and
 # runs that compiled nothing they measured (the settings do nothing there), read as the default.
 COMPILER_DEFAULTS = {"compile_tuning": True, "compile_pattern_matcher": True}
@@ -120,7 +132,7 @@ def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Serie
         for column in columns:
             # Its configuration, as far as the run recorded it; a protocol parameter a run predates is filled from
             # the runs of its configuration whatever other parameters it predates.
-            same = [*keys, *(c for c in columns if c != column and c not in PROTOCOL)]
+            same = [*keys, *(c for c in columns if c != column and c in SETTING)]
             only = runs.groupby(same, dropna=False)[column].transform(lambda v: v.dropna().iloc[0] if v.nunique() == 1 else None)
             values[column] = values[column].fillna(only)
         varying = [c for c in columns if values[c].nunique() > 1]
@@ -150,14 +162,16 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
     """One row per run: ids, configuration, status, validity tags, env tags and every documented metric.
 
     ``ended``: sweeps that ended (``ended_sweeps``); their runs still marked under way are not ``running``."""
-    rows = []
+    rows, params = [], set()
     for run in runs:
         row: dict[str, object] = {"run_id": run.info.run_id, "run_name": run.info.run_name, "status": run.info.status,
                                   "start_time": run.info.start_time, "artifact_uri": run.info.artifact_uri}
         row |= {column: run.data.params.get(param) for param, column in PARAMS.items()}
         row |= {column: run.data.tags.get(tag) for tag, column in TAGS.items()}
         row |= {tag: value for tag, value in run.data.tags.items() if tag.startswith("eaq.env.")}
-        row |= {name: run.data.params.get(name) for name in PROTOCOL}
+        settings = {name: value for name, value in run.data.params.items() if configuration_param(name)}
+        params |= settings.keys()
+        row |= settings
         row |= {name: value for name, value in run.data.metrics.items() if name in METRIC_NAMES}
         rows.append(row)
     frame = pd.DataFrame(rows)
@@ -179,10 +193,10 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
     frame = frame.drop(columns="new_tokens")
     # As words, where they vary: "from ./my-model", "trials.warmup_rule=pairs".
     frame["source"] = frame["source"].map(lambda v: f"from {v}" if isinstance(v, str) else None)
-    for column in PROTOCOL:
+    for column in params:  # as words: "trials.warmup_rule=pairs"
         frame[column] = frame[column].map(lambda v, c=column: f"{c}={v}" if isinstance(v, str) else None)
     frame["precision"] = plan_names(frame["precision"], frame["plan_sha256"])
-    frame["setting"] = setting(frame, (*SETTING, *PROTOCOL))
+    frame["setting"] = setting(frame, (*SETTING, *sorted(params)))
     frame["running"] = frame["status"].isin(UNDER_WAY) & ~frame["parent_run_id"].isin(ended)
     return frame.sort_values([*CONFIG_KEYS, "trial"], na_position="last").reset_index(drop=True)
 

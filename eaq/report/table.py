@@ -14,6 +14,7 @@ import mlflow
 import pandas as pd
 
 from eaq.errors import EaqError
+from eaq.report.frame import configuration_param
 from eaq.tracking.store import read_store
 
 CONFIG = ("params.model.name", "params.precision.name", "params.batch_size", "params.seq_len", "params.trial")
@@ -52,8 +53,12 @@ PRESETS: dict[str, tuple[str, ...]] = {
 DEFAULT_COLUMNS = PRESETS["default"]
 
 
-def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str, ...] = DEFAULT_COLUMNS) -> pd.DataFrame:
-    """FINISHED benchmark runs of one or more stores (a table measured in parts, one store each)."""
+def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str, ...] = DEFAULT_COLUMNS,
+               settings: bool = False) -> pd.DataFrame:
+    """FINISHED benchmark runs of one or more stores (a table measured in parts, one store each).
+
+    ``settings``: every parameter of the runs' configuration besides ``columns`` too (eaq.report.frame.configuration_param:
+    a random model's architecture, the protocol, ...), for a reader that must not average two configurations."""
     found = []
     for uri in uris:
         read_store(uri)
@@ -65,6 +70,9 @@ def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str,
         return pd.DataFrame()
     runs = pd.concat(found, ignore_index=True).drop_duplicates("run_id")  # a store named twice counts once
     present = [c for c in columns if c in runs.columns]
+    if settings:
+        present += sorted(c for c in runs.columns if c.startswith("params.") and c not in present
+                          and configuration_param(c.removeprefix("params.")))
     table = runs[present].rename(columns=lambda c: c.split(".", 1)[1])
     for number in ("batch_size", "seq_len", "trial"):  # MLflow params are strings: sort 1, 32, 256
         if number in table.columns:
