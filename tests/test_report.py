@@ -144,19 +144,23 @@ def test_the_report_logged_onto_a_run_carries_no_credential(tmp_path: Path) -> N
     assert "hunter2" not in logged and "https://user:<redacted>@store.example/eaq" in logged
 
 
-def test_ratio_interval_is_the_delta_method_with_welch_df() -> None:
+def test_ratio_interval_is_the_delta_method_on_the_log_with_welch_df() -> None:
     a, b = pd.Series([10.0, 12.0, 11.0]), pd.Series([5.0, 5.5])
     ratio, low, high = ratio_interval(a, b)
-    # Welch-Satterthwaite over the relative variances the delta method adds.
+    # Welch-Satterthwaite over the relative variances the delta method adds: the variance of the ratio's log.
     ra, rb = a.var() / 3 / 11**2, b.var() / 2 / 5.25**2
     df = (ra + rb) ** 2 / (ra**2 / 2 + rb**2 / 1)
-    half = stats.t.ppf(0.975, df) * (11 / 5.25) * math.sqrt(ra + rb)
-    assert (ratio, low, high) == pytest.approx((11 / 5.25, 11 / 5.25 - half, 11 / 5.25 + half))
-    # A metric's unit does not change the interval's relative width, nor does which side is the baseline
-    # (absolute variances in the degrees of freedom made both differ).
-    relative = lambda r: (r[2] - r[1]) / r[0]  # noqa: E731
-    assert relative(ratio_interval(a * 1000, b)) == pytest.approx(relative((ratio, low, high)))
-    assert relative(ratio_interval(b, a)) == pytest.approx(relative((ratio, low, high)))
+    spread = math.exp(stats.t.ppf(0.975, df) * math.sqrt(ra + rb))
+    assert (ratio, low, high) == pytest.approx((11 / 5.25, 11 / 5.25 / spread, 11 / 5.25 * spread))
+    # A metric's unit does not change the interval, and the other side as the baseline gives its reciprocal (a
+    # latency ratio and its speed-up, read apart, drew opposite conclusions from one pair of configurations).
+    assert ratio_interval(a * 1000, b)[1:] == pytest.approx((low * 1000, high * 1000))
+    assert ratio_interval(b, a) == pytest.approx((1 / ratio, 1 / high, 1 / low))
+    slower, faster = pd.Series([12.5, 14.0, 15.5]), pd.Series([10.0, 11.0, 12.0])
+    separated = lambda r: r[1] > 1 or r[2] < 1  # noqa: E731
+    assert separated(ratio_interval(slower, faster)) == separated(ratio_interval(faster, slower))
+    # Two noisy trials: wide, but a ratio of positive figures, never below 0.
+    assert 0 < ratio_interval(pd.Series([1.0, 9.0]), pd.Series([5.0, 5.2]))[1]
     assert math.isnan(ratio_interval(a, pd.Series([5.0]))[1])  # one baseline trial: no interval claimed
 
 

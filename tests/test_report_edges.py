@@ -117,14 +117,31 @@ def test_two_architectures_under_one_model_name_are_two_configurations_and_the_g
             _log(client, experiment, {**BASE, "model.name": "tiny", "precision.name": "fp32", "trial": str(trial),
                                       "model.architecture.num_hidden_layers": layers, "device": f"cuda:{trial}",
                                       "paths.output_dir": f"/out{trial}"}, {"latency_mean_ms": latency})
+    # Another model's architecture differs too: named (a setting is named for every run once it splits one
+    # configuration, so that each scope's configurations share their words).
+    _log(client, experiment, {**BASE, "model.name": "other", "precision.name": "fp32", "trial": "1",
+                              "model.architecture.num_hidden_layers": "4"}, {"latency_mean_ms": 3.0})
     means = {config_label(r): (r["n"], r["mean"]) for _, r in aggregate(load(uri, experiment="eaq")).iterrows()}
     assert means == {"tiny-fp32-b8-s32-model.architecture.num_hidden_layers-2": (2, pytest.approx(1.1)),
-                     "tiny-fp32-b8-s32-model.architecture.num_hidden_layers-8": (2, pytest.approx(9.2))}
+                     "tiny-fp32-b8-s32-model.architecture.num_hidden_layers-8": (2, pytest.approx(9.2)),
+                     "other-fp32-b8-s32-model.architecture.num_hidden_layers-4": (1, 3.0)}
     from eaq.report.compare import COLUMNS
 
     table = compare(runs_table([uri], "eaq", COLUMNS, settings=True), "fp32")
-    assert table[["model.architecture.num_hidden_layers", "trials", "latency_ms"]].values.tolist() == [
-        ["2", 2, pytest.approx(1.1)], ["8", 2, pytest.approx(9.2)]]
+    assert table.loc[table["model.name"] == "tiny", ["model.architecture.num_hidden_layers", "trials", "latency_ms"]
+                     ].values.tolist() == [["2", 2, pytest.approx(1.1)], ["8", 2, pytest.approx(9.2)]]
+
+
+def test_finished_runs_that_recorded_no_device_are_not_averaged_with_another_devices(tmp_path: Path) -> None:
+    # An older eaq's runs (no device tag) and an H100's: two settings; a run that failed early still joins its own.
+    uri, client, experiment = _store(tmp_path)
+    params = {**BASE, "model.name": "m", "precision.name": "fp32"}
+    for trial, latency in (("1", 10.0), ("2", 10.2)):
+        _log(client, experiment, {**params, "trial": trial}, {"latency_mean_ms": latency})
+    for trial, latency in (("1", 5.0), ("2", 5.1)):
+        _log(client, experiment, {**params, "trial": trial}, {"latency_mean_ms": latency}, tags={"eaq.env.device_name": "H100"})
+    table = aggregate(load(uri, experiment="eaq"))
+    assert sorted(zip(table["n"], table["mean"])) == [(2, pytest.approx(5.05)), (2, pytest.approx(10.1))]
 
 
 def test_a_generation_sweep_is_drawn_on_its_per_token_figures(tmp_path: Path) -> None:

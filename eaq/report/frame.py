@@ -115,14 +115,17 @@ def plan_names(precision: pd.Series, sha256: pd.Series) -> pd.Series:
 
 
 def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Series:
-    """Each run's values of the ``columns`` that vary among the runs of a known configuration, as words ("" where
-    none varies): what tells two otherwise equal configurations apart, and nothing more, in a label.
+    """Each run's values of the ``columns`` that vary (SETTING: among the runs; any other: among the runs of one
+    configuration), as words ("" where none varies): what tells two otherwise equal configurations apart, and
+    nothing more, in a label.
 
     Judged per kind, so layer-analysis runs do not rename the benchmark's configurations. A run that failed before
     it logged a value (runs logged before the device's name was tagged at a run's start, or whose device could not
     be told ahead: eaq.tracking.environment.device_name) takes the value its configuration's other runs recorded,
     where they recorded one, and is counted with them; where they recorded several, which one it was is unknown and
-    it stays apart, unnamed. A run with no parameters is of no configuration.
+    it stays apart, unnamed. So does a parameter a run predates, finished or not; but a finished run that recorded
+    no device (an older eaq's) stays apart: its figures are measured, and averaging them with another device's would
+    mix two devices. A run with no parameters is of no configuration.
     """
     known = frame["model"].notna() & frame["precision"].notna()
     keys = [k for k in CONFIG_KEYS if k != "setting"]
@@ -134,10 +137,23 @@ def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Serie
             # the runs of its configuration whatever other parameters it predates.
             same = [*keys, *(c for c in columns if c != column and c in SETTING)]
             only = runs.groupby(same, dropna=False)[column].transform(lambda v: v.dropna().iloc[0] if v.nunique() == 1 else None)
+            if column in SETTING:  # where a run ran: told by a run that finished, else unknown, not its neighbours'
+                only = only.where(runs["status"] != "FINISHED")
             values[column] = values[column].fillna(only)
-        varying = [c for c in columns if values[c].nunique() > 1]
+        finished = runs["status"] == "FINISHED"
+
+        def splits(found: pd.Series) -> bool:
+            """Two values, or a value and a finished run that recorded none (an older eaq's device)."""
+            return found.nunique() > 1 or bool(found.notna().any() and (found.isna() & finished[found.index]).any())
+
+        # Where a run ran names it wherever runs differ in it; another parameter, where it splits a configuration (a
+        # random model's architecture differs between models, and would otherwise lengthen every label).
+        # Named for every run, so that configurations compared across precisions (a scope) share their words.
+        by_config = runs[keys].astype(str).agg("|".join, axis=1)
+        varying = [c for c in columns if (splits(values[c]) if c in SETTING else
+                                          any(splits(v) for _, v in values[c].groupby(by_config)))]
         if varying:
-            words[runs.index] = values[varying].fillna("").astype(str).agg(" ".join, axis=1).str.strip()
+            words[runs.index] = values[varying].fillna("").astype(str).agg(" ".join, axis=1).str.split().str.join(" ")
     return words
 
 

@@ -7,7 +7,7 @@ holds beyond the trials' spread: on an H100, two trials of one bf16 run differed
 sequence length and workload (every precision and way of running), each configuration gets a verdict:
 
 - ``dominated``: another configuration is at least as good in quality and cheaper on the means (or
-  better at the same cost), and the 95% interval of their cost ratio (delta method, Welch;
+  better at the same cost), and the 95% interval of their cost ratio (delta method on its log, Welch;
   ``aggregate.ratio_interval``) lies above 1;
 - ``dominated on the means only``: the same, but the interval reaches 1 (or one of them has a single
   trial, so there is no interval): the trials do not separate them;
