@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import time
 import os
 from pathlib import Path
 import shlex
@@ -126,6 +127,25 @@ def test_a_run_killed_before_it_logged_its_configuration_counts_for_no_configura
     table = aggregate(pd.DataFrame([run, run | {"status": "RUNNING", "running": True}, run | {"status": "FAILED"}]), metrics=("latency_mean_ms",))
     assert table.iloc[0][["n", "runs", "failed", "running"]].tolist() == [1, 3, 1, 1]
     assert [config_label(row) for _, row in wide(table).reset_index().iterrows()] == ["m-fp32-b4-s32"]
+
+
+def test_a_report_logged_again_onto_a_run_shows_its_own_figures(tmp_path: Path) -> None:
+    # MLflow shows the value of the highest (step, timestamp): stamped 0, the largest value ever logged won.
+    from eaq.report.build import Report, log
+    from eaq.tracking.run_logger import TrackedRun
+    from eaq.tracking.store import open_store
+
+    client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
+    run = TrackedRun(client, experiment, "sweep", {"eaq.kind": "sweep"})
+    config = {"model": "m", "precision": "fp32", "batch_size": 4, "seq_len": 32, "compile": False, "compile_tuning": True,
+              "compile_pattern_matcher": True, "cuda_graphs": False, "workload": "forward", "setting": "",
+              "metric": "latency_mean_ms", "ci_low": math.nan, "ci_high": math.nan, "n": 1}
+    for mean in (12.0, 10.0):
+        out = tmp_path / f"report-{mean}"
+        out.mkdir()
+        log(client, run.run_id, Report(out, out / "report.html", pd.DataFrame([config | {"mean": mean}]), []))
+        time.sleep(0.01)
+    assert client.get_run(run.run_id).data.metrics["latency_mean_ms/m-fp32-b4-s32/mean"] == 10.0
 
 
 def test_the_report_logged_onto_a_run_carries_no_credential(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import math
 import os
 from pathlib import Path
 import shlex
+import time
 
 from mlflow.entities import Metric as MlflowMetric
 from mlflow.tracking import MlflowClient
@@ -129,7 +130,10 @@ def aggregate_metrics(table: pd.DataFrame) -> dict[str, float]:
 
 def log(client: MlflowClient, run_id: str, report: Report) -> None:
     """Aggregated metrics and the report's files onto one run (a sweep's parent, or a summary run)."""
-    metrics = [MlflowMetric(name, value, 0, 0) for name, value in aggregate_metrics(report.table).items()]
+    # Stamped now: MLflow shows a metric's value of the highest (step, timestamp), so a report logged again onto the
+    # same run (a resumed sweep's) shows its own figures, not the largest ever logged.
+    now = int(time.time() * 1000)
+    metrics = [MlflowMetric(name, value, now, 0) for name, value in aggregate_metrics(report.table).items()]
     for start in range(0, len(metrics), 1000):  # MLflow's batch limit
         client.log_batch(run_id, metrics=metrics[start:start + 1000])
     redact_folder(report.out)  # runs.csv holds artifact URIs, the HTML the runs' errors: as every record, redacted
