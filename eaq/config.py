@@ -371,8 +371,17 @@ def _unknown_keys(node: DictConfig, prefix: str = "") -> list[str]:
     return unknown
 
 
-def validate(cfg: DictConfig) -> EaqConfig:
-    """Check values that types cannot express; return the config as dataclasses."""
+def validate(cfg: DictConfig, precision_choice: str | None = None) -> EaqConfig:
+    """Check values that types cannot express; return the config as dataclasses.
+
+    ``precision_choice``: the precision group's file Hydra composed (``precision=int8``), where known: a run whose
+    ``precision.name`` is another would run that precision under the chosen one's tag and description."""
+    if precision_choice is not None and cfg.precision.name != precision_choice:
+        raise ConfigError(
+            f"precision={precision_choice} precision.name={cfg.precision.name}: the name says which precision runs, and "
+            f"the run would be tagged and described as {precision_choice}; choose it with precision={cfg.precision.name} "
+            "alone."
+        )
     if unknown := _unknown_keys(cfg):
         raise ConfigError(
             f"unknown setting {', '.join(unknown)}: eaq's config has no such key, so nothing would read it (a `+` "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
-from conftest import CONF, REPO
+from conftest import CONF, REPO, run_eaq
 from eaq.config import EaqConfig, _unknown_keys, register_schemas, validate
 from eaq.errors import ConfigError
 
@@ -122,6 +123,13 @@ def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
     assert unknown_choice(["-cd", "sweeps", "-cn", "precision_trials", "precision=mine"]) is None
     assert unknown_choice(["hydra.searchpath=[file:///x]", "precision=mine"]) is None
     assert unknown_choice(["precision=choice(fp32,int3)"]) is None  # Hydra's sweep syntax: Hydra's message
+
+
+def test_a_precision_name_other_than_the_group_choice_is_refused(out: Path) -> None:
+    # fp32 ran, tagged eaq.group.precision=int8 with int8's description.
+    done = run_eaq(out, "precision=int8", "precision.name=fp32", "model=bert_tiny_random", "isolate=false")
+    assert done.returncode != 0 and "precision=int8 precision.name=fp32: the name says which precision runs" in done.stderr
+    assert validate(_compose("paths.root=/x", "precision=int8"), "int8").precision.name == "int8"
 
 
 def test_a_misspelled_named_sweep_is_one_sentence_naming_the_sweeps_there() -> None:

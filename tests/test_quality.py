@@ -109,3 +109,25 @@ def test_a_tokenizer_edited_under_the_same_path_gets_a_new_reference(out: Path, 
     assert len(list((out / "cache").glob("tokens-*"))) == 2  # the token ids changed
     assert len(list((out / "cache").glob("fp32-reference-*"))) == 2
     assert sorted(all_runs(out), key=lambda r: r.info.start_time)[1].data.tags["eaq.quality.source"] == "computed in this run"
+
+
+def test_quality_figures_are_computed_again_under_another_torchao(out: Path) -> None:
+    """torchao decides how its precisions quantize; figures cached under one version are not another's."""
+    import subprocess
+    import sys
+
+    def run(version: str) -> None:
+        # This process's torchao reads as ``version``: set before eaq.run imports the tasks.
+        code = ("import runpy, sys; import eaq.tracking.environment as e; real = e.package_version; "
+                f"e.package_version = lambda p: {version!r} if p == 'torchao' else real(p); "
+                "sys.argv = ['eaq.run', *sys.argv[1:]]; runpy.run_module('eaq.run', run_name='__main__')")
+        done = subprocess.run([sys.executable, "-c", code, "model=bert_tiny_random", "precision=int8", "trials=quick",
+                               "batch_size=2", "seq_len=16", "dataset=sample", "dataset.max_samples=4", "isolate=false",
+                               f"paths.output_dir={out}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    for version in ("0.17.0", "0.17.0", "0.18.0"):
+        run(version)
+    sources = [r.data.tags["eaq.quality.source"] for r in sorted(all_runs(out), key=lambda r: r.info.start_time)]
+    assert sources[0] == sources[2] == "computed in this run" and sources[1] != "computed in this run"
+

@@ -49,6 +49,7 @@ from eaq.tasks.result import TaskResult
 from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
 from eaq.tasks.idle import idle_store
 from eaq.tasks.shared import FIDELITY_SEED, make_inputs, synthetic_batches
+from eaq.tracking.environment import package_version
 from eaq.workloads.generate import Decoder, Generator, check_generation, eos_ids
 from eaq.workloads.windows import forward_metrics, generate_metrics, measure_generate
 
@@ -173,7 +174,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             if not cfg.trials.reuse_quality:
                 return compute()
             found, reused = cached_figures(cfg.paths.cache_dir, kind, reference_key(
-                **depends_on, precision=asdict(cfg.precision), plan=plan), compute)
+                **depends_on, precision=asdict(cfg.precision), plan=plan,
+                # How torchao's precisions quantize (scales, which layers it takes) is its version's to change.
+                quantizer=package_version("torchao")), compute)
             quality_reused[kind] = reused
             return found
 

@@ -195,7 +195,7 @@ def run_job(cfg: DictConfig) -> str:
         (output_dir / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg, resolve=True))
         run.log_artifact(output_dir / CONFIG_FILE)
         run.log_artifacts(output_dir / ".hydra", ".hydra")
-        config = validate(cfg)
+        config = validate(cfg, hydra_cfg.runtime.choices.get("precision"))
         task = TASKS[config.task]
         setup_s = time.perf_counter() - started
         # Device work a sweep started ahead of its runs (eaq.tasks.ahead) ends before this run touches the device.

@@ -25,7 +25,8 @@ PACKAGES = ("torch", "transformers", "torchao", "mlflow", "mlflow-skinny", "hydr
 SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN|_PWD\b|PWD_", re.IGNORECASE)
 
 
-def _version(package: str) -> str:
+def package_version(package: str) -> str:
+    """An installed distribution's version, or "not installed"."""
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
@@ -111,7 +112,7 @@ def capture(device: dict[str, Any], config_hash: str) -> dict[str, Any]:
         "hostname": platform.node(),
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
-        "packages": {p: _version(p) for p in PACKAGES},
+        "packages": {p: package_version(p) for p in PACKAGES},
         "pip_freeze": _installed(),
         "git": _git(Path(__file__).resolve().parents[2]),
         "device": device,
