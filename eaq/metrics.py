@@ -34,6 +34,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("model_size_mb", "MB", "Bytes of the storages behind all parameters and buffers after the precision is applied (tied weights once)."),
     Metric("quantized_linear_layers", "count", "Linear layers whose weight is stored as a quantized tensor."),
     Metric("linear_layers", "count", "All Linear layers of the model."),
+    Metric("weights_outside_linear_share", "1", "Share of the model's matmul weights (Linear layers' and every other parameter of two dimensions or more but embedding tables') held outside Linear layers: a router's weight, fused MoE experts (which int8, fp8 and int4 refuse: they quantize Linear layers). What the Linear counts do not cover."),
     Metric("kernel_lowp_gemms", "count", "precision.kernel_check: calls of the format's GEMM (int8 _int_mm, fp8 _scaled_mm, int4 _weight_int4pack_mm) in one profiled forward."),
     Metric("kernel_float_gemms", "count", "precision.kernel_check: float GEMMs (aten::mm, aten::addmm) shaped like one of the model's Linear layers in that forward; for int8/fp8 at most the unquantized layers."),
     Metric("kernel_host_copies", "count", "precision.kernel_check: host<->device copies in that forward (the tag eaq.kernel_check says how many the fp32 model makes)."),

@@ -374,3 +374,21 @@ def test_packed_int4_weights_are_counted_as_int4_values_not_int32_elements() -> 
     holder.register_buffer("weight", Int4Packed(packed, torch.ones(64, dtype=torch.bfloat16), (64, 768)))
     holder.register_buffer("bias", torch.zeros(64, dtype=torch.bfloat16))
     assert weight_dtypes(holder) == {"int4": 64 * 768, "torch.bfloat16": 64 + 64}
+
+
+def test_int8_refuses_a_mixture_of_experts_whose_experts_are_not_linear_layers() -> None:
+    # transformers 5 keeps Mixtral's experts as one 3-D tensor per projection: int8 quantized the attention and
+    # router-free Linear layers, counted 9/9 layers quantized, and ran the experts (most of the weights) in fp32.
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.for_model("mixtral", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                  num_attention_heads=4, num_key_value_heads=2, num_local_experts=4)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    share = proof(model)["weights_outside_linear_share"]
+    assert 0.5 < share < 1  # the experts (and the router) beside q, k, v, o and the head
+    with pytest.raises(UnsupportedPrecisionError, match=rf"keeps {share:.0%} of its matmul weights in batched matrices "
+                                                        r"outside them \(model.layers.0.mlp.experts.down_proj, .*fp32, bf16"):
+        get_precision("int8", CPU).apply(copy.deepcopy(model), CPU)
+    assert proof(get_precision("bf16", CPU).apply(model, CPU))["weights_outside_linear_share"] == share  # cast whole
+    dense = load_model(TINY_GPT2, with_tokenizer=False).model  # GPT-2: its Conv1D converted to Linear
+    assert proof(dense)["weights_outside_linear_share"] == 0

@@ -104,6 +104,23 @@ def linear_coverage(model: nn.Module) -> tuple[int, int]:
     return sum(map(is_quantized, linears)), len(linears)
 
 
+def matrices_outside_linear(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Weight matrices (two dimensions or more) that no Linear or Embedding layer holds, by name: a mixture of
+    experts' fused experts (one 3-D tensor per projection, run by grouped or batched matmuls), a router's weight. A
+    quantizer of Linear layers leaves them in float, and the Linear coverage count does not see them."""
+    return {f"{name}.{key}" if name else key: tensor for name, module in model.named_modules()
+            if not isinstance(module, (nn.Linear, nn.Embedding, nn.EmbeddingBag))
+            for key, tensor in module.named_parameters(recurse=False) if tensor.ndim >= 2}
+
+
+def outside_linear_share(model: nn.Module, outside: dict[str, torch.Tensor] | None = None) -> float:
+    """The share of the model's matmul weights (Linear layers' and ``matrices_outside_linear``) outside Linear layers."""
+    outside = matrices_outside_linear(model) if outside is None else outside
+    held = sum(t.numel() for t in outside.values())
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
+    return held / (held + linear) if held + linear else 0.0
+
+
 def proof(model: nn.Module) -> dict[str, float | str]:
     """What gets recorded with every run."""
     quantized, linears = linear_coverage(model)
@@ -113,5 +130,6 @@ def proof(model: nn.Module) -> dict[str, float | str]:
         "model_size_mb": model_size_bytes(model) / 1e6,
         "quantized_linear_layers": quantized,
         "linear_layers": linears,
+        "weights_outside_linear_share": outside_linear_share(model),
         "stored_dtypes": ", ".join(f"{k.removeprefix('torch.')}={v / total:.1%}" for k, v in sorted(dtypes.items())),
     }

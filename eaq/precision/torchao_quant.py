@@ -18,6 +18,7 @@ from torch import nn
 
 from eaq.errors import UnsupportedPrecisionError
 from eaq.precision.base import base_dtype, cast, dtype_name, set_tf32
+from eaq.precision.proof import matrices_outside_linear, outside_linear_share
 from eaq.precision.requirements import ADA, AMPERE, Requirements
 
 # One shape rule for every format: both matrix dimensions in multiples of 16, what fp8's _scaled_mm needs (the
@@ -71,6 +72,15 @@ class TorchaoQuant:
         return self.refusal(module) is None
 
     def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
+        outside = matrices_outside_linear(model)
+        if batched := sorted(name for name, tensor in outside.items() if tensor.ndim >= 3):
+            raise UnsupportedPrecisionError(
+                f"precision={self.name} quantizes Linear layers, and this model keeps "
+                f"{outside_linear_share(model, outside):.0%} of its matmul weights in batched matrices outside them "
+                f"({', '.join(batched[:3])}{', ...' if len(batched) > 3 else ''}: a mixture of experts' fused experts), "
+                f"which would run unquantized in {dtype_name(self.base)}. Measure it in fp32, bf16, fp16, amp_bf16 or "
+                "amp_fp16 (every weight cast), or quantize a model whose experts are Linear layers."
+            )
         if not any(self.eligible(m) for m in model.modules()):
             shape = f"Linear layers with in and out features in multiples of {ALIGNMENT}"
             if self.group > 1:

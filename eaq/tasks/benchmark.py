@@ -265,6 +265,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "model_size_mb": evidence["model_size_mb"],
         "quantized_linear_layers": evidence["quantized_linear_layers"],
         "linear_layers": evidence["linear_layers"],
+        "weights_outside_linear_share": evidence["weights_outside_linear_share"],
         **memory.read(),
         **quality,
         **({"idle_baseline_age_s": result.start_unix_s - idle.measured_unix_s} if idle is not None else {}),

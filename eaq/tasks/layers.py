@@ -186,6 +186,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "model_size_mb": evidence["model_size_mb"],
         "quantized_linear_layers": evidence["quantized_linear_layers"],
         "linear_layers": evidence["linear_layers"],
+        "weights_outside_linear_share": evidence["weights_outside_linear_share"],
     }
     tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
     if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
