@@ -160,6 +160,15 @@ def test_a_generation_sweep_is_drawn_on_its_per_token_figures(tmp_path: Path) ->
     drawn = {f.title for f in report.figures if f.png is not None}
     assert "llama: energy vs quality, Pareto front per batch size and setting" in drawn, notes
     assert "llama: speed vs quality" in drawn and "llama: time and energy per output token vs batch size" in drawn
+    # The answer on the sweep's run, the ratios to the baseline and the speed-up are the per-token figures too.
+    logged = aggregate_metrics(report.table)
+    assert logged["decode_energy_per_token_mj/llama-int4_weight_only-b1-s32-gen128/mean"] == pytest.approx(351.0)
+    ratio = pd.read_csv(tmp_path / "report" / "ratios.csv")
+    int4 = ratio[(ratio["precision"] == "int4_weight_only") & (ratio["batch_size"] == 1)].set_index("metric")["ratio"]
+    assert int4["decode_energy_per_token_mj"] == pytest.approx(351 / 505)
+    from eaq.report.figures import speed_up
+
+    assert speed_up(load(uri, experiment="eaq"), "bf16")["speed_up"].tolist() == [1.0] * 4  # 2.0 ms per token each
     # The same model measured on forward passes too: drawn once per workload, neither hidden by the other.
     for batch, latency in (("1", 5.0), ("16", 20.0)):
         _log(client, experiment, {**BASE, "model.name": "llama", "precision.name": "bf16", "batch_size": batch, "trial": "1"},

@@ -24,7 +24,10 @@ METRICS = (*REPORTED, "quality_accuracy", "quality_perplexity", "quality_cosine_
            "quality_top1_agreement_with_fp32", "quality_kl_from_fp32", "quality_generated_match_rate")
 # The quality figure a configuration is judged by: the first of these its runs logged.
 QUALITY = ("quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mean", "quality_agreement_with_fp32",
-           "quality_top1_agreement_with_fp32")
+           "quality_top1_agreement_with_fp32", "quality_generated_match_rate")
+# A generation run's figures, where a forward run has latency and energy per sample.
+GENERATION = ("time_to_first_token_mean_ms", "time_per_output_token_mean_ms", "decode_tokens_per_s",
+              "decode_energy_per_token_mj", "prefill_energy_per_prefill_mj")
 # Quality figures where less is better (the rest: more is better).
 LOWER_IS_BETTER = {"quality_perplexity", "quality_kl_from_fp32"}
 STATS = ("n", "mean", "std", "ci_low", "ci_high", "cv", "runs", "invalid", "failed", "running")

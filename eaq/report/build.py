@@ -30,7 +30,7 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 # The aggregates logged on a sweep's parent run, named <metric>/<configuration>/<stat>: the MLflow UI (3.17)
 # groups a run's charts by the part before the last "/", one section per metric and configuration holding
 # mean, ci95_low, ci95_high and n; the Overview tab's metrics table lists them sorted, so a metric's rows sit together.
-LOGGED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", *aggregate.QUALITY)
+LOGGED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", *aggregate.GENERATION, *aggregate.QUALITY)
 LOGGED_STATS = ("mean", "ci95_low", "ci95_high", "n")
 # MLflow refuses a longer metric name.
 MAX_METRIC_NAME = 250
@@ -82,7 +82,8 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
         raise EaqError(f"--baseline {baseline} is not a precision of these runs ({', '.join(precisions)}); choose one of them.")
     # With no run that logged its precision (every one killed at its start), there is nothing to compare with.
     baseline = baseline or ("fp32" if "fp32" in precisions or not precisions else precisions[0])
-    ratio = aggregate.ratios(frame, baseline, ("latency_mean_ms", "energy_per_sample_mj"))
+    ratio = aggregate.ratios(frame, baseline, ("latency_mean_ms", "energy_per_sample_mj", "time_per_output_token_mean_ms",
+                                               "decode_energy_per_token_mj"))
     ratio.to_csv(out / "ratios.csv", index=False)
     judged = front.verdicts(frame)
     if isinstance(judged, pd.DataFrame):

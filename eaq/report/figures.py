@@ -35,7 +35,8 @@ LABELS = {
     "energy_per_sample_mj": "energy per sample (mJ)", "model_size_mb": "model size (MB)",
     "quality_accuracy": "accuracy (fraction)", "quality_perplexity": "perplexity",
     "quality_cosine_to_fp32_mean": "cosine to fp32 (1 = same)", "quality_agreement_with_fp32": "agreement with fp32 (fraction)",
-    "quality_top1_agreement_with_fp32": "top-1 agreement with fp32 (fraction)", "speed_up": "speed-up vs baseline (x)", "quality": "quality (synthetic data: none)",
+    "quality_top1_agreement_with_fp32": "top-1 agreement with fp32 (fraction)",
+    "quality_generated_match_rate": "generated tokens matching fp32's (fraction)", "speed_up": "speed-up vs baseline (x)", "quality": "quality (synthetic data: none)",
     "time_per_output_token_mean_ms": "time per output token (ms)", "decode_tokens_per_s": "decode throughput (tokens/s)",
     "decode_energy_per_token_mj": "energy per output token (mJ)",
 }
@@ -135,14 +136,17 @@ def _bars(ax: Axes, rows: pd.DataFrame, metric: str, variants: list[str]) -> Non
 
 
 def speed_up(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """Baseline latency / latency per configuration, with the delta-method interval of aggregate.ratio_interval."""
+    """Baseline latency / latency per configuration (per output token for generation), with the delta-method
+    interval of aggregate.ratio_interval."""
     runs = counted(frame[frame["kind"] == "benchmark"])
     rows = []
     same = [k for k in CONFIG_KEYS if k != "precision"]
     for key, group in runs.groupby(same):
-        base = group.loc[group["precision"] == baseline, "latency_mean_ms"]
+        latency = next((m for m in ("latency_mean_ms", "time_per_output_token_mean_ms") if group[m].notna().any()),
+                       "latency_mean_ms")
+        base = group.loc[group["precision"] == baseline, latency]
         for precision, sub in group.groupby("precision"):
-            ratio, low, high = ratio_interval(base, sub["latency_mean_ms"]) if not base.empty else (math.nan,) * 3
+            ratio, low, high = ratio_interval(base, sub[latency]) if not base.empty else (math.nan,) * 3
             rows.append({**dict(zip(same, key)), "precision": precision,
                          "speed_up": ratio, "speed_up_ci_low": low, "speed_up_ci_high": high})
     return pd.DataFrame(rows, columns=[*CONFIG_KEYS, "speed_up", "speed_up_ci_low", "speed_up_ci_high"])
