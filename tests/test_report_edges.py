@@ -50,6 +50,15 @@ def test_a_hub_id_and_one_trial_at_the_largest_batch_draw_every_figure(tmp_path:
                 _log(client, experiment, {**BASE, "model.name": model, "precision.name": "fp32", "batch_size": batch,
                                           "trial": str(trial)}, {"latency_mean_ms": latency, "quality_accuracy": 0.9})
     report = build(uri, tmp_path / "report", experiment="eaq")
+    # Quality read by every trial has no spread to show: not "0.9 ± 0".
+    assert set(compact(report.table)["quality_accuracy"]) == {"0.9 (same in every trial)", "0.9 (1 trial)"}
+    # The figures of the one-trial batch say so (its bar has no error bar); those of three trials need not.
+    from eaq.report.aggregate import wide
+    from eaq.report.figures import _single_trials
+
+    configs = wide(report.table)
+    assert _single_trials(configs, ("latency_mean_ms",))
+    assert not _single_trials(configs[configs["batch_size"] == 8], ("latency_mean_ms",))
     written = {f.png.name for f in report.figures if f.png is not None}
     assert {"overview_Qwen__Qwen2-0.5B.png", "models.png"} <= written
     assert all(f.png.parent == tmp_path / "report" / "figures" for f in report.figures if f.png is not None)
@@ -61,7 +70,7 @@ def test_a_sweep_whose_runs_all_failed_still_counts_them_and_builds(tmp_path: Pa
         _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "int8", "trial": trial}, {}, "FAILED")
     table = aggregate(load(uri, experiment="eaq"))
     assert table[["runs", "failed", "n"]].values.tolist() == [[2, 2, 0]]
-    assert compact(table)["trials"].tolist() == ["0/2"]
+    assert compact(table)[["trials", "latency_mean_ms"]].values.tolist() == [["0/2", "failed"]]  # not "not measured"
     build(uri, tmp_path / "report", experiment="eaq")
     # Killed before any parameter: no precision to compare with, still a report.
     _, client2, experiment2 = _store(tmp_path / "bare")
@@ -237,7 +246,8 @@ def test_two_models_with_their_own_quality_figures_each_show_theirs(tmp_path: Pa
     assert quality_metric(table[table["model"] == "lm"]) == "quality_perplexity"
     summary = compact(table).set_index("configuration")
     lm, cls = (next(c for c in summary.index if c.startswith(m)) for m in ("lm-", "cls-"))
-    assert summary.loc[lm, "quality_perplexity"] == "12 ± 0" and summary.loc[cls, "quality_accuracy"] == "0.9 ± 0"
+    assert summary.loc[lm, "quality_perplexity"] == "12 (same in every trial)"
+    assert summary.loc[cls, "quality_accuracy"] == "0.9 (same in every trial)"
     assert summary.loc[lm, "quality_accuracy"] == "" and summary.loc[cls, "quality_perplexity"] == ""  # not theirs
     report = build(uri, tmp_path / "report", experiment="eaq")
     tradeoff = next(f for f in report.figures if f.title == "lm: speed vs quality")

@@ -241,13 +241,21 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
         by_metric = group.set_index("metric")
         trials = by_metric["n"].max()
         row = {"configuration": config_label(config), "trials": f"{trials}/{group['runs'].iloc[0]}"}
+        first = group.iloc[0]
+        # No run counted: why, in every cell ("not measured" is for a figure a counted run did not have, as energy
+        # on a machine without a sensor).
+        none = "" if trials else "running" if first["running"] else "flagged invalid" if first["invalid"] else "failed"
         for metric in shown:
             if metric in QUALITY and metric != quality[config["model"]]:
                 continue  # another model's figure: blank, not "not measured"
             stat = by_metric.loc[metric] if metric in by_metric.index else None
-            row[metric] = format_ci(*(stat[["mean", "ci_low", "ci_high"]] if stat is not None else (math.nan,) * 3))
+            row[metric] = none or format_ci(*(stat[["mean", "ci_low", "ci_high"]] if stat is not None else (math.nan,) * 3))
             if stat is not None and 1 < stat["n"] < trials:  # a mean over fewer trials than the row's says so
                 row[metric] += f" ({stat['n']} trials)"
+            elif metric in QUALITY and stat is not None and stat["n"] > 1 and stat["std"] == 0:
+                # One evaluation read by every trial (trials.reuse_quality), or the same computed again: no spread to
+                # show, which "± 0" would read as a precise measurement (it says nothing of the data's sampling error).
+                row[metric] = f"{stat['mean']:.4g} (same in every trial)"
         cost, lowest = ranked[tuple(config[k] for k in shape)]
         mine = by_metric["mean"].get(cost, math.nan)
         row[f"{cost.removesuffix('_mj').removesuffix('_ms')}_vs_best"] = (

@@ -88,6 +88,14 @@ def _yerr(rows: pd.DataFrame, metric: str) -> np.ndarray:
     return np.clip(np.nan_to_num(np.vstack([mean - low, high - mean])), 0, None)
 
 
+def _single_trials(rows: pd.DataFrame, metrics: tuple[str, ...]) -> bool:
+    """Whether a figure of ``metrics`` shows a mean with no interval (one trial): its bar would read as exact."""
+    return any((rows[m].notna() & rows[f"{m}_ci_low"].isna()).any() for m in metrics if m in rows and f"{m}_ci_low" in rows)
+
+
+ONE_TRIAL = "no error bar: one trial, no interval"
+
+
 def _not_measured(ax: Axes, label: str) -> None:
     """An empty panel that says so: a missing measurement is never drawn as a bar of 0."""
     ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, color="0.4")
@@ -157,7 +165,7 @@ def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str
     rows = with_variants(configs[configs["model"] == model].merge(ups, how="left", on=list(CONFIG_KEYS)))
     variants = sorted(rows["variant"].unique(), key=lambda v: (v.split(" ")[0] != baseline, v))
     quality = next((m for m in LABELS if m.startswith("quality_") and m in rows and rows[m].notna().any()), "quality")
-    # Speed-up is of forward passes' latency: a generation-only model's panel says "not measured".
+    # Speed-up is of latency per batch, or per output token for generation (speed_up).
     roles = {role: measured(rows, role) or ROLES[role][0] for role in ROLES}
     fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
     for ax, metric in zip(axes.flat, (roles["latency"], "speed_up", roles["energy"], roles["throughput"], quality, "model_size_mb")):
@@ -166,7 +174,8 @@ def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str
     axes.flat[1].set_ylabel(f"speed-up vs {baseline} (x)")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper right", title="batch size", fontsize=8)
-    fig.suptitle(f"{model}: mean over trials, 95% CI error bars")
+    plotted = (roles["latency"], "speed_up", roles["energy"], roles["throughput"], quality, "model_size_mb")
+    fig.suptitle(f"{model}: mean over trials, 95% CI error bars" + (f" ({ONE_TRIAL})" if _single_trials(rows, plotted) else ""))
     fig.subplots_adjust(right=0.9)
     return save(fig, out, f"overview_{model}", f"{model}: overview")
 
@@ -193,6 +202,8 @@ def _scatter_ci(ax: Axes, rows: pd.DataFrame, x: str, y: str) -> None:
     ax.set_ylabel(LABELS.get(y, y))
     ax.ticklabel_format(axis="y", useOffset=False)  # quality near 1 reads as 0.99999, not as an offset "1e-8+1"
     ax.legend(fontsize=8)
+    if _single_trials(rows, (x, y)):
+        ax.text(0.01, 0.01, ONE_TRIAL, transform=ax.transAxes, fontsize=7, color="0.4")
 
 
 def tradeoff(configs: pd.DataFrame, model: str, quality: str | None, out: Path) -> Figure:
