@@ -392,3 +392,14 @@ def test_int8_refuses_a_mixture_of_experts_whose_experts_are_not_linear_layers()
     assert proof(get_precision("bf16", CPU).apply(model, CPU))["weights_outside_linear_share"] == share  # cast whole
     dense = load_model(TINY_GPT2, with_tokenizer=False).model  # GPT-2: its Conv1D converted to Linear
     assert proof(dense)["weights_outside_linear_share"] == 0
+
+
+def test_an_lm_head_tied_to_the_token_table_stays_tied_whatever_its_shape() -> None:
+    # A vocabulary in multiples of 16 fits the shape rule: int8 quantized the head and untied it, the fp32 table kept
+    # beside an int8 copy (a model larger than fp32's).
+    config = ModelConfig(**{**TINY_GPT2.__dict__, "architecture": {**TINY_GPT2.architecture, "vocab_size": 30528}})
+    fp32 = load_model(config, with_tokenizer=False).model
+    size = proof(fp32)["model_size_mb"]
+    int8 = _apply("int8", copy.deepcopy(fp32))
+    assert int8.lm_head.weight is int8.transformer.wte.weight
+    assert proof(int8)["model_size_mb"] < size and proof(int8)["quantized_linear_layers"] == proof(int8)["linear_layers"] - 1

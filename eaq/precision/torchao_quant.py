@@ -91,9 +91,13 @@ class TorchaoQuant:
             )
         set_tf32(False)
         model = cast(model, device, self.base)
+        # A Linear layer whose weight is an embedding table (an LM head tied to the token table) stays in the base
+        # dtype: quantized, it would be untied, the float table kept beside a quantized copy (a larger model).
+        tables = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+        tied = {id(m) for m in model.modules() if isinstance(m, nn.Linear) and id(m.weight) in tables}
         # set_inductor_config=False: compiled runs of every precision get the same Inductor
         # settings (eaq.tasks.compile), not torchao's only for the quantized ones.
-        _quantization().quantize_(model, self.config(), filter_fn=lambda m, fqn: self.eligible(m))
+        _quantization().quantize_(model, self.config(), filter_fn=lambda m, fqn: self.eligible(m) and id(m) not in tied)
         return model
 
 
