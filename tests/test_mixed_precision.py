@@ -47,6 +47,8 @@ def test_a_plan_file_round_trips(tmp_path: Path) -> None:
         ("layers: {a: int8}\n", "must be a mapping with 'base'"),
         ("base: [fp32\n", "is not valid YAML"),
         ("base: fp32\nlayers:\n  a: int8\n  a: fp8\n", "is not valid YAML .*given twice: a"),  # PyYAML keeps the last
+        ("base: fp32\nlayers: {a: int8}\nLayers: {b: int8}\n", "has key Layers, which nothing reads"),  # b ran fp32
+        ("base: fp32\nlayers: {}\nmeta: 5\n", "'meta' must be a mapping"),  # a TypeError
     ],
 )
 def test_a_malformed_plan_says_what_to_fix(tmp_path: Path, text: str, says: str) -> None:

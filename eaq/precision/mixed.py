@@ -114,6 +114,12 @@ def load_plan(path: str | Path) -> Plan:
             f"precision.plan={path} must be a mapping with 'base' (a float format) and 'layers' "
             "(Linear module name -> format); see eaq/precision/mixed.py."
         )
+    if unknown := sorted(str(k) for k in data if k not in ("base", "layers", "meta")):
+        # Layers under a misspelled key (``Layers:``) would run in the base dtype without a word.
+        raise ConfigError(f"precision.plan={path} has key {', '.join(unknown)}, which nothing reads; a plan has 'base', "
+                          "'layers' and optionally 'meta': fix the name.")
+    if not isinstance(data.get("meta") or {}, dict):
+        raise ConfigError(f"precision.plan={path}: 'meta' must be a mapping (notes kept with the plan), not {data['meta']!r}.")
     plan = Plan(data["base"], {str(k): str(v) for k, v in data["layers"].items()}, dict(data.get("meta") or {}),
                 hashlib.sha256(raw).hexdigest())
     plan.validate(f"precision.plan={path}")
