@@ -705,6 +705,8 @@ def test_task_layers_refuses_a_compiled_model_before_loading(out: Path) -> None:
         (["layers.target=fp8"], "on cpu these run for real"),
         # int8 on the CPU computes with fp32 activations: its layers cannot sit in a bf16 model.
         (["layers.base=bf16"], "int8 on cpu computes with activations in float32, not the base bf16; set layers.base=fp32."),
+        # It was accepted and did nothing.
+        (["precision.kernel_check=true"], "task=layers records what each layer stores"),
     ],
 )
 def test_task_layers_refuses_what_its_components_cannot_run_before_loading(out: Path, overrides: list[str], message: str) -> None:

@@ -84,6 +84,18 @@ def test_mixed_through_the_cli_applies_exactly_the_plan(out: Path, tmp_path: Pat
     assert all(map(documented_tag, run.data.tags)), [t for t in run.data.tags if not documented_tag(t)]
 
 
+def test_task_layers_on_a_plan_records_it_as_a_benchmark_does(out: Path, tmp_path: Path) -> None:
+    # It had no plan hash (the report could not tell two plans apart), no formats per layer, no precision_layers.csv.
+    plan_file = save_plan(PLAN, tmp_path / "plan.yaml")
+    result = run_eaq(out, *FAST, "task=layers", "layers.impact=false", "precision=mixed", f"precision.plan={plan_file}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    (run,) = all_runs(out)
+    assert run.data.tags["eaq.precision.plan_sha256"] == hashlib.sha256(plan_file.read_bytes()).hexdigest()[:16]
+    assert run.data.tags["eaq.precision.layer_formats"] == "Int8Tensor int8=1, Int8Tensor int8 + activations=2, float32=10"
+    local = store(out).download_artifacts(run.info.run_id, "layers/precision_layers.csv", str(tmp_path))
+    assert len(list(csv.DictReader(Path(local).open()))) == 13
+
+
 def _bert_tiny() -> dict:
     """conf/model/bert_tiny_random.yaml as ModelConfig fields."""
     return yaml.safe_load((CONF / "model" / "bert_tiny_random.yaml").read_text())

@@ -268,6 +268,7 @@ class MixedPrecision:
         lines = ["layer,planned,stored"]
         for layer, stored in layer_formats(model).items():
             lines.append(f"{layer},{self.plan.layers.get(layer, self.plan.base)},{stored}")
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n")
         return path
 

@@ -41,7 +41,7 @@ from eaq.models import load_model, output_classes
 from eaq.precision import get_precision, proof
 from eaq.precision.base import Precision, base_dtype, set_tf32
 from eaq.precision.native import Autocast
-from eaq.precision.mixed import LAYER_FORMATS, Plan, apply_plan, base_refusal, fitting_base, save_plan
+from eaq.precision.mixed import LAYER_FORMATS, MixedPrecision, Plan, apply_plan, base_refusal, fitting_base, save_plan
 from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
 from eaq.tasks.isolation import phase_listener
@@ -159,6 +159,9 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     with phases("precision"):
         model = precision.apply(model, device)
         evidence = proof(model)
+        if isinstance(precision, MixedPrecision):  # which layer runs which format, read from the model, as a benchmark
+            tags |= precision.tags(model)
+            precision.write_layers(model, artifact_dir / "layers" / "precision_layers.csv")
     min_window_s, idle_s = protocol_seconds(cfg.trials, measuring)
     settings = Settings(
         iters=cfg.trials.iters,
@@ -220,6 +223,12 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
             "task=layers hooks and replays the eager model's modules, which a compiled model does not run one by one; "
             "drop compile/cuda_graphs (task=benchmark measures the compiled whole model; task=layers captures its "
             "own CUDA graphs of the eager passes: layers.cuda_graphs, on by default)."
+        )
+    if cfg.precision.kernel_check:
+        raise ConfigError(
+            "precision.kernel_check=true profiles a benchmark's whole pass after its window; task=layers records what "
+            "each layer stores (stored dtypes, and a mixed plan's formats per layer) but checks no kernel: drop "
+            "precision.kernel_check, or check the precision's kernels with task=benchmark."
         )
     base = cfg.layers.base or FLOAT_NAMES[base_dtype(device)]
     get_precision(base, device)  # the impact model's format must run here too
