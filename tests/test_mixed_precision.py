@@ -131,6 +131,15 @@ def test_a_plan_naming_a_missing_or_unfit_layer_is_refused_before_running() -> N
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # nothing was changed
 
 
+@pytest.mark.parametrize("task", ["benchmark", "layers"])
+def test_a_plan_this_model_cannot_run_is_refused_before_the_model_loads(out: Path, tmp_path: Path, task: str) -> None:
+    # Checked on the model's skeleton (meta device): the load and the fp32 reference came first.
+    plan_file = save_plan(Plan("fp32", {"encoder.layer.9.output.dense": "int8"}), tmp_path / "plan.yaml")
+    result = run_eaq(out, *FAST, f"task={task}", "layers.impact=false", "precision=mixed", f"precision.plan={plan_file}")
+    assert result.returncode == 2 and "layer encoder.layer.9.output.dense does not exist in this model" in result.stderr
+    assert "loaded " not in result.stdout + result.stderr
+
+
 def test_the_shape_rule_names_the_layer_and_its_shape() -> None:
     model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 2))
     with pytest.raises(UnsupportedPrecisionError, match=r"layer 1 cannot run int8: its shape 64x2 is not in multiples of 16"):

@@ -138,6 +138,17 @@ def model_config(cfg: ModelConfig) -> PretrainedConfig:
         raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
 
 
+def model_skeleton(cfg: ModelConfig) -> torch.nn.Module:
+    """The model's modules, as ``load_model`` builds them, on the meta device: names, classes and shapes with no
+    memory and no weight read, what a precision plan is checked against before the model loads."""
+    with torch.device("meta"):
+        model = (AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]).from_config(model_config(cfg))
+        if cfg.classifier_head:
+            model = EmbeddingClassifier(model, load_head(_head_path(cfg.classifier_head), model.config.hidden_size))
+    convert_conv1d(model)
+    return model
+
+
 def output_classes(model: torch.nn.Module) -> int:
     """The classes a classifier scores: an embedding model's head rows, else its config's ``num_labels``."""
     return model.classifier.out_features if isinstance(model, EmbeddingClassifier) else model.config.num_labels

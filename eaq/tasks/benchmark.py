@@ -37,12 +37,12 @@ from eaq.measure.timing import run_timed
 from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
-from eaq.models import load_model, model_config, output_classes
+from eaq.models import load_model, model_config, model_skeleton, output_classes
 from eaq.errors import ConfigError, DataError
 from eaq.precision import get_precision, proof, stored_bytes_read
 from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies, linear_calls
-from eaq.precision.mixed import MixedPrecision
+from eaq.precision.mixed import MixedPrecision, check_plan
 from eaq.tasks.compile import compile_model, graph_skips, inductor_settings, require_graphs
 from eaq.tasks.isolation import phase_listener
 from eaq.tasks.result import TaskResult
@@ -92,6 +92,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     with phases("prepare"):
         device = resolve_device(cfg.device)
         precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
+        if isinstance(precision, MixedPrecision):  # its layers' names and shapes, on the model's skeleton
+            check_plan(model_skeleton(cfg.model), precision.plan, device)
         if cfg.cuda_graphs and device.type != "cuda":
             raise ConfigError(f"cuda_graphs=true needs a CUDA device and this run is on {device}; drop cuda_graphs or use device=cuda.")
         sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)

@@ -37,11 +37,11 @@ from eaq.layers.tables import (
 )
 from eaq.measure.phases import Phases
 from eaq.measure.samplers import Sampler, measures_energy, select_sampler
-from eaq.models import load_model, output_classes
+from eaq.models import load_model, model_skeleton, output_classes
 from eaq.precision import get_precision, proof
 from eaq.precision.base import Precision, base_dtype, set_tf32
 from eaq.precision.native import Autocast
-from eaq.precision.mixed import LAYER_FORMATS, MixedPrecision, Plan, apply_plan, base_refusal, fitting_base, save_plan
+from eaq.precision.mixed import LAYER_FORMATS, MixedPrecision, Plan, apply_plan, base_refusal, check_plan, fitting_base, save_plan
 from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
 from eaq.tasks.isolation import phase_listener
@@ -210,6 +210,8 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
     budget or None, saving mode, the impact model's format)."""
     device = resolve_device(cfg.device)
     precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
+    if isinstance(precision, MixedPrecision):  # its layers' names and shapes, on the model's skeleton
+        check_plan(model_skeleton(cfg.model), precision.plan, device)
     if isinstance(precision, Autocast):
         # Components are the model's own modules, measured alone: an autocast region around the whole model
         # would not hold around them, and the replays would run fp32.
