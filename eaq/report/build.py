@@ -98,7 +98,7 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
                 "All aggregates": table, f"Ratios to {baseline} (delta-method 95% CI)": ratio,
                 "Energy-quality front per model and shape: dominated, or on it, and whether the trials separate it "
                 "(cost ratio, energy where measured; delta-method 95% CI)":
-                    judged.astype(object).where(judged.notna(), "") if isinstance(judged, pd.DataFrame) else judged,
+                    front.shown(judged).astype(object).where(judged.notna(), "") if isinstance(judged, pd.DataFrame) else judged,
                 "Layer analysis: capture ratio per method, components only and with blocks (mean ± 95% CI half-width)":
                     capture}
     page = html.render(f"eaq report: {scope}", f"{scope} at {redact(uri)}", frame, sections, drawn,
