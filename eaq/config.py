@@ -374,8 +374,9 @@ def _unknown_keys(node: DictConfig, prefix: str = "") -> list[str]:
 def validate(cfg: DictConfig, precision_choice: str | None = None) -> EaqConfig:
     """Check values that types cannot express; return the config as dataclasses.
 
-    ``precision_choice``: the precision group's file Hydra composed (``precision=int8``), where known: a run whose
-    ``precision.name`` is another would run that precision under the chosen one's tag and description."""
+    ``precision_choice``: the precision group's file Hydra composed (``precision=int8``), where ``precision.name`` was
+    also given on the command line: the run would run that name's precision under the chosen one's tag and
+    description."""
     if precision_choice is not None and cfg.precision.name != precision_choice:
         raise ConfigError(
             f"precision={precision_choice} precision.name={cfg.precision.name}: the name says which precision runs, and "

@@ -9,20 +9,33 @@ Hydra looks: the ``-cd`` folder, then ``conf/``.
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Sequence
 from pathlib import Path
+
+from hydra._internal.utils import get_args_parser
 
 from eaq.config import GROUPS
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 CHOICE = re.compile(rf"^\+?({'|'.join(GROUPS)})=([\w.,-]+)$")
-OWN_CONFIG = re.compile(r"^(-cd|--config-dir|-cp|--config-path)(=|$)|^hydra\.searchpath")
+SEARCH_PATH = re.compile(r"^\+{0,2}hydra\.searchpath=")
+
+
+def _hydra_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The command line as Hydra's own parser reads it (``-cd=x``, ``--config-dir x``, abbreviations alike)."""
+    return get_args_parser().parse_known_args(list(argv))[0]
+
+
+def _own_config(args: argparse.Namespace) -> bool:
+    """Another config folder or search path: it may hold more options and configs, and Hydra decides there."""
+    return bool(args.config_dir or args.config_path or any(SEARCH_PATH.match(o) for o in args.overrides))
 
 
 def unknown_choice(argv: Sequence[str], conf: Path = CONF) -> str | None:
     """The error sentence for the first choice that has no YAML file in ``conf``, else None."""
-    if any(OWN_CONFIG.match(arg) for arg in argv):
+    if _own_config(_hydra_args(argv)):
         return None
     for arg in argv:
         match = CHOICE.match(arg)
@@ -39,26 +52,16 @@ def unknown_choice(argv: Sequence[str], conf: Path = CONF) -> str | None:
     return None
 
 
-def _option(argv: Sequence[str], short: str, long: str) -> str | None:
-    """The value of ``-x VALUE``, ``--long VALUE`` or ``--long=VALUE`` (the last given), else None."""
-    found = None
-    for i, arg in enumerate(argv):
-        if arg in (short, long) and i + 1 < len(argv):
-            found = argv[i + 1]
-        elif arg.startswith(f"{long}="):
-            found = arg.split("=", 1)[1]
-    return found
-
-
 def unknown_config_name(argv: Sequence[str], conf: Path = CONF) -> str | None:
     """The error sentence for a ``-cn`` name with no YAML file where Hydra looks, else None.
 
     Hydra answers a misspelled named sweep with its search path, many lines. A ``-cp`` or a search path of one's own
     leaves the name to Hydra."""
-    name = _option(argv, "-cn", "--config-name")
-    if name is None or any(re.match(r"^(-cp|--config-path)(=|$)|^hydra\.searchpath", arg) for arg in argv):
+    args = _hydra_args(argv)
+    name = args.config_name
+    if name is None or args.config_path or any(SEARCH_PATH.match(o) for o in args.overrides):
         return None
-    folders = [Path(d).expanduser() for d in [_option(argv, "-cd", "--config-dir")] if d is not None] + [conf]
+    folders = [Path(d).expanduser() for d in [args.config_dir] if d is not None] + [conf]
     stem = name.removesuffix(".yaml")
     if any((folder / f"{stem}.yaml").is_file() for folder in folders):
         return None

@@ -13,7 +13,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
-from conftest import CONF, REPO, run_eaq
+from conftest import CONF, REPO, all_runs, run_eaq
 from eaq.config import EaqConfig, _unknown_keys, register_schemas, validate
 from eaq.errors import ConfigError
 
@@ -122,6 +122,8 @@ def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
     # Another config dir or search path may hold more options: Hydra decides there.
     assert unknown_choice(["-cd", "sweeps", "-cn", "precision_trials", "precision=mine"]) is None
     assert unknown_choice(["hydra.searchpath=[file:///x]", "precision=mine"]) is None
+    assert unknown_choice(["++hydra.searchpath=[file:///x]", "precision=mine"]) is None
+    assert unknown_choice(["-cd=sweeps", "precision=mine"]) is None  # Hydra's parser reads -cd=DIR too
     assert unknown_choice(["precision=choice(fp32,int3)"]) is None  # Hydra's sweep syntax: Hydra's message
 
 
@@ -132,6 +134,18 @@ def test_a_precision_name_other_than_the_group_choice_is_refused(out: Path) -> N
     assert validate(_compose("paths.root=/x", "precision=int8"), "int8").precision.name == "int8"
 
 
+def test_a_precision_preset_of_ones_own_may_name_the_precision_it_builds_on(out: Path, tmp_path: Path) -> None:
+    # Only precision.name given beside precision= is refused: a preset that builds on int8 is int8 on purpose.
+    (tmp_path / "precision").mkdir()
+    (tmp_path / "precision" / "int8_checked.yaml").write_text("defaults:\n  - int8\n  - _self_\nkernel_check: true\n")
+    done = run_eaq(out, f"hydra.searchpath=[file://{tmp_path}]", "precision=int8_checked", "model=bert_tiny_random",
+                   "trials=quick", "isolate=false", "batch_size=2", "seq_len=16")
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = all_runs(out)
+    assert run.data.tags["eaq.group.precision"] == "int8_checked" and run.data.params["precision.name"] == "int8"
+    assert run.data.tags["eaq.kernel_check"].startswith("passed")
+
+
 def test_a_misspelled_named_sweep_is_one_sentence_naming_the_sweeps_there() -> None:
     from eaq.group_choices import unknown_config_name
 
@@ -139,6 +153,7 @@ def test_a_misspelled_named_sweep_is_one_sentence_naming_the_sweeps_there() -> N
     assert unknown_config_name(["-m", "-cd", sweeps, "-cn", "precision_trials"]) is None
     assert unknown_config_name([f"--config-dir={sweeps}", "--config-name", "precision_trials.yaml"]) is None
     assert unknown_config_name(["-cn", "config"]) is None  # conf/ is searched too, as Hydra does
+    assert unknown_config_name(["-m", f"-cd={sweeps}", "--config-n", "precision_trials"]) is None  # forms Hydra reads
     assert unknown_config_name(["-cd", sweeps, "-cn", "mine", "hydra.searchpath=[file:///x]"]) is None  # Hydra decides
     assert "the configs there: precision_trials" in (unknown_config_name(["-cd", sweeps, "-cn", "precision"]) or "")
     done = subprocess.run([sys.executable, "-m", "eaq.run", "-m", "-cd", "sweeps", "-cn", "precision_trial"], cwd=REPO,

@@ -140,6 +140,11 @@ def test_a_classifier_run_refuses_labels_it_cannot_have_before_any_pass(out: Pat
                    "trials=quick", "isolate=false", "batch_size=2", "seq_len=16")
     assert done.returncode == 2 and "labels run from -1 to -1 and the classifier has 2 classes" in done.stderr, done.stderr[-2000:]
     assert not list((out / "cache").glob("fp32-reference-*")), "a reference pass ran before the refusal"
+    # Only the rows quality scores are checked: a -1 past trials.quality_max_batches is read by nothing.
+    split.write_text("sentence\tlabel\nit is good\t1\nit is bad\t0\nunlabelled\t-1\n")
+    done = run_eaq(out, "model=bert_tiny_random", "model.head=sequence_classification", "dataset=sst2", f"dataset.path={split}",
+                   "trials=quick", "trials.quality_max_batches=1", "isolate=false", "batch_size=2", "seq_len=16")
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_the_examples_digest_tells_a_text_with_a_newline_from_two_texts() -> None:

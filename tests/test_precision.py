@@ -386,8 +386,8 @@ def test_int8_refuses_a_mixture_of_experts_whose_experts_are_not_linear_layers()
     model = AutoModelForCausalLM.from_config(config).eval()
     share = proof(model)["weights_outside_linear_share"]
     assert 0.5 < share < 1  # the experts (and the router) beside q, k, v, o and the head
-    with pytest.raises(UnsupportedPrecisionError, match=rf"keeps {share:.0%} of its matmul weights in batched matrices "
-                                                        r"outside them \(model.layers.0.mlp.experts.down_proj, .*fp32, bf16"):
+    with pytest.raises(UnsupportedPrecisionError, match=r"keeps \d+% of its matmul weights in stacked matrices outside "
+                                                        r"them \(model.layers.0.mlp.experts.down_proj, .*fp32, bf16"):
         get_precision("int8", CPU).apply(copy.deepcopy(model), CPU)
     assert proof(get_precision("bf16", CPU).apply(model, CPU))["weights_outside_linear_share"] == share  # cast whole
     dense = load_model(TINY_GPT2, with_tokenizer=False).model  # GPT-2: its Conv1D converted to Linear
@@ -403,3 +403,36 @@ def test_an_lm_head_tied_to_the_token_table_stays_tied_whatever_its_shape() -> N
     int8 = _apply("int8", copy.deepcopy(fp32))
     assert int8.lm_head.weight is int8.transformer.wte.weight
     assert proof(int8)["model_size_mb"] < size and proof(int8)["quantized_linear_layers"] == proof(int8)["linear_layers"] - 1
+
+
+class _Stacked(nn.Module):
+    """A Linear layer beside a small stacked parameter (XLNet's segment embeddings) and a convolution (Mamba's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(64, 64)
+        self.segments = nn.Parameter(torch.randn(2, 4, 16))
+        self.conv = nn.Conv1d(64, 64, 4, groups=64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x)
+
+
+def test_a_few_stacked_weights_or_a_convolution_do_not_make_a_model_a_mixture_of_experts() -> None:
+    # Refused only where stacked matrices hold most of the matmul weights: here the Linear layer is quantized and the
+    # rest recorded as weights outside Linear layers.
+    model = _apply("int8", _Stacked())
+    assert proof(model)["quantized_linear_layers"] == 1 and 0 < proof(model)["weights_outside_linear_share"] < 0.5
+
+
+def test_a_plan_or_a_layer_analysis_leaves_a_tied_lm_head_as_uniform_precisions_do() -> None:
+    from eaq.layers.components import find_components
+    from eaq.layers.impact import lowerable
+    from eaq.precision.mixed import Plan, apply_plan
+
+    config = ModelConfig(**{**TINY_GPT2.__dict__, "architecture": {**TINY_GPT2.architecture, "vocab_size": 30528}})
+    model = load_model(config, with_tokenizer=False).model
+    assert "lm_head" not in lowerable(model, find_components(model), "int8", CPU)
+    with pytest.raises(UnsupportedPrecisionError, match=r"layer lm_head cannot run int8: its weight is the token table's"):
+        apply_plan(model, CPU, Plan("fp32", {"lm_head": "int8"}))
+

@@ -612,9 +612,10 @@ def test_the_front_says_what_dominates_and_whether_the_trials_separate_it(tmp_pa
     assert verdicts(load(uri, experiment="eaq").drop(columns=[c for c in ("quality_agreement_with_fp32",
                     "quality_top1_agreement_with_fp32")])).startswith("no quality metric")
     # Read as printed: a quality strictly better by 8e-8 is not shown as the same "1".
-    from eaq.report.front import shown
+    from eaq.report.front import markdown, shown
 
     assert shown(pd.DataFrame({"quality_mean": [0.99999992, 1.0, math.nan]}))["quality_mean"].tolist() == ["0.99999992", "1", ""]
+    assert "0.99999992" in markdown(pd.DataFrame({"cost_mean": [1.5], "quality_mean": [0.99999992]}))  # as the CLI prints
 
 
 CAPTURE_METRICS = {("time", "components only"): "layers_time_capture_ratio",

@@ -141,6 +141,36 @@ def test_two_architectures_under_one_model_name_are_two_configurations_and_the_g
                      ].values.tolist() == [["2", 2, pytest.approx(1.1)], ["8", 2, pytest.approx(9.2)]]
 
 
+def test_a_protocol_differing_between_precisions_is_named_so_they_are_not_compared(tmp_path: Path) -> None:
+    # fp32 under one warm-up rule, int8 under another: constant within each configuration, yet not one comparison.
+    uri, client, experiment = _store(tmp_path)
+    for precision, rule in (("fp32", "pairs"), ("int8", "trend")):
+        for trial in ("1", "2"):
+            _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": trial,
+                                      "trials.warmup_rule": rule}, {"latency_mean_ms": 10.0})
+    frame = load(uri, experiment="eaq")
+    assert sorted(set(frame["setting"])) == ["trials.warmup_rule=pairs", "trials.warmup_rule=trend"]
+    assert ratios(frame, "fp32", ("latency_mean_ms",))["precision"].tolist() == ["fp32"]  # int8 has no fp32 of its own
+
+
+def test_one_data_file_read_from_two_paths_is_one_dataset_and_two_files_are_two(tmp_path: Path) -> None:
+    uri, client, experiment = _store(tmp_path)
+    for path, digest, latency in (("/a/dev.tsv", "aaaa", 10.0), ("/b/dev.tsv", "aaaa", 10.2), ("/a/dev.tsv", "bbbb", 20.0)):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1", "dataset.path": path},
+             {"latency_mean_ms": latency}, tags={"eaq.data.sha256": digest})
+    table = aggregate(load(uri, experiment="eaq"))
+    assert sorted(zip(table["setting"], table["n"])) == [("eaq.data.sha256=aaaa", 2), ("eaq.data.sha256=bbbb", 1)]
+
+
+def test_older_runs_on_another_device_without_a_newer_parameter_do_not_rename_this_devices(tmp_path: Path) -> None:
+    uri, client, experiment = _store(tmp_path)
+    for device, extra in (("A100", {}), ("H100", {"trials.warmup_rule": "pairs"})):
+        for trial in ("1", "2"):
+            _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": trial, **extra},
+                 {"latency_mean_ms": 10.0}, tags={"eaq.env.device_name": device})
+    assert sorted(set(load(uri, experiment="eaq")["setting"])) == ["A100", "H100"]
+
+
 def test_finished_runs_that_recorded_no_device_are_not_averaged_with_another_devices(tmp_path: Path) -> None:
     # An older eaq's runs (no device tag) and an H100's: two settings; a run that failed early still joins its own.
     uri, client, experiment = _store(tmp_path)

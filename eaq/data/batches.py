@@ -38,6 +38,11 @@ class Batches:
             left -= rows
         return kept
 
+    def distinct_labels(self, max_batches: int | None = None) -> torch.Tensor | None:
+        """The labels of ``distinct(max_batches)``'s rows: those quality scores."""
+        rows = sum(b["input_ids"].shape[0] for b in self.distinct(max_batches))
+        return self.labels[:rows] if self.labels is not None else None
+
     def full(self) -> list[dict[str, torch.Tensor]]:
         """Batches of exactly ``batch_size`` rows, the ones the timed loop cycles through."""
         size = self.batches[0]["input_ids"].shape[0]

@@ -45,6 +45,7 @@ from eaq.evaluate.outputs import model_outputs
 from eaq.evaluate.perplexity import perplexity
 from eaq.layers.components import Component
 from eaq.precision.mixed import BASES, LAYER_FORMATS, Plan, apply_plan
+from eaq.precision.proof import tied_linears
 
 # Types whose component is a residual branch (or several) ablation can zero.
 BRANCH_TYPES = ("attention", "ffn")
@@ -146,12 +147,13 @@ def linears(model: nn.Module, components: list[Component]) -> list[str]:
 
 
 def lowerable(model: nn.Module, components: list[Component], target: str, device: torch.device) -> list[str]:
-    """The components' Linear layers ``target``'s kernel takes (the shape rule); the rest stay."""
+    """The components' Linear layers ``target``'s kernel takes (the shape rule) and that are no tied LM head; the rest
+    stay."""
     if target not in LAYER_FORMATS:
         return linears(model, components)
     fmt = LAYER_FORMATS[target](device)
-    modules = dict(model.named_modules())
-    return [n for n in linears(model, components) if fmt.eligible(modules[n])]
+    modules, tied = dict(model.named_modules()), tied_linears(model)  # a tied LM head stays, as in uniform precisions
+    return [n for n in linears(model, components) if fmt.eligible(modules[n]) and n not in tied]
 
 
 def _cast_floats(value: object, dtype: torch.dtype) -> object:

@@ -34,6 +34,7 @@ from eaq.precision.base import cast, dtype_name, set_tf32
 from eaq.precision.kernel_check import (PROFILER_DTYPES, Calls, KernelCheck, Profile, copies, fallbacks_by_shape,
                                        linear_float_gemms, lowp_gemms, runs, times_run)
 from eaq.precision.native import bf16, fp16, fp32
+from eaq.precision.proof import tied_linears
 from eaq.precision.requirements import Requirements
 from eaq.precision.torchao_quant import TorchaoQuant, _quantization, fp8, int4_weight_only, int8, int8_weight_only
 
@@ -134,6 +135,7 @@ def check_plan(model: nn.Module, plan: Plan, device: torch.device) -> None:
     """Refuse, before anything runs, a plan this model or device cannot run as written."""
     plan.validate()
     modules = dict(model.named_modules())
+    tied = tied_linears(model)
     problems = []
     for fmt_name, fmt in _formats(plan, device).items():
         if reason := base_refusal(fmt_name, plan.base, device):
@@ -142,7 +144,8 @@ def check_plan(model: nn.Module, plan: Plan, device: torch.device) -> None:
             if layer not in modules:
                 problems.append(f"layer {layer} does not exist in this model")
                 continue
-            reason = fmt.refusal(modules[layer])
+            reason = fmt.refusal(modules[layer]) or ("its weight is the token table's (a tied LM head): quantized, it would "
+                                                      "be untied, the float table kept beside the copy" if layer in tied else None)
             if reason:
                 problems.append(f"layer {layer} cannot run {fmt_name}: {reason}")
     if problems:

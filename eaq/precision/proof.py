@@ -104,13 +104,24 @@ def linear_coverage(model: nn.Module) -> tuple[int, int]:
     return sum(map(is_quantized, linears)), len(linears)
 
 
-def matrices_outside_linear(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Weight matrices (two dimensions or more) that no Linear or Embedding layer holds, by name: a mixture of
-    experts' fused experts (one 3-D tensor per projection, run by grouped or batched matmuls), a router's weight. A
-    quantizer of Linear layers leaves them in float, and the Linear coverage count does not see them."""
-    return {f"{name}.{key}" if name else key: tensor for name, module in model.named_modules()
-            if not isinstance(module, (nn.Linear, nn.Embedding, nn.EmbeddingBag))
-            for key, tensor in module.named_parameters(recurse=False) if tensor.ndim >= 2}
+# Layers whose weights are not matmul weights outside Linear layers: tables looked up.
+TABLES = (nn.Linear, nn.Embedding, nn.EmbeddingBag)
+
+
+def matrices_outside_linear(model: nn.Module, dims: int = 2, skip: tuple[type, ...] = TABLES) -> dict[str, torch.Tensor]:
+    """Weights of at least ``dims`` dimensions that no layer of a class in ``skip`` holds, by name: a mixture of
+    experts' fused experts (one 3-D tensor per projection, run by grouped or batched matmuls), a router's weight, a
+    convolution's kernel. A quantizer of Linear layers leaves them in float, and the Linear coverage count does not
+    see them."""
+    return {f"{name}.{key}" if name else key: tensor for name, module in model.named_modules() if not isinstance(module, skip)
+            for key, tensor in module.named_parameters(recurse=False) if tensor.ndim >= dims}
+
+
+def tied_linears(model: nn.Module) -> set[str]:
+    """Linear layers whose weight is an embedding table (an LM head tied to the token table): quantized, such a
+    layer is untied, the float table kept beside a quantized copy, so every quantizer leaves it in the base dtype."""
+    tables = {id(m.weight) for m in model.modules() if isinstance(m, (nn.Embedding, nn.EmbeddingBag))}
+    return {name for name, m in model.named_modules() if isinstance(m, nn.Linear) and id(m.weight) in tables}
 
 
 def outside_linear_share(model: nn.Module, outside: dict[str, torch.Tensor] | None = None) -> float:

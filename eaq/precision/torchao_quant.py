@@ -18,7 +18,7 @@ from torch import nn
 
 from eaq.errors import UnsupportedPrecisionError
 from eaq.precision.base import base_dtype, cast, dtype_name, set_tf32
-from eaq.precision.proof import matrices_outside_linear, outside_linear_share
+from eaq.precision.proof import TABLES, matrices_outside_linear, outside_linear_share, tied_linears
 from eaq.precision.requirements import ADA, AMPERE, Requirements
 
 # One shape rule for every format: both matrix dimensions in multiples of 16, what fp8's _scaled_mm needs (the
@@ -72,14 +72,18 @@ class TorchaoQuant:
         return self.refusal(module) is None
 
     def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
-        outside = matrices_outside_linear(model)
-        if batched := sorted(name for name, tensor in outside.items() if tensor.ndim >= 3):
+        # Stacks of matrices (3-D and more) outside Linear layers and convolutions: a mixture of experts' fused
+        # experts. Where they hold most of the matmul weights, the run would be named for a format most of its
+        # weights do not run in; a few (XLNet's segment embeddings) are a layer left in the base dtype, as a
+        # classifier head is, and the recorded share says so.
+        batched = matrices_outside_linear(model, dims=3, skip=(*TABLES, nn.modules.conv._ConvNd))
+        if (share := outside_linear_share(model, batched)) > 0.5:
+            names = sorted(batched)
             raise UnsupportedPrecisionError(
-                f"precision={self.name} quantizes Linear layers, and this model keeps "
-                f"{outside_linear_share(model, outside):.0%} of its matmul weights in batched matrices outside them "
-                f"({', '.join(batched[:3])}{', ...' if len(batched) > 3 else ''}: a mixture of experts' fused experts), "
-                f"which would run unquantized in {dtype_name(self.base)}. Measure it in fp32, bf16, fp16, amp_bf16 or "
-                "amp_fp16 (every weight cast), or quantize a model whose experts are Linear layers."
+                f"precision={self.name} quantizes Linear layers, and this model keeps {share:.0%} of its matmul weights "
+                f"in stacked matrices outside them ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}: a mixture "
+                f"of experts' fused experts), which would run unquantized in {dtype_name(self.base)}. Measure it in fp32, "
+                "bf16, fp16, amp_bf16 or amp_fp16 (every weight cast), or quantize a model whose experts are Linear layers."
             )
         if not any(self.eligible(m) for m in model.modules()):
             shape = f"Linear layers with in and out features in multiples of {ALIGNMENT}"
@@ -91,13 +95,10 @@ class TorchaoQuant:
             )
         set_tf32(False)
         model = cast(model, device, self.base)
-        # A Linear layer whose weight is an embedding table (an LM head tied to the token table) stays in the base
-        # dtype: quantized, it would be untied, the float table kept beside a quantized copy (a larger model).
-        tables = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
-        tied = {id(m) for m in model.modules() if isinstance(m, nn.Linear) and id(m.weight) in tables}
+        tied = tied_linears(model)  # left in the base dtype: quantized, a tied LM head would be untied
         # set_inductor_config=False: compiled runs of every precision get the same Inductor
         # settings (eaq.tasks.compile), not torchao's only for the quantized ones.
-        _quantization().quantize_(model, self.config(), filter_fn=lambda m, fqn: self.eligible(m) and id(m) not in tied)
+        _quantization().quantize_(model, self.config(), filter_fn=lambda m, fqn: self.eligible(m) and fqn not in tied)
         return model
 
 

@@ -26,7 +26,7 @@ import sys
 import pandas as pd
 
 from eaq.errors import EaqError
-from eaq.report.frame import PARAMS, TAGS, compiler_settings, plan_names
+from eaq.report.frame import DATA, PARAMS, TAGS, compiler_settings, plan_names
 from eaq.report.frame import SETTING as FRAME_SETTING
 from eaq.report.table import runs_table
 
@@ -41,7 +41,7 @@ COLUMNS = (
     "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.compile_tuning",
     "params.compile_pattern_matcher", "params.cuda_graphs", "params.workload.name", "params.workload.new_tokens", "params.dataset.name",
     "params.sampler.name", "tags.eaq.env.device_name", "params.model.name_or_path", "tags.eaq.precision.plan_sha256",
-    "params.precision.name", "params.trial", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
+    "params.precision.name", "params.trial", "tags.eaq.data.sha256", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
     "metrics.energy_per_sample_mj", "metrics.roofline_efficiency", "metrics.quantized_linear_layers",
     "metrics.linear_layers", "tags.eaq.valid",
 )
@@ -81,7 +81,7 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     runs.loc[generating, "workload.name"] = "generate" + tokens[generating]
     runs = runs.drop(columns="workload.new_tokens")
     runs["precision.name"] = plan_names(runs["precision.name"], runs["eaq.precision.plan_sha256"])  # as the report names plans
-    keys = [k for k in KEYS if runs[k].notna().any()] + [k for k in ("workload.name", *SETTING, *_settings(runs))
+    keys = [k for k in KEYS if runs[k].notna().any()] + [k for k in ("workload.name", *SETTING, DATA, *_settings(runs))
                                                          if runs[k].nunique() > 1]
     runs = runs.assign(valid=runs["eaq.valid"].astype(object).fillna(""))  # all NaN (float) where no run was flagged
     runs = runs.assign(counted=runs["valid"] != "false")
@@ -117,7 +117,7 @@ def grid(table: pd.DataFrame, value: str, baseline: str) -> pd.DataFrame:
 
     Compiler settings that are the same for every row are left out of the row labels.
     """
-    rows = [k for k in SHAPE if k in table] + [k for k in (*COMPILER, "workload.name", *SETTING, *_settings(table))
+    rows = [k for k in SHAPE if k in table] + [k for k in (*COMPILER, "workload.name", *SETTING, DATA, *_settings(table))
                                                if k in table and table[k].nunique(dropna=False) > 1]
     modes = table["compile"].astype(str).map({"True": "compiled", "False": "eager"}) if "compile" in table else "eager"
     wide = table.assign(mode=modes).pivot(index=rows, columns=["precision.name", "mode"], values=value)

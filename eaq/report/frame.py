@@ -44,8 +44,15 @@ SETTING = ("device_name", "dataset", "sampler", "source")
 # it is scheduled (eaq.tracking.flatten.NOT_MEASUREMENT), the trial (what varies within a configuration), the device's
 # index (its name is a SETTING: two cards of one model are one device), what a column holds already, nor what only
 # adds figures beside the windows or decides what is reused (the plan's path: PARAMS' plan hash tells plans apart).
-BESIDE = frozenset({"trial", "device", "precision.description", "precision.plan", "precision.kernel_check",
-                    "trials.reuse_quality", "trials.roofline", "workload.run_name_part"})
+# The data file's path neither: it is built from the folder a run is launched in (conf/dataset), so one file read from
+# two checkouts has two paths; the file's contents are the tag eaq.data.sha256 (DATA).
+BESIDE = frozenset({"trial", "device", "task", "precision.description", "precision.plan", "precision.kernel_check",
+                    "trials.reuse_quality", "trials.roofline", "trials.roofline_window_s", "trials.overhead_pairs",
+                    "trials.overhead_iters", "trials.idle_reuse", "trials.idle_max_age_s", "trials.idle_max_temp_delta_c",
+                    "trials.idle_max_clock_change", "trials.fidelity_on_synthetic", "workload.run_name_part",
+                    "dataset.path"})
+# The examples' contents (eaq.data.examples_digest), a setting where it varies as the parameters are.
+DATA = "eaq.data.sha256"
 
 
 def configuration_param(name: str) -> bool:
@@ -116,7 +123,7 @@ def plan_names(precision: pd.Series, sha256: pd.Series) -> pd.Series:
 
 def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Series:
     """Each run's values of the ``columns`` that vary (SETTING: among the runs; any other: among the runs of one
-    configuration), as words ("" where none varies): what tells two otherwise equal configurations apart, and
+    scope and setting), as words ("" where none varies): what tells two otherwise equal configurations apart, and
     nothing more, in a label.
 
     Judged per kind, so layer-analysis runs do not rename the benchmark's configurations. A run that failed before
@@ -146,12 +153,14 @@ def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Serie
             """Two values, or a value and a finished run that recorded none (an older eaq's device)."""
             return found.nunique() > 1 or bool(found.notna().any() and (found.isna() & finished[found.index]).any())
 
-        # Where a run ran names it wherever runs differ in it; another parameter, where it splits a configuration (a
-        # random model's architecture differs between models, and would otherwise lengthen every label).
-        # Named for every run, so that configurations compared across precisions (a scope) share their words.
-        by_config = runs[keys].astype(str).agg("|".join, axis=1)
+        # Where a run ran names it wherever runs differ in it; another parameter, where it differs among the runs of
+        # one scope (a model, shape and workload, compared across precisions) on one device, dataset, sampler and
+        # source: a random model's architecture differs between models, and an older eaq's runs on another device
+        # lack a newer parameter, neither of which splits a comparison. Named for every run, so that the
+        # configurations of a scope share their words.
+        by_scope = [runs[k] for k in SCOPE_KEYS if k != "setting"] + [values[k] for k in SETTING]
         varying = [c for c in columns if (splits(values[c]) if c in SETTING else
-                                          any(splits(v) for _, v in values[c].groupby(by_config)))]
+                                          any(splits(v) for _, v in values[c].groupby(by_scope, dropna=False)))]
         if varying:
             words[runs.index] = values[varying].fillna("").astype(str).agg(" ".join, axis=1).str.split().str.join(" ")
     return words
@@ -186,6 +195,8 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
         row |= {column: run.data.tags.get(tag) for tag, column in TAGS.items()}
         row |= {tag: value for tag, value in run.data.tags.items() if tag.startswith("eaq.env.")}
         settings = {name: value for name, value in run.data.params.items() if configuration_param(name)}
+        if DATA in run.data.tags:
+            settings[DATA] = run.data.tags[DATA]
         params |= settings.keys()
         row |= settings
         row |= {name: value for name, value in run.data.metrics.items() if name in METRIC_NAMES}

@@ -109,6 +109,12 @@ def shown(found: pd.DataFrame) -> pd.DataFrame:
     return found.assign(quality_mean=[f"{v:.10g}" if v == v else "" for v in found["quality_mean"]])
 
 
+def markdown(found: pd.DataFrame) -> str:
+    """The verdicts as a Markdown table, quality as ``shown`` writes it (tabulate would read its digits back as a
+    number and round them to four)."""
+    return shown(found).to_markdown(index=False, floatfmt=[".10g" if c == "quality_mean" else ".4g" for c in found.columns])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eaq.report.front", description=__doc__.split("\n\n")[0])
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db")
@@ -121,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     except EaqError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(found if isinstance(found, str) else shown(found).to_markdown(index=False, floatfmt=".4g"))
+    print(found if isinstance(found, str) else markdown(found))
     return 0
 
 

@@ -117,8 +117,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         (batches, stream), token_cache = make_inputs(cfg, loaded, examples, device)
     timed = batches.full()
     config = loaded.model.config  # read before a precision wraps the model (autocast)
-    if batches.labels is not None and head == "sequence_classification":  # before any pass scores them
-        check_labels(batches.labels, output_classes(loaded.model))
+    if (labels := batches.distinct_labels(cfg.trials.quality_max_batches)) is not None and head == "sequence_classification":
+        check_labels(labels, output_classes(loaded.model))  # those quality scores, before any pass
     if generating:
         if (tokens := timed[0]["input_ids"].shape[1]) < cfg.seq_len:  # a text shorter than one prompt stays one row
             raise DataError(
@@ -127,7 +127,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             )
 
     generation_config = getattr(loaded.model, "generation_config", None)
-    end_ids = eos_ids(config.vocab_size, config, generation_config)  # never chosen: a key of generated figures
+    # Never chosen: a key of generated figures (a forward run's config may have no vocabulary size at its top).
+    end_ids = eos_ids(config.vocab_size, config, generation_config) if generating else []
 
     def generator(net: torch.nn.Module, runner: torch.nn.Module | None = None, static: bool = False) -> Generator:
         return Generator(net, runner if runner is not None else net, config, cfg.seq_len, cfg.workload.new_tokens, device, static,
@@ -294,6 +295,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         tags["eaq.decode.cuda_graph"] = "one CUDA graph per decode step" if windows.decode_graph is None else f"none: {windows.decode_graph}"
     if examples is not None:
         tags["eaq.data.source"] = examples.source
+        tags["eaq.data.sha256"] = examples_digest(examples)[:16]
     if token_cache is not None:
         metrics["data_tokenize_s"] = token_cache.seconds
         tags["eaq.data.token_cache"] = "hit" if token_cache.hit else "miss"

@@ -195,7 +195,10 @@ def run_job(cfg: DictConfig) -> str:
         (output_dir / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg, resolve=True))
         run.log_artifact(output_dir / CONFIG_FILE)
         run.log_artifacts(output_dir / ".hydra", ".hydra")
-        config = validate(cfg, hydra_cfg.runtime.choices.get("precision"))
+        # Only a name given on the command line is checked against the group's choice: a preset of one's own
+        # (conf/precision/my_plan.yaml building on mixed) names another precision on purpose.
+        renamed = any(o.lstrip("+").startswith("precision.name=") for o in hydra_cfg.overrides.task)
+        config = validate(cfg, hydra_cfg.runtime.choices.get("precision") if renamed else None)
         task = TASKS[config.task]
         setup_s = time.perf_counter() - started
         # Device work a sweep started ahead of its runs (eaq.tasks.ahead) ends before this run touches the device.

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from eaq.config import EaqConfig, protocol_seconds
-from eaq.data import Examples, load_examples
+from eaq.data import Examples, examples_digest, load_examples
 from eaq.device import describe_device, resolve_device
 from eaq.errors import ConfigError
 from eaq.evaluate import check_labels
@@ -120,8 +120,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
         model = loaded.model.to(device)
         (batches, stream), _ = make_inputs(cfg, loaded, examples, device)
-    if batches.labels is not None and cfg.model.head == "sequence_classification":  # before the flops and impact passes
-        check_labels(batches.labels, output_classes(loaded.model))
+    if (labels := batches.distinct_labels(cfg.trials.quality_max_batches)) is not None and cfg.model.head == "sequence_classification":
+        check_labels(labels, output_classes(loaded.model))  # those impact scores, before the flops and impact passes
     measuring = measures_energy(sampler)
     batch = batches.full()[0]  # as the benchmark task passes it: what compiled savings measure
     timed = without_cache(model, without_full_mask(batch))
@@ -139,6 +139,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     tags = {"eaq.kind": "layers", "eaq.device": str(device), "eaq.weights": cfg.model.weights, "eaq.model_source": loaded.source}
     if examples is not None:
         tags["eaq.data.source"] = examples.source
+        tags["eaq.data.sha256"] = examples_digest(examples)[:16]
     per_component, per_type = Impacts({}, {}), Impacts({}, {})
     base_model = data = reference = None
     with phases("impact"):
