@@ -28,9 +28,14 @@ def _hydra_args(argv: Sequence[str]) -> argparse.Namespace:
     return get_args_parser().parse_known_args(list(argv))[0]
 
 
+def _searched_elsewhere(args: argparse.Namespace) -> bool:
+    """A config path or search path of one's own: configs may come from there, and Hydra decides."""
+    return bool(args.config_path or any(SEARCH_PATH.match(o) for o in args.overrides))
+
+
 def _own_config(args: argparse.Namespace) -> bool:
     """Another config folder or search path: it may hold more options and configs, and Hydra decides there."""
-    return bool(args.config_dir or args.config_path or any(SEARCH_PATH.match(o) for o in args.overrides))
+    return bool(args.config_dir) or _searched_elsewhere(args)
 
 
 def unknown_choice(argv: Sequence[str], conf: Path = CONF) -> str | None:
@@ -59,7 +64,7 @@ def unknown_config_name(argv: Sequence[str], conf: Path = CONF) -> str | None:
     leaves the name to Hydra."""
     args = _hydra_args(argv)
     name = args.config_name
-    if name is None or args.config_path or any(SEARCH_PATH.match(o) for o in args.overrides):
+    if name is None or _searched_elsewhere(args):
         return None
     folders = [Path(d).expanduser() for d in [args.config_dir] if d is not None] + [conf]
     stem = name.removesuffix(".yaml")

@@ -4,5 +4,5 @@ from eaq.evaluate.fidelity import accuracy, check_labels, fidelity, generation_a
 from eaq.evaluate.outputs import collect_outputs
 from eaq.evaluate.reference import cached_figures, cached_reference, reference_key, weights_fingerprint
 
-__all__ = ["accuracy", "check_labels", "cached_figures", "cached_reference", "collect_outputs", "fidelity", "generation_agreement", "reference_key",
-           "weights_fingerprint"]
+__all__ = ["accuracy", "cached_figures", "cached_reference", "check_labels", "collect_outputs", "fidelity", "generation_agreement",
+           "reference_key", "weights_fingerprint"]

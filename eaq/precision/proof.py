@@ -104,7 +104,7 @@ def linear_coverage(model: nn.Module) -> tuple[int, int]:
     return sum(map(is_quantized, linears)), len(linears)
 
 
-# Layers whose weights are not matmul weights outside Linear layers: tables looked up.
+# Layers whose weights are not matmul weights outside Linear layers: Linear layers themselves, and tables looked up.
 TABLES = (nn.Linear, nn.Embedding, nn.EmbeddingBag)
 
 

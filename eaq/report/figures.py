@@ -150,8 +150,7 @@ def speed_up(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     rows = []
     same = [k for k in CONFIG_KEYS if k != "precision"]
     for key, group in runs.groupby(same):
-        latency = next((m for m in ("latency_mean_ms", "time_per_output_token_mean_ms") if group[m].notna().any()),
-                       "latency_mean_ms")
+        latency = measured(group, "latency") or ROLES["latency"][0]
         base = group.loc[group["precision"] == baseline, latency]
         for precision, sub in group.groupby("precision"):
             ratio, low, high = ratio_interval(base, sub[latency]) if not base.empty else (math.nan,) * 3
@@ -167,14 +166,14 @@ def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str
     quality = next((m for m in LABELS if m.startswith("quality_") and m in rows and rows[m].notna().any()), "quality")
     # Speed-up is of latency per batch, or per output token for generation (speed_up).
     roles = {role: measured(rows, role) or ROLES[role][0] for role in ROLES}
+    plotted = (roles["latency"], "speed_up", roles["energy"], roles["throughput"], quality, "model_size_mb")
     fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
-    for ax, metric in zip(axes.flat, (roles["latency"], "speed_up", roles["energy"], roles["throughput"], quality, "model_size_mb")):
+    for ax, metric in zip(axes.flat, plotted):
         _bars(ax, rows, metric, variants)
     axes.flat[1].axhline(1, color="0.3", lw=0.8, ls="--")
     axes.flat[1].set_ylabel(f"speed-up vs {baseline} (x)")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper right", title="batch size", fontsize=8)
-    plotted = (roles["latency"], "speed_up", roles["energy"], roles["throughput"], quality, "model_size_mb")
     fig.suptitle(f"{model}: mean over trials, 95% CI error bars" + (f" ({ONE_TRIAL})" if _single_trials(rows, plotted) else ""))
     fig.subplots_adjust(right=0.9)
     return save(fig, out, f"overview_{model}", f"{model}: overview")

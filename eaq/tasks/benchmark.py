@@ -21,7 +21,7 @@ from eaq.config import EaqConfig, protocol_seconds
 from eaq.data import examples_digest, load_examples
 from eaq.device import arithmetic_key, describe_device, resolve_device
 from eaq.evaluate import (
-    accuracy, cached_figures, cached_reference, check_labels, collect_outputs, fidelity, generation_agreement, reference_key,
+    accuracy, cached_figures, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key,
     weights_fingerprint,
 )
 from eaq.evaluate.perplexity import perplexity
@@ -37,18 +37,18 @@ from eaq.measure.timing import run_timed
 from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
-from eaq.models import load_model, model_config, model_skeleton, output_classes
+from eaq.models import load_model, model_config
 from eaq.errors import ConfigError, DataError
-from eaq.precision import get_precision, proof, stored_bytes_read
+from eaq.precision import proof, stored_bytes_read
 from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies, linear_calls
-from eaq.precision.mixed import MixedPrecision, check_plan
+from eaq.precision.mixed import MixedPrecision
 from eaq.tasks.compile import compile_model, graph_skips, inductor_settings, require_graphs
 from eaq.tasks.isolation import phase_listener
 from eaq.tasks.result import TaskResult
 from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
 from eaq.tasks.idle import idle_store
-from eaq.tasks.shared import FIDELITY_SEED, make_inputs, synthetic_batches
+from eaq.tasks.shared import FIDELITY_SEED, check_scored_labels, data_tags, make_inputs, run_precision, synthetic_batches
 from eaq.tracking.environment import package_version
 from eaq.workloads.generate import Decoder, Generator, check_generation, eos_ids
 from eaq.workloads.windows import forward_metrics, generate_metrics, measure_generate
@@ -91,9 +91,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     # Everything that can be refused is checked before the model loads (CUDA and NVML start here).
     with phases("prepare"):
         device = resolve_device(cfg.device)
-        precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
-        if isinstance(precision, MixedPrecision):  # its layers' names and shapes, on the model's skeleton
-            check_plan(model_skeleton(cfg.model), precision.plan, device)
+        precision = run_precision(cfg, device)
         if cfg.cuda_graphs and device.type != "cuda":
             raise ConfigError(f"cuda_graphs=true needs a CUDA device and this run is on {device}; drop cuda_graphs or use device=cuda.")
         sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
@@ -117,8 +115,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         (batches, stream), token_cache = make_inputs(cfg, loaded, examples, device)
     timed = batches.full()
     config = loaded.model.config  # read before a precision wraps the model (autocast)
-    if (labels := batches.distinct_labels(cfg.trials.quality_max_batches)) is not None and head == "sequence_classification":
-        check_labels(labels, output_classes(loaded.model))  # those quality scores, before any pass
+    check_scored_labels(cfg, loaded, batches)
     if generating:
         if (tokens := timed[0]["input_ids"].shape[1]) < cfg.seq_len:  # a text shorter than one prompt stays one row
             raise DataError(
@@ -293,9 +290,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     }
     if measured is not None:
         tags["eaq.decode.cuda_graph"] = "one CUDA graph per decode step" if windows.decode_graph is None else f"none: {windows.decode_graph}"
-    if examples is not None:
-        tags["eaq.data.source"] = examples.source
-        tags["eaq.data.sha256"] = examples_digest(examples)[:16]
+    tags |= data_tags(examples)
     if token_cache is not None:
         metrics["data_tokenize_s"] = token_cache.seconds
         tags["eaq.data.token_cache"] = "hit" if token_cache.hit else "miss"

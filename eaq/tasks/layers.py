@@ -20,10 +20,9 @@ import torch
 from torch import nn
 
 from eaq.config import EaqConfig, protocol_seconds
-from eaq.data import Examples, examples_digest, load_examples
+from eaq.data import Examples, load_examples
 from eaq.device import describe_device, resolve_device
 from eaq.errors import ConfigError
-from eaq.evaluate import check_labels
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
 from eaq.layers.energy import ComponentEnergy, Settings, measure_components, measure_passes, without_cache, without_full_mask
@@ -37,15 +36,15 @@ from eaq.layers.tables import (
 )
 from eaq.measure.phases import Phases
 from eaq.measure.samplers import Sampler, measures_energy, select_sampler
-from eaq.models import load_model, model_skeleton, output_classes
+from eaq.models import load_model
 from eaq.precision import get_precision, proof
 from eaq.precision.base import Precision, base_dtype, set_tf32
 from eaq.precision.native import Autocast
-from eaq.precision.mixed import LAYER_FORMATS, MixedPrecision, Plan, apply_plan, base_refusal, check_plan, fitting_base, save_plan
+from eaq.precision.mixed import LAYER_FORMATS, MixedPrecision, Plan, apply_plan, base_refusal, fitting_base, save_plan
 from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
 from eaq.tasks.isolation import phase_listener
-from eaq.tasks.shared import make_inputs
+from eaq.tasks.shared import check_scored_labels, data_tags, make_inputs, run_precision
 from eaq.tasks.result import TaskResult
 
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -120,8 +119,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
         model = loaded.model.to(device)
         (batches, stream), _ = make_inputs(cfg, loaded, examples, device)
-    if (labels := batches.distinct_labels(cfg.trials.quality_max_batches)) is not None and cfg.model.head == "sequence_classification":
-        check_labels(labels, output_classes(loaded.model))  # those impact scores, before the flops and impact passes
+    check_scored_labels(cfg, loaded, batches)  # before the flops and impact passes
     measuring = measures_energy(sampler)
     batch = batches.full()[0]  # as the benchmark task passes it: what compiled savings measure
     timed = without_cache(model, without_full_mask(batch))
@@ -137,9 +135,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         flops = component_flops(model, components, forward)  # on the fp32 model, as the benchmark's roofline
 
     tags = {"eaq.kind": "layers", "eaq.device": str(device), "eaq.weights": cfg.model.weights, "eaq.model_source": loaded.source}
-    if examples is not None:
-        tags["eaq.data.source"] = examples.source
-        tags["eaq.data.sha256"] = examples_digest(examples)[:16]
+    tags |= data_tags(examples)
     per_component, per_type = Impacts({}, {}), Impacts({}, {})
     base_model = data = reference = None
     with phases("impact"):
@@ -210,9 +206,7 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
     """Everything that can be refused, checked before the model loads: (device, precision, sampler, examples, plan
     budget or None, saving mode, the impact model's format)."""
     device = resolve_device(cfg.device)
-    precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
-    if isinstance(precision, MixedPrecision):  # its layers' names and shapes, on the model's skeleton
-        check_plan(model_skeleton(cfg.model), precision.plan, device)
+    precision = run_precision(cfg, device)
     if isinstance(precision, Autocast):
         # Components are the model's own modules, measured alone: an autocast region around the whole model
         # would not hold around them, and the replays would run fp32.

@@ -7,7 +7,10 @@ import torch
 from eaq.config import EaqConfig
 from eaq.data import Batches, Examples, examples_digest, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
-from eaq.models import LoadedModel
+from eaq.evaluate import check_labels
+from eaq.models import LoadedModel, model_skeleton, output_classes
+from eaq.precision import Precision, get_precision
+from eaq.precision.mixed import MixedPrecision, check_plan
 
 
 def make_inputs(
@@ -37,3 +40,25 @@ FIDELITY_SEED = 0
 def synthetic_batches(cfg: EaqConfig, vocab_size: int, device: torch.device, seed: int) -> Batches:
     """``dataset.max_samples`` rows of random token ids (at least a batch), drawn with ``seed``."""
     return make_synthetic(vocab_size, cfg.dataset.max_samples or cfg.batch_size, cfg.batch_size, cfg.seq_len, device, seed)
+
+
+def run_precision(cfg: EaqConfig, device: torch.device) -> Precision:
+    """The run's precision, refused where it cannot run for real on ``device`` (eaq.precision) and, a plan, where its
+    layers are not this model's: checked on the model's skeleton (meta device), before the model loads."""
+    precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
+    if isinstance(precision, MixedPrecision):
+        check_plan(model_skeleton(cfg.model), precision.plan, device)
+    return precision
+
+
+def check_scored_labels(cfg: EaqConfig, loaded: LoadedModel, batches: Batches) -> None:
+    """Refuse labels the classifier cannot have (GLUE's -1) among the rows quality scores, before any pass scores them."""
+    labels = batches.distinct_labels(cfg.trials.quality_max_batches)
+    if labels is not None and cfg.model.head == "sequence_classification":
+        check_labels(labels, output_classes(loaded.model))
+
+
+def data_tags(examples: Examples | None) -> dict[str, str]:
+    """Where the examples came from, and their contents' hash (one file read from two paths is one dataset)."""
+    return {} if examples is None else {"eaq.data.source": examples.source, "eaq.data.sha256": examples_digest(examples)[:16]}
+
