@@ -22,7 +22,7 @@ import yaml
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from eaq.errors import EaqError
+from eaq.errors import EaqError, reported
 from eaq.tracking.flatten import NOT_MEASUREMENT, flatten
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, sweep_runs
 from eaq.tracking.store import read_store
@@ -141,6 +141,7 @@ def sweep(parent: str, client: MlflowClient) -> int:
     return 0
 
 
+@reported()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].strip("`"))
     parser.add_argument("runs", nargs="*", help="two run ids, run names or job folders")
@@ -148,18 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", action="store_true", help="environment differences also make the exit code 1")
     parser.add_argument("--sweep", metavar="PARENT", help="show what varies across a sweep's runs")
     args = parser.parse_args(argv)
-    try:
-        # Two job folders need no store; a run id or name is looked up in one that must exist.
-        folders = not args.sweep and all((Path(ref) / CONFIG_FILE).exists() for ref in args.runs)
-        client = MlflowClient(tracking_uri=args.uri) if folders else read_store(args.uri)
-        if args.sweep:
-            return sweep(args.sweep, client)
-        if len(args.runs) != 2:
-            parser.error("give two runs (ids, names or job folders), or --sweep PARENT")
-        return compare(args.runs[0], args.runs[1], client, args.env)
-    except EaqError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    # Two job folders need no store; a run id or name is looked up in one that must exist.
+    folders = not args.sweep and all((Path(ref) / CONFIG_FILE).exists() for ref in args.runs)
+    client = MlflowClient(tracking_uri=args.uri) if folders else read_store(args.uri)
+    if args.sweep:
+        return sweep(args.sweep, client)
+    if len(args.runs) != 2:
+        parser.error("give two runs (ids, names or job folders), or --sweep PARENT")
+    return compare(args.runs[0], args.runs[1], client, args.env)
 
 
 if __name__ == "__main__":

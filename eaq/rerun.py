@@ -21,7 +21,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from eaq.diff import find_job_run
-from eaq.errors import EaqError
+from eaq.errors import reported
 from eaq.tracking.store import read_store
 
 OVERRIDES = ".hydra/overrides.yaml"
@@ -57,18 +57,15 @@ def _read(folder: Path) -> list[str]:
     return [*_composed_from(hydra or {}), *overrides]
 
 
+@reported()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].strip("`"))
     parser.add_argument("run", help="job folder, run id or run name")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, applied after the logged ones")
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking store")
     args = parser.parse_args(argv)
-    try:
-        folder = (Path(args.run) / OVERRIDES).exists()  # a job folder needs no store
-        logged = logged_command(args.run, MlflowClient(tracking_uri=args.uri) if folder else read_store(args.uri))
-    except EaqError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    folder = (Path(args.run) / OVERRIDES).exists()  # a job folder needs no store
+    logged = logged_command(args.run, MlflowClient(tracking_uri=args.uri) if folder else read_store(args.uri))
     command = [sys.executable, "-m", "eaq.run", *logged, *args.overrides]
     print("rerun:", shlex.join(command[1:]))
     return subprocess.call(command)

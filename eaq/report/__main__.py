@@ -15,13 +15,14 @@ import sys
 
 from mlflow.tracking import MlflowClient
 
-from eaq.errors import EaqError
+from eaq.errors import reported
 from eaq.report.aggregate import compact
 from eaq.report.build import build, log
 from eaq.tracking.redact import remember
 from eaq.tracking.run_logger import TrackedRun
 
 
+@reported(status=1)
 def main(argv: list[str] | None = None) -> int:
     """Build the report; exit 1 with one sentence when there is nothing to report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].strip("`"))
@@ -35,11 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", action="store_true", help="log the report to MLflow as well")
     args = parser.parse_args(argv)
     remember(args.uri)  # its password is redacted from what the report writes and logs, whatever its characters
-    try:
-        report = build(args.uri, args.out, args.sweep, args.experiment, args.baseline, args.trace_run)
-    except EaqError as error:
-        print(error, file=sys.stderr)
-        return 1
+    report = build(args.uri, args.out, args.sweep, args.experiment, args.baseline, args.trace_run)
     print(compact(report.table).to_markdown(index=False))
     for figure in report.figures:
         if figure.note:

@@ -33,7 +33,7 @@ import sys
 
 import pandas as pd
 
-from eaq.errors import EaqError
+from eaq.errors import reported
 from eaq.report.aggregate import COSTS, LOWER_IS_BETTER, QUALITY, aggregate, benchmark_runs, counted, config_label, quality_metric, ratio_interval, wide
 from eaq.report.frame import CONFIG_KEYS, SCOPE_KEYS, load
 
@@ -115,6 +115,7 @@ def markdown(found: pd.DataFrame) -> str:
     return shown(found).to_markdown(index=False, floatfmt=[".10g" if c == "quality_mean" else ".4g" for c in found.columns])
 
 
+@reported()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eaq.report.front", description=__doc__.split("\n\n")[0])
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db")
@@ -122,11 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     scope.add_argument("--sweep", help="a sweep's parent run id")
     scope.add_argument("--experiment", help="an experiment's name (default: eaq)")
     args = parser.parse_args(argv)
-    try:
-        found = verdicts(load(args.uri, args.experiment, args.sweep))
-    except EaqError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    found = verdicts(load(args.uri, args.experiment, args.sweep))
     print(found if isinstance(found, str) else markdown(found))
     return 0
 

@@ -13,7 +13,7 @@ import sys
 import mlflow
 import pandas as pd
 
-from eaq.errors import EaqError
+from eaq.errors import reported
 from eaq.report.frame import configuration_param
 from eaq.tracking.store import read_store
 
@@ -81,6 +81,7 @@ def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str,
     return table.sort_values(keys)
 
 
+@reported()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uri", nargs="+", default=["sqlite:///outputs/mlflow.db"], help="one or more MLflow stores")
@@ -89,11 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--columns", nargs="*", help="MLflow columns (params.x, metrics.y, tags.z); overrides --preset")
     parser.add_argument("--csv", action="store_true")
     args = parser.parse_args(argv)
-    try:
-        table = runs_table(args.uri, args.experiment, tuple(args.columns or PRESETS[args.preset]))
-    except EaqError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    table = runs_table(args.uri, args.experiment, tuple(args.columns or PRESETS[args.preset]))
     if table.empty:
         print(f"no finished benchmark runs in experiment {args.experiment!r} at {' '.join(args.uri)}", file=sys.stderr)
         return 1

@@ -1,0 +1,32 @@
+"""Every read tool answers a user's mistake alike: one line ``error: ...`` on stderr, a status, no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eaq.diff import main as diff_main
+from eaq.report.__main__ import main as report_main
+from eaq.report.front import main as front_main
+from eaq.report.table import main as table_main
+from eaq.rerun import main as rerun_main
+
+
+@pytest.mark.parametrize(
+    ("main", "args", "status"),
+    [
+        (report_main, ["--out", "rep"], 1),  # the report's 1: nothing to report (it printed the sentence alone)
+        (front_main, [], 2),
+        (table_main, [], 2),
+        (diff_main, ["a", "b"], 2),
+        (rerun_main, ["a"], 2),
+    ],
+)
+def test_a_missing_store_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], main, args: list[str],
+                                           status: int) -> None:
+    uri = f"sqlite:///{tmp_path}/none.db"  # not there: every tool reading a store says so
+    args = [a if a != "rep" else str(tmp_path / "rep") for a in args]
+    assert main([*args, "--uri", uri]) == status
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and str(tmp_path) in err[0], err
