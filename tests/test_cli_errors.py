@@ -8,6 +8,7 @@ import pytest
 
 from eaq.diff import main as diff_main
 from eaq.report.__main__ import main as report_main
+from eaq.report.compare import main as compare_main
 from eaq.report.front import main as front_main
 from eaq.report.table import main as table_main
 from eaq.rerun import main as rerun_main
@@ -19,6 +20,7 @@ from eaq.rerun import main as rerun_main
         (report_main, ["--out", "rep"], 1),  # the report's 1: nothing to report (it printed the sentence alone)
         (front_main, [], 2),
         (table_main, [], 2),
+        (compare_main, [], 2),
         (diff_main, ["a", "b"], 2),
         (rerun_main, ["a"], 2),
     ],

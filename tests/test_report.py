@@ -69,15 +69,18 @@ def test_sweep_end_logs_aggregates_on_parent_and_prints_table(sweep) -> None:
     artifacts = {f.path for f in store(out).list_artifacts(parent, "report")}
     assert "report/report.html" in artifacts and "report/aggregates.csv" in artifacts
     assert "not measured" in result.stdout  # energy per sample column of the compact table
-    # Without energy, the last column ranks by latency: the faster configuration is "best", the other its ratio.
-    means = {p: statistics.mean(r.data.metrics["latency_mean_ms"] for r in runs if r.data.params["precision.name"] == p)
-             for p in ("fp32", "int8")}
-    slow, fast = sorted(means, key=means.get, reverse=True)
+    # Without energy, the last column ranks by latency: the faster configuration is "best", the other its ratio with
+    # the delta-method interval of the ratios (three trials a side).
+    values = {p: pd.Series([r.data.metrics["latency_mean_ms"] for r in runs if r.data.params["precision.name"] == p])
+              for p in ("fp32", "int8")}
+    slow, fast = sorted(values, key=lambda p: values[p].mean(), reverse=True)
     rows = {p: next(line for line in result.stdout.splitlines() if f"-{p}-b4-s32" in line and line.startswith("|"))
-            for p in means}
+            for p in values}
     assert "latency_mean_vs_best" in result.stdout
     assert rows[fast].rstrip(" |").endswith("best")
-    assert rows[slow].rstrip(" |").endswith(f"{means[slow] / means[fast]:.2f}x")
+    ratio, low, high = ratio_interval(values[slow], values[fast])
+    assert ratio == pytest.approx(values[slow].mean() / values[fast].mean())
+    assert rows[slow].rstrip(" |").endswith(f"{ratio:.2f}x [{low:.2f}, {high:.2f}]")
     assert f"python -m eaq.report --uri sqlite:///{out}/mlflow.db --sweep {parent}" in result.stdout
 
 
@@ -182,6 +185,13 @@ def test_ratio_interval_is_the_delta_method_on_the_log_with_welch_df() -> None:
     # Two noisy trials: wide, but a ratio of positive figures, never below 0.
     assert 0 < ratio_interval(pd.Series([1.0, 9.0]), pd.Series([5.0, 5.2]))[1]
     assert math.isnan(ratio_interval(a, pd.Series([5.0]))[1])  # one baseline trial: no interval claimed
+    # From an aggregate table's mean, std and n (the summary's "x vs best"): the same interval, by the same code.
+    from eaq.report.aggregate import ratio_from_summary
+
+    summary = ratio_from_summary(a.mean(), a.std(), len(a), b.mean(), b.std(), len(b))
+    assert summary == pytest.approx((ratio, low, high), rel=1e-12)
+    assert math.isnan(ratio_from_summary(11.0, math.nan, 1, 5.25, b.std(), 2)[1])
+    assert all(map(math.isnan, ratio_from_summary(math.nan, math.nan, 0, 5.25, b.std(), 2)))
 
 
 def test_every_figure_is_written_and_the_missing_ones_say_why(sweep, tmp_path: Path) -> None:
@@ -416,6 +426,10 @@ def test_workload_cuda_graphs_and_compiler_settings_keep_configurations_apart(tm
     # The closing table ranks each workload on its own cost, in its own column: forward passes by
     # latency per batch, generation by time per output token, each blank in the other's rows.
     ranks = compact(table).set_index("configuration")[["latency_mean_vs_best", "time_per_output_token_mean_vs_best"]]
+    # With its 95% interval where both sides have two trials or more (the one-trial configuration: none).
+    assert ranks.loc[f"{prefix}-compiled", "latency_mean_vs_best"].startswith("2.20x [")
+    assert ranks.loc[f"{prefix}-compiled-no-pattern-matcher", "latency_mean_vs_best"] == f"{9.0 / 2.5:.2f}x"
+    ranks = ranks.map(lambda cell: cell.split(" [")[0])
     assert ranks.to_dict("index") == {
         prefix: {"latency_mean_vs_best": f"{13.0 / 2.5:.2f}x", "time_per_output_token_mean_vs_best": ""},
         f"{prefix}-compiled": {"latency_mean_vs_best": f"{5.5 / 2.5:.2f}x", "time_per_output_token_mean_vs_best": ""},

@@ -4,6 +4,7 @@ MLflow store in tmp_path."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from mlflow.tracking import MlflowClient
@@ -150,7 +151,11 @@ def test_a_protocol_differing_between_precisions_is_named_so_they_are_not_compar
                                       "trials.warmup_rule": rule}, {"latency_mean_ms": 10.0})
     frame = load(uri, experiment="eaq")
     assert sorted(set(frame["setting"])) == ["trials.warmup_rule=pairs", "trials.warmup_rule=trend"]
-    assert ratios(frame, "fp32", ("latency_mean_ms",))["precision"].tolist() == ["fp32"]  # int8 has no fp32 of its own
+    # int8 has no fp32 of its own: not compared with the other protocol's, and a row saying so, not a missing one.
+    found = ratios(frame, "fp32", ("latency_mean_ms",)).set_index("precision")
+    assert found.loc["fp32", ["ratio", "note"]].tolist() == [1.0, ""]
+    assert found.loc["int8", ["ratio", "ci_low", "ci_high"]].isna().all()
+    assert found.loc["int8", "note"] == "no counted run of fp32: not run for this model and shape"
 
 
 def test_one_data_file_read_from_two_paths_is_one_dataset_and_two_files_are_two(tmp_path: Path) -> None:
@@ -318,3 +323,115 @@ def test_one_gpu_against_two_with_one_trial_on_a_side_does_not_judge_agreement()
 
     table = side_by_side(runs([30.0]), runs([20.0, 30.0, 40.0]))
     assert list(table["agree"]) == ["n/a"]  # one side's spread alone judged 10 apart as agreeing
+
+
+def _live_run(client: MlflowClient, experiment: str, parent: str, params: dict[str, str]) -> str:
+    """A benchmark run still under way in a sweep that still runs (its parent open): running, not failed."""
+    run = client.create_run(experiment, tags={"eaq.kind": "benchmark", "mlflow.parentRunId": parent}).info.run_id
+    for key, value in params.items():
+        client.log_param(run, key, value)
+    return run
+
+
+def test_a_baseline_with_no_counted_run_leaves_its_shapes_in_the_ratios_with_why(tmp_path: Path) -> None:
+    """fp32 failed at batch 8, was flagged invalid at 16, still runs at 4, was never run at 64: int8's rows of those
+    shapes were missing from ratios.csv, which read as int8 not swept there. Present now, NaN and a note, and what
+    reads the file (the HTML, the figures, the log onto a run) takes them."""
+    from eaq.report.build import RATIOS, log
+    from eaq.report.figures import ROLES
+
+    uri, client, experiment = _store(tmp_path)
+    parent = client.create_run(experiment, tags={"eaq.kind": "sweep"}).info.run_id  # a sweep still running
+    params = {**BASE, "model.name": "m"}
+    for batch, fp32 in (("8", "FAILED"), ("16", "invalid"), ("4", "running"), ("32", "FINISHED"), ("64", None)):
+        for trial, latency in (("1", 5.0), ("2", 5.2)):
+            config = {**params, "batch_size": batch, "trial": trial}
+            _log(client, experiment, {**config, "precision.name": "int8"}, {"latency_mean_ms": latency})
+            if fp32 == "running":
+                _live_run(client, experiment, parent, {**config, "precision.name": "fp32"})
+            elif fp32 is not None:
+                _log(client, experiment, {**config, "precision.name": "fp32"}, {"latency_mean_ms": 2 * latency},
+                     "FAILED" if fp32 == "FAILED" else "FINISHED", tags={"eaq.valid": "false"} if fp32 == "invalid" else None)
+    report = build(uri, tmp_path / "report", experiment="eaq", baseline="fp32")
+    found = pd.read_csv(tmp_path / "report" / "ratios.csv", keep_default_na=False, na_values=[""])
+    assert list(found.columns)[-2:] == ["ci_high", "note"]  # the other columns as they were
+    int8 = found[found["precision"] == "int8"].set_index("batch_size")
+    assert sorted(int8.index) == [4, 8, 16, 32, 64]
+    assert int8.loc[32, "ratio"] == pytest.approx(0.5) and int8.loc[32, "ci_low"] < 0.5 < int8.loc[32, "ci_high"]
+    assert pd.isna(int8.loc[32, "note"])  # written empty where there is a ratio
+    notes = {8: "failed", 16: "flagged invalid", 4: "running", 64: "not run for this model and shape"}
+    for batch, why in notes.items():
+        assert int8.loc[batch, ["ratio", "ci_low", "ci_high"]].isna().all()
+        assert int8.loc[batch, "note"] == f"no counted run of fp32: {why}"
+    # The baseline's own failed rows say so too; where it was never run it has none.
+    fp32 = found[found["precision"] == "fp32"].set_index("batch_size")
+    assert fp32.loc[8, "note"] == "no counted run of fp32: failed" and 64 not in fp32.index
+    # The HTML says why, and not "not measured" (every figure here was measured where it counted).
+    page = (tmp_path / "report" / "report.html").read_text()
+    section = page[page.index("<h2>Ratios to fp32"):]
+    section = section[:section.index("<h2>", 4)]
+    assert "no counted run of fp32: flagged invalid" in section and "not measured" not in section
+    # The overview (its speed-up panel has no baseline at most shapes) is drawn; nothing logged is NaN.
+    assert next(f for f in report.figures if f.title == "m: overview").png is not None
+    summary = client.create_run(experiment).info.run_id
+    log(client, summary, report)
+    logged = client.get_run(summary).data.metrics
+    assert logged and all(value == value for value in logged.values())
+    # Which metrics get a ratio: the figures' latency and energy roles, forward's then generation's, as before.
+    assert set(RATIOS) == {*ROLES["latency"], *ROLES["energy"]} and RATIOS[:2] == ("latency_mean_ms", "energy_per_sample_mj")
+
+
+def test_compare_shows_a_precision_none_of_whose_runs_counted_and_says_why(tmp_path: Path, capsys) -> None:
+    """compare read finished runs only: int8 failing in every run was no row at all, as if never run."""
+    from eaq.report.compare import main as compare_main
+
+    uri, client, experiment = _store(tmp_path)
+    parent = client.create_run(experiment, tags={"eaq.kind": "sweep"}).info.run_id
+    params = {**BASE, "model.name": "m"}
+    for trial, latency in (("1", 1.0), ("2", 2 / 3)):
+        _log(client, experiment, {**params, "precision.name": "fp32", "trial": trial}, {"latency_mean_ms": latency})
+        _log(client, experiment, {**params, "precision.name": "int8", "trial": trial}, {}, "FAILED")
+        _log(client, experiment, {**params, "precision.name": "bf16", "trial": trial}, {"latency_mean_ms": 0.5},
+             tags={"eaq.valid": "false"})
+        _live_run(client, experiment, parent, {**params, "precision.name": "fp16", "trial": trial})
+    # Killed before it logged its parameters: of no configuration, no row.
+    client.set_terminated(client.create_run(experiment, tags={"eaq.kind": "benchmark"}).info.run_id, "KILLED")
+    assert compare_main(["--uri", uri, "--baseline", "fp32", "--csv"]) == 0
+    rows = pd.read_csv(io.StringIO(capsys.readouterr().out), dtype=str, keep_default_na=False).set_index("precision.name")
+    assert list(rows.index) == ["bf16", "fp16", "fp32", "int8"]
+    for precision, why in (("int8", "failed"), ("bf16", "flagged invalid"), ("fp16", "running")):
+        assert rows.loc[precision, "trials"] == "0"
+        assert rows.loc[precision, ["latency_ms", "latency_vs_baseline_pct", "energy_mj_per_sample"]].tolist() == [why] * 3
+    assert rows.loc["bf16", "valid"] == "0/2" and rows.loc["int8", "valid"] == ""  # a failed run was checked by nothing
+    assert float(rows.loc["fp32", "latency_ms"]) == pytest.approx(5 / 6) and rows.loc["fp32", "trials"] == "2"
+    # On screen, the numbers beside the words are rounded as everywhere (tabulate prints a text column's as they are).
+    assert compare_main(["--uri", uri, "--baseline", "fp32"]) == 0
+    screen = capsys.readouterr().out
+    assert "0.8333" in screen and "0.83333" not in screen and "failed" in screen
+    # The grid shows them too; and a baseline that failed everywhere is one to compare with, its ratios empty.
+    assert compare_main(["--uri", uri, "--baseline", "fp32", "--grid", "latency_ms", "--csv"]) == 0
+    grid = pd.read_csv(io.StringIO(capsys.readouterr().out), dtype=str, keep_default_na=False)
+    assert grid.loc[0, ["int8 eager", "bf16 eager", "fp16 eager"]].tolist() == ["failed", "flagged invalid", "running"]
+    assert compare_main(["--uri", uri, "--baseline", "int8", "--csv"]) == 0
+    rows = pd.read_csv(io.StringIO(capsys.readouterr().out), dtype=str, keep_default_na=False).set_index("precision.name")
+    assert rows.loc["fp32", "latency_vs_baseline_pct"] == "" and rows.loc["int8", "latency_ms"] == "failed"
+
+
+def test_the_summarys_ratio_to_the_best_carries_the_ratios_interval(tmp_path: Path) -> None:
+    """Every cell of the summary had a 95% interval but the last: "1.26x" could be a tie the trials do not separate."""
+    from eaq.report.aggregate import ratio_interval
+
+    uri, client, experiment = _store(tmp_path)
+    energies = {"fp32": [100.0, 104.0, 102.0], "int8": [80.0, 82.0], "bf16": [90.0]}
+    for precision, values in energies.items():
+        for trial, energy in enumerate(values, 1):
+            _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": str(trial)},
+                 {"latency_mean_ms": 1.0, "energy_per_sample_mj": energy})
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp8", "trial": trial}, {}, "FAILED")
+    summary = compact(aggregate(load(uri, experiment="eaq"))).set_index("configuration")["energy_per_sample_vs_best"]
+    ratio, low, high = ratio_interval(pd.Series(energies["fp32"]), pd.Series(energies["int8"]))
+    assert summary["m-fp32-b8-s32"] == f"{ratio:.2f}x [{low:.2f}, {high:.2f}]" and low < ratio < high
+    assert summary["m-int8-b8-s32"] == "best"
+    assert summary["m-bf16-b8-s32"] == f"{90.0 / 81.0:.2f}x"  # one trial: no interval claimed
+    assert summary["m-fp8-b8-s32"] == "failed"  # as its other cells, not "not measured"

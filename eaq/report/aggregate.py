@@ -108,7 +108,30 @@ def quality_metric(table: pd.DataFrame) -> str | None:
 
 def ratio_interval(a: pd.Series, b: pd.Series, level: float = LEVEL) -> tuple[float, float, float]:
     """(ratio, lower, upper) of mean(a) / mean(b) for independent trials: delta method on the log of the ratio,
-    Welch's degrees of freedom.
+    Welch's degrees of freedom (``_ratio_of_means``, which ``ratio_from_summary`` shares). 1 exactly for the same runs
+    over themselves (the baseline's row), NaN where either side has no value.
+    """
+    a, b = a.dropna().astype(float), b.dropna().astype(float)
+    if a.empty or b.empty:
+        return math.nan, math.nan, math.nan
+    if a.index.equals(b.index) and a.equals(b):  # the same runs over themselves (the baseline's row): 1 exactly
+        return 1.0, 1.0, 1.0
+    return _ratio_of_means(a.mean(), a.var(ddof=1), len(a), b.mean(), b.var(ddof=1), len(b), level)
+
+
+def ratio_from_summary(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b: float, n_b: int,
+                       level: float = LEVEL) -> tuple[float, float, float]:
+    """``ratio_interval`` from each side's mean, sample std and count (an aggregate table's row), where the trials
+    themselves are not at hand: the same interval, by the same code. NaN where either side has no trial."""
+    if not n_a or not n_b or math.isnan(mean_a) or math.isnan(mean_b):
+        return math.nan, math.nan, math.nan
+    return _ratio_of_means(mean_a, std_a**2, int(n_a), mean_b, std_b**2, int(n_b), level)
+
+
+def _ratio_of_means(mean_a: float, var_a: float, n_a: int, mean_b: float, var_b: float, n_b: int,
+                    level: float = LEVEL) -> tuple[float, float, float]:
+    """(ratio, lower, upper) of mean_a / mean_b, each a mean of n independent trials of sample variance var: the
+    interval of ``ratio_interval`` and ``ratio_from_summary``.
 
     Why the delta method: trials of two precisions are independent runs (not pairs), energy
     and latency are positive with small relative spread (CV of a few percent), and then the
@@ -124,19 +147,15 @@ def ratio_interval(a: pd.Series, b: pd.Series, level: float = LEVEL) -> tuple[fl
     a metric's unit does not change them, and a/b and b/a get the same), and two trials are
     not treated as many. NaN bounds with one trial.
     """
-    a, b = a.dropna().astype(float), b.dropna().astype(float)
-    if a.empty or b.empty:
-        return math.nan, math.nan, math.nan
-    ratio = a.mean() / b.mean()
-    if a.index.equals(b.index) and a.equals(b):  # the same runs over themselves (the baseline's row): 1 exactly
-        return 1.0, 1.0, 1.0
-    if len(a) < 2 or len(b) < 2:
+    mean_a, mean_b = np.float64(mean_a), np.float64(mean_b)  # a mean of 0 divides as numpy does (inf), not raises
+    ratio = mean_a / mean_b
+    if n_a < 2 or n_b < 2:
         return float(ratio), math.nan, math.nan
-    ra, rb = a.var(ddof=1) / len(a) / a.mean() ** 2, b.var(ddof=1) / len(b) / b.mean() ** 2
+    ra, rb = var_a / n_a / mean_a**2, var_b / n_b / mean_b**2
     rel = ra + rb
     if rel == 0:
         return float(ratio), float(ratio), float(ratio)
-    df = rel**2 / (ra**2 / (len(a) - 1) + rb**2 / (len(b) - 1))
+    df = rel**2 / (ra**2 / (n_a - 1) + rb**2 / (n_b - 1))
     spread = float(np.exp(stats.t.ppf(0.5 + level / 2, df) * np.sqrt(rel)))
     return float(ratio), float(ratio / spread), float(ratio * spread)
 
@@ -146,22 +165,40 @@ def counted(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[(runs["status"] == "FINISHED") & (runs["valid"].fillna("") != "false")]
 
 
+def uncounted(running: int, invalid: int) -> str:
+    """Why a configuration none of whose runs counted has no figure, in one word as every table says it: a run still
+    under way first (its figure may yet come), then a finished run its checks flagged, else every run failed."""
+    return "running" if running else "flagged invalid" if invalid else "failed"
+
+
 def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.DataFrame:
-    """Each configuration's mean over the same model, shape and compile mode in ``baseline``, with its interval."""
-    runs = counted(benchmark_runs(frame))
+    """Each configuration's mean over the same model, shape and compile mode in ``baseline``, with its interval.
+
+    Where one side has no counted run (the baseline's runs failed, were flagged invalid or are still running, or it was
+    not run for this model and shape; or the configuration's own runs), the configurations of that model and shape are
+    still rows, their ratio and interval NaN and ``note`` saying why: a ratio missing from the file read as a precision
+    nobody swept. ``note`` is empty on every row with a ratio."""
+    runs = benchmark_runs(frame)
     same = [k for k in CONFIG_KEYS if k != "precision"]
     rows = []
     for key, group in runs.groupby(same, sort=True, dropna=False):
-        base = group[group["precision"] == baseline]
-        if base.empty:
-            continue
+        kept = counted(group)
+        # The metrics this model and shape measured: those of its counted runs, whichever precision has them.
+        measured = [m for m in metrics if m in kept.columns and kept[m].notna().any()]
+        base = kept[kept["precision"] == baseline]
         for precision, runs_p in group.groupby("precision", sort=True):
-            for metric in metrics:
-                if metric in group.columns and group[metric].notna().any():
-                    ratio, low, high = ratio_interval(runs_p[metric], base[metric])
-                    rows.append({**dict(zip(same, key)), "precision": precision, "baseline": baseline, "metric": metric,
-                                 "ratio": ratio, "ci_low": low, "ci_high": high})
-    return pd.DataFrame(rows, columns=[*same, "precision", "baseline", "metric", "ratio", "ci_low", "ci_high"])
+            mine = counted(runs_p)
+            missing = runs_p if mine.empty else group[group["precision"] == baseline] if base.empty else None
+            note = "" if missing is None else (
+                f"no counted run of {precision if mine.empty else baseline}: "
+                + ("not run for this model and shape" if missing.empty else
+                   uncounted(int(missing["running"].sum()), int(((missing["status"] == "FINISHED")
+                                                                 & (missing["valid"] == "false")).sum()))))
+            for metric in measured:
+                ratio, low, high = ratio_interval(mine[metric], base[metric]) if not note else (math.nan,) * 3
+                rows.append({**dict(zip(same, key)), "precision": precision, "baseline": baseline, "metric": metric,
+                             "ratio": ratio, "ci_low": low, "ci_high": high, "note": note})
+    return pd.DataFrame(rows, columns=[*same, "precision", "baseline", "metric", "ratio", "ci_low", "ci_high", "note"])
 
 
 def mode_words(row: pd.Series | dict) -> list[str]:
@@ -208,6 +245,19 @@ def _cost(group: pd.DataFrame) -> str:
     return measured[0] if measured else "latency_mean_ms"
 
 
+def _versus_best(by_metric: pd.DataFrame, cost: str, best: pd.Series | None) -> str:
+    """A configuration's ``cost`` over the lowest of its scope (``best``, an aggregate row), "best" for the lowest itself:
+    "1.23x [1.10, 1.37]" with the delta-method 95% interval where both have two trials or more, "1.23x" where one has
+    one (no interval: as "(1 trial)" beside a mean)."""
+    mine = by_metric.loc[cost] if cost in by_metric.index else None
+    if mine is None or best is None or math.isnan(mine["mean"]):
+        return "not measured"
+    if mine["mean"] == best["mean"]:
+        return "best"
+    ratio, low, high = ratio_from_summary(mine["mean"], mine["std"], mine["n"], best["mean"], best["std"], best["n"])
+    return f"{ratio:.2f}x" if math.isnan(low) else f"{ratio:.2f}x [{low:.2f}, {high:.2f}]"
+
+
 def compact(table: pd.DataFrame) -> pd.DataFrame:
     """Configuration x mean ± CI of latency, energy per sample and quality: what a sweep prints at its end.
 
@@ -220,7 +270,9 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     the precision, compile mode or CUDA graphs. A format that loses on this device (eager int8 on a GPU)
     reads as such without opening the report. Each model, shape and workload is ranked on the first
     of COSTS that any of its configurations measured, so forward and generate runs in one sweep are
-    each ranked on their own figure.
+    each ranked on their own figure. The ratio carries its delta-method 95% interval
+    (``ratio_from_summary``, the ratios' own) where both sides have two trials or more, as every other
+    cell carries its interval: "1.05x" alone read as a loss the trials may not separate from a tie.
     """
     present = set(table["metric"])
     generated = [m for m in ("time_per_output_token_mean_ms", "decode_energy_per_token_mj") if m in present]
@@ -234,7 +286,9 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     ranked = {}
     for key, group in table.groupby(shape, sort=False):
         cost = _cost(group)
-        ranked[key] = cost, group.loc[group["metric"] == cost, "mean"].min()
+        costs = group[group["metric"] == cost]
+        # The lowest mean, with its spread and count for the ratio's interval (NaN where no configuration measured it).
+        ranked[key] = cost, costs.loc[costs["mean"].idxmin()] if costs["mean"].notna().any() else None
     rows = []
     for key, group in table.groupby(list(CONFIG_KEYS), sort=True):
         config = dict(zip(CONFIG_KEYS, key))
@@ -244,7 +298,7 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
         first = group.iloc[0]
         # No run counted: why, in every cell ("not measured" is for a figure a counted run did not have, as energy
         # on a machine without a sensor).
-        none = "" if trials else "running" if first["running"] else "flagged invalid" if first["invalid"] else "failed"
+        none = "" if trials else uncounted(first["running"], first["invalid"])
         for metric in shown:
             if metric in QUALITY and metric != quality[config["model"]]:
                 continue  # another model's figure: blank, not "not measured"
@@ -256,9 +310,7 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
                 # One evaluation read by every trial (trials.reuse_quality), or the same computed again: no spread to
                 # show, which "± 0" would read as a precise measurement (it says nothing of the data's sampling error).
                 row[metric] = f"{stat['mean']:.4g} (same in every trial)"
-        cost, lowest = ranked[tuple(config[k] for k in shape)]
-        mine = by_metric["mean"].get(cost, math.nan)
-        row[f"{cost.removesuffix('_mj').removesuffix('_ms')}_vs_best"] = (
-            "not measured" if math.isnan(mine) or math.isnan(lowest) else "best" if mine == lowest else f"{mine / lowest:.2f}x")
+        cost, best = ranked[tuple(config[k] for k in shape)]
+        row[f"{cost.removesuffix('_mj').removesuffix('_ms')}_vs_best"] = none or _versus_best(by_metric, cost, best)
         rows.append(row)
     return pd.DataFrame(rows).fillna("")

@@ -34,6 +34,10 @@ LOGGED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj",
 LOGGED_STATS = ("mean", "ci95_low", "ci95_high", "n")
 # MLflow refuses a longer metric name.
 MAX_METRIC_NAME = 250
+# What ratios.csv compares with the baseline: the figures' latency and energy, a forward pass's and generation's (in
+# that order: latency, energy per sample, time and energy per output token). Not throughput: its ratio is the
+# reciprocal of latency's.
+RATIOS = tuple(metric for pair in zip(figures.ROLES["latency"], figures.ROLES["energy"]) for metric in pair)
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,7 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
         raise EaqError(f"--baseline {baseline} is not a precision of these runs ({', '.join(precisions)}); choose one of them.")
     # With no run that logged its precision (every one killed at its start), there is nothing to compare with.
     baseline = baseline or ("fp32" if "fp32" in precisions or not precisions else precisions[0])
-    ratio = aggregate.ratios(frame, baseline, ("latency_mean_ms", "energy_per_sample_mj", "time_per_output_token_mean_ms",
-                                               "decode_energy_per_token_mj"))
+    ratio = aggregate.ratios(frame, baseline, RATIOS)
     ratio.to_csv(out / "ratios.csv", index=False)
     judged = front.verdicts(frame)
     if isinstance(judged, pd.DataFrame):

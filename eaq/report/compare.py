@@ -12,7 +12,10 @@ figures; an eager run's compiler settings (which did nothing) read as the defaul
 and generation runs of one shape are told apart by ``workload.name`` where a store has both, and
 runs of two devices (by name), datasets, samplers or weights' sources by those where the stores hold several, as
 are runs that differ in any other parameter of the measurement (a random model's architecture, the protocol);
-several mixed plans are several precisions (``mixed-<plan hash>``), as in the report.
+several mixed plans are several precisions (``mixed-<plan hash>``), as in the report. A configuration none
+of whose runs counted (every one failed, was flagged invalid, or is still running) is a row too, its
+figures saying which, as the report's summary says it: left out, a precision that failed everywhere read
+as one nobody ran.
 
 ``--grid energy_vs_baseline_pct`` turns the same figures into the view a reader scans: one
 row per model and shape, one column per precision and compile mode.
@@ -25,7 +28,8 @@ import sys
 
 import pandas as pd
 
-from eaq.errors import EaqError
+from eaq.errors import reported
+from eaq.report.aggregate import uncounted
 from eaq.report.frame import DATA, PARAMS, TAGS, compiler_settings, plan_names
 from eaq.report.frame import SETTING as FRAME_SETTING
 from eaq.report.table import runs_table
@@ -54,8 +58,10 @@ def _spread_pct(values: pd.Series) -> float:
 
 
 # The columns compare() reads by name; any other column of its runs is a configuration parameter
-# (``runs_table(..., settings=True)``), a key where its values vary.
+# (``runs_table(..., settings=True)``), a key where its values vary. A run's state (``every_status=True``) is no
+# parameter: runs without these columns are finished.
 NAMED = tuple(c.split(".", 1)[1] for c in COLUMNS)
+STATE = ("status", "running")
 # What compare() adds to a configuration's keys: its figures.
 FIGURES = ("precision.name", "trials", "latency_ms", "latency_vs_baseline_pct", "samples_per_s", "energy_mj_per_sample",
            "energy_vs_baseline_pct", "energy_spread_pct", "roofline_efficiency", "quantized", "valid")
@@ -63,13 +69,17 @@ FIGURES = ("precision.name", "trials", "latency_ms", "latency_vs_baseline_pct", 
 
 def _settings(frame: pd.DataFrame) -> list[str]:
     """The configuration parameters among ``frame``'s columns, beyond those compare() names."""
-    return [c for c in frame.columns if c not in NAMED and c not in FIGURES]
+    return [c for c in frame.columns if c not in NAMED and c not in FIGURES and c not in STATE]
 
 
 def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """Runs as ``runs_table(..., columns=COLUMNS)`` returns them, one row per configuration."""
+    """Runs as ``runs_table(..., columns=COLUMNS)`` returns them, one row per configuration; with ``every_status=True``, a configuration none of whose runs counted says why in its figures' cells ("failed", "flagged
+    invalid", "running"; ``trials`` 0), as the report's summary does."""
     # A CPU store has no energy metrics and no validity tags: their columns stay empty.
-    runs = runs.reindex(columns=[*NAMED, *_settings(runs)])
+    runs = runs.reindex(columns=[*NAMED, *STATE, *_settings(runs)])
+    runs["status"] = runs["status"].fillna("FINISHED")  # runs_table's runs
+    runs["running"] = runs["running"].astype(object).fillna(False).astype(bool)
+    finished = runs["status"] == "FINISHED"
     for flag in ("compile", "cuda_graphs"):  # as the report reads them: runs logged before a flag existed ran without it
         runs[flag] = runs[flag].astype(str).str.lower() == "true"
     compiler_settings(runs, runs["compile"])
@@ -83,8 +93,9 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     runs["precision.name"] = plan_names(runs["precision.name"], runs["eaq.precision.plan_sha256"])  # as the report names plans
     keys = [k for k in KEYS if runs[k].notna().any()] + [k for k in ("workload.name", *SETTING, DATA, *_settings(runs))
                                                          if runs[k].nunique() > 1]
-    runs = runs.assign(valid=runs["eaq.valid"].astype(object).fillna(""))  # all NaN (float) where no run was flagged
-    runs = runs.assign(counted=runs["valid"] != "false")
+    # All NaN (float) where no run was flagged; a run that did not finish was checked by nothing (None: not in "valid").
+    runs = runs.assign(valid=runs["eaq.valid"].astype(object).fillna("").where(finished, None))
+    runs = runs.assign(counted=finished & (runs["valid"] != "false"), flagged=finished & (runs["valid"] == "false"))
     figures = ["latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", "roofline_efficiency"]
     runs.loc[~runs["counted"], figures] = float("nan")  # flagged runs count for nothing, as in the report
     grouped = runs.groupby([*keys, "precision.name"], dropna=False, sort=True)
@@ -97,13 +108,21 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
         roofline_efficiency=("roofline_efficiency", "mean"),
         quantized=("quantized_linear_layers", "max"),
         linears=("linear_layers", "max"),
-        valid=("valid", lambda v: f"{(v == 'true').sum()}/{len(v)}" if (v != "").any() else ""),
+        valid=("valid", lambda v: f"{(v == 'true').sum()}/{v.count()}" if (v.dropna() != "").any() else ""),
+        running=("running", "sum"),
+        flagged=("flagged", "sum"),
     ).reset_index()
     base = table.loc[table["precision.name"] == baseline, [*keys, "energy_mj_per_sample", "latency_ms"]]
     joined = table.merge(base, on=keys, how="left", suffixes=("", "_baseline"))  # keeps table's rows and order
     table["energy_vs_baseline_pct"] = (joined["energy_mj_per_sample"] / joined["energy_mj_per_sample_baseline"] - 1) * 100
     table["latency_vs_baseline_pct"] = (joined["latency_ms"] / joined["latency_ms_baseline"] - 1) * 100
     table["quantized"] = [f"{q:.0f}/{n:.0f}" for q, n in zip(table.pop("quantized"), table.pop("linears"))]
+    none = table["trials"] == 0
+    if none.any():  # no counted run: why, in every figure ("not measured" would say a counted run lacked it)
+        words = [uncounted(r, f) for r, f in zip(table.loc[none, "running"], table.loc[none, "flagged"])]
+        for column in (c for c in FIGURES if c not in ("precision.name", "trials", "valid")):
+            table[column] = table[column].astype(object)
+            table.loc[none, column] = words
     return table[[*keys, *FIGURES]]
 
 
@@ -127,6 +146,7 @@ def grid(table: pd.DataFrame, value: str, baseline: str) -> pd.DataFrame:
     return wide.reset_index()
 
 
+@reported()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uri", nargs="+", default=["sqlite:///outputs/mlflow.db"], help="one or more MLflow stores")
@@ -135,13 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", choices=GRID_VALUES, help="one figure as a grid: rows model and shape, columns precision and compile mode")
     parser.add_argument("--csv", action="store_true")
     args = parser.parse_args(argv)
-    try:
-        runs = runs_table(args.uri, args.experiment, COLUMNS, settings=True)
-    except EaqError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    runs = runs_table(args.uri, args.experiment, COLUMNS, settings=True, every_status=True)
     if runs.empty:
-        print(f"no finished benchmark runs in experiment {args.experiment!r} at {' '.join(args.uri)}", file=sys.stderr)
+        print(f"no benchmark runs in experiment {args.experiment!r} at {' '.join(args.uri)}", file=sys.stderr)
         return 1
     found = sorted(runs["precision.name"].unique())
     if args.baseline not in found:
@@ -150,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     table = compare(runs, args.baseline)
     if args.grid:
         table = grid(table, args.grid, args.baseline)
+    if not args.csv:  # a column holding "failed" beside numbers is text to tabulate, which would print them unrounded
+        table = table.apply(lambda column: column.map(lambda v: f"{v:.4g}" if isinstance(v, float) and v == v else v)
+                            if column.dtype == object else column)
     print(table.to_csv(index=False) if args.csv else table.to_markdown(index=False, floatfmt=".4g"))
     return 0
 

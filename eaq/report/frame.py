@@ -168,7 +168,11 @@ def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Serie
 
 def ended_sweeps(client: MlflowClient, runs: list) -> set[str]:
     """The parent runs of runs still marked under way whose sweep is no longer: ended, deleted, or gone."""
-    parents = {r.data.tags.get(PARENT_TAG) for r in runs if r.info.status in UNDER_WAY} - {None}
+    return ended_parents(client, {r.data.tags.get(PARENT_TAG) for r in runs if r.info.status in UNDER_WAY} - {None})
+
+
+def ended_parents(client: MlflowClient, parents: set[str]) -> set[str]:
+    """Of these sweeps' parent run ids, those that are no longer under way: ended, deleted, or gone."""
     ended = set()
     for parent in parents:
         try:

@@ -34,7 +34,8 @@ SPREAD = ("std", "ci_low", "ci_high", "cv")
 
 def _table(frame: pd.DataFrame) -> str:
     """A DataFrame as an HTML table; a missing value reads "not measured", never 0 or NaN, but a spread missing
-    beside a measured mean or ratio reads "one trial": the figure was measured, once."""
+    beside a measured mean or ratio reads "one trial": the figure was measured, once; and in a row with a ``note``
+    (a ratio with no counted baseline), blank: the note says why, and "not measured" would say otherwise."""
     if frame.empty:
         return '<p class="note">none</p>'
     centre = next((c for c in ("mean", "ratio") if c in frame), None)
@@ -46,6 +47,11 @@ def _table(frame: pd.DataFrame) -> str:
             frame.loc[once & frame[column].isna(), column] = "one trial"
             # float_format reads float columns only: these now hold words too
             frame[column] = [f"{v:.4g}" if isinstance(v, float) and v == v else v for v in frame[column]]
+    noted = frame["note"].fillna("").astype(str) != "" if "note" in frame else pd.Series(False, index=frame.index)
+    for column in frame.columns[frame[noted].isna().any()]:
+        frame = frame.astype({column: object})
+        frame.loc[noted & frame[column].isna(), column] = ""
+        frame[column] = [f"{v:.4g}" if isinstance(v, float) and v == v else v for v in frame[column]]
     return frame.to_html(index=False, border=0, na_rep="not measured", float_format=lambda v: f"{v:.4g}", escape=True)
 
 

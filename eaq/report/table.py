@@ -14,7 +14,8 @@ import mlflow
 import pandas as pd
 
 from eaq.errors import reported
-from eaq.report.frame import configuration_param
+from eaq.report.frame import UNDER_WAY, configuration_param, ended_parents
+from eaq.tracking.run_logger import PARENT_TAG
 from eaq.tracking.store import read_store
 
 CONFIG = ("params.model.name", "params.precision.name", "params.batch_size", "params.seq_len", "params.trial")
@@ -54,26 +55,38 @@ DEFAULT_COLUMNS = PRESETS["default"]
 
 
 def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str, ...] = DEFAULT_COLUMNS,
-               settings: bool = False) -> pd.DataFrame:
+               settings: bool = False, every_status: bool = False) -> pd.DataFrame:
     """FINISHED benchmark runs of one or more stores (a table measured in parts, one store each).
 
     ``settings``: every parameter of the runs' configuration besides ``columns`` too (eaq.report.frame.configuration_param:
-    a random model's architecture, the protocol, ...), for a reader that must not average two configurations."""
+    a random model's architecture, the protocol, ...), for a reader that must not average two configurations.
+    ``every_status``: the runs that did not finish too, with columns ``status`` and ``running`` (under way while its
+    sweep is: eaq.report.frame.ended_parents), for a reader that says why a configuration has no figure; a run killed
+    before it logged its model and precision belongs to no configuration and is left out."""
     found = []
     for uri in uris:
-        read_store(uri)
+        client = read_store(uri)
         mlflow.set_tracking_uri(uri)
         runs = mlflow.search_runs(experiment_names=[experiment], filter_string="tags.`eaq.kind` = 'benchmark'")
-        if not runs.empty:
+        if runs.empty:
+            continue
+        if not every_status:
             found.append(runs[runs["status"] == "FINISHED"])
+            continue
+        logged = [c for c in ("params.model.name", "params.precision.name") if c in runs.columns]
+        runs = runs.dropna(subset=logged) if len(logged) == 2 else runs.iloc[:0]
+        under_way = runs["status"].isin(UNDER_WAY)
+        parents = runs.get(f"tags.{PARENT_TAG}", pd.Series(index=runs.index, dtype=object))
+        ended = ended_parents(client, set(parents[under_way].dropna()))
+        found.append(runs.assign(running=under_way & ~parents.isin(ended)))
     if not found:
         return pd.DataFrame()
     runs = pd.concat(found, ignore_index=True).drop_duplicates("run_id")  # a store named twice counts once
-    present = [c for c in columns if c in runs.columns]
+    present = [c for c in columns if c in runs.columns] + (["status", "running"] if every_status else [])
     if settings:
         present += sorted(c for c in runs.columns if c.startswith("params.") and c not in present
                           and configuration_param(c.removeprefix("params.")))
-    table = runs[present].rename(columns=lambda c: c.split(".", 1)[1])
+    table = runs[present].rename(columns=lambda c: c.split(".", 1)[-1])  # params.x -> x; status, running as they are
     for number in ("batch_size", "seq_len", "trial"):  # MLflow params are strings: sort 1, 32, 256
         if number in table.columns:
             table[number] = pd.to_numeric(table[number])
