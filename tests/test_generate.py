@@ -303,6 +303,7 @@ def test_generate_refuses_what_it_cannot_measure_with_a_sentence(
     short.write_text("a text of five words")  # five tokens of MiniLM's vocabulary
     done = run_eaq(out, "workload=generate", "trials=quick", "isolate=false", "batch_size=1", *(o.format(short=short) for o in overrides))
     assert done.returncode == 2 and message in done.stderr, done.stderr[-2000:]
+    assert "loaded " not in done.stdout + done.stderr  # each refused before the weights load (a 7B's take minutes)
 
 
 def test_generate_refuses_from_the_config_before_reading_a_weight(out: Path, tmp_path: Path) -> None:

@@ -170,18 +170,32 @@ def output_classes(model: torch.nn.Module) -> int:
     return model.classifier.out_features if isinstance(model, EmbeddingClassifier) else model.config.num_labels
 
 
-def load_model(cfg: ModelConfig, with_tokenizer: bool = True, device: torch.device | None = None) -> LoadedModel:
+def load_tokenizer(cfg: ModelConfig) -> PreTrainedTokenizerBase:
+    """The model's tokenizer alone, so that a run can make its inputs, and refuse data too short for them, before the
+    weights load (a 7B's take minutes). Pretrained weights' folder is checked first: a missing model folder is named
+    as such, not as a missing tokenizer folder (the tokenizer comes from the same place unless ``model.tokenizer``)."""
+    if cfg.weights == "pretrained":
+        _location(cfg)
+    return _load_tokenizer(cfg.tokenizer or cfg.name_or_path)
+
+
+def load_model(
+    cfg: ModelConfig, with_tokenizer: bool = True, device: torch.device | None = None,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+) -> LoadedModel:
     """Load in fp32, eval mode; precisions transform the model afterwards.
 
     Random weights are drawn on ``device``: drawing GPT-2-medium's 355M of them on the host
     took seconds of every run of a GPU sweep. The same seed gives other weights on another device.
+    ``tokenizer``: the one ``load_tokenizer`` gave already (the inputs were made with it), used instead of a second.
     """
     # An embedding encoder carrying a classifier head loads as the encoder, then is wrapped.
     auto_class = AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]
     # Random weights read nothing from name_or_path but, when text needs one, its tokenizer.
     # Checked before the tokenizer: name the real problem.
     location = _location(cfg) if cfg.weights == "pretrained" else "random"
-    tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path) if with_tokenizer else None
+    if with_tokenizer and tokenizer is None:
+        tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path)
     if cfg.weights == "random":
         config = model_config(cfg)
         if tokenizer is not None and config.vocab_size < len(tokenizer):

@@ -37,7 +37,7 @@ from eaq.measure.timing import run_timed
 from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
-from eaq.models import load_model, model_config
+from eaq.models import load_model, load_tokenizer, model_config
 from eaq.errors import ConfigError, DataError
 from eaq.precision import proof, stored_bytes_read
 from eaq.precision.base import set_tf32
@@ -110,18 +110,19 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         set_tf32(False)  # the fp32 reference is IEEE fp32, whatever an earlier run in this process set
 
     with phases("load"):
-        loaded = load_model(cfg.model, with_tokenizer=text, device=device)
-        model, head = loaded.model.to(device), cfg.model.head
-        (batches, stream), token_cache = make_inputs(cfg, loaded, examples, device)
-    timed = batches.full()
-    config = loaded.model.config  # read before a precision wraps the model (autocast)
-    check_scored_labels(cfg, loaded, batches)
-    if generating:
-        if (tokens := timed[0]["input_ids"].shape[1]) < cfg.seq_len:  # a text shorter than one prompt stays one row
+        tokenizer = load_tokenizer(cfg.model) if text else None
+        (batches, stream), token_cache = make_inputs(cfg, tokenizer, examples, device)
+        timed = batches.full()
+        # A text shorter than one prompt stays one row: refused before the weights load.
+        if generating and (tokens := timed[0]["input_ids"].shape[1]) < cfg.seq_len:
             raise DataError(
                 f"dataset={cfg.dataset.name} holds {tokens} tokens, fewer than one prompt of seq_len={cfg.seq_len}: "
                 f"lower seq_len to at most {tokens}, or use a longer text."
             )
+        loaded = load_model(cfg.model, with_tokenizer=text, device=device, tokenizer=tokenizer)
+        model, head = loaded.model.to(device), cfg.model.head
+    config = loaded.model.config  # read before a precision wraps the model (autocast)
+    check_scored_labels(cfg, loaded, batches)
 
     generation_config = getattr(loaded.model, "generation_config", None)
     # Never chosen: a key of generated figures (a forward run's config may have no vocabulary size at its top).

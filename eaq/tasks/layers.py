@@ -36,7 +36,7 @@ from eaq.layers.tables import (
 )
 from eaq.measure.phases import Phases
 from eaq.measure.samplers import Sampler, measures_energy, select_sampler
-from eaq.models import load_model
+from eaq.models import load_model, load_tokenizer
 from eaq.precision import get_precision, proof
 from eaq.precision.base import Precision, base_dtype, set_tf32
 from eaq.precision.native import Autocast
@@ -116,9 +116,10 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     with phases("prepare"):
         device, precision, sampler, examples, budget, saving_mode, base = _prepare(cfg)
     with phases("load"):
-        loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device)
+        tokenizer = load_tokenizer(cfg.model) if examples is not None else None
+        (batches, stream), _ = make_inputs(cfg, tokenizer, examples, device)
+        loaded = load_model(cfg.model, with_tokenizer=examples is not None, device=device, tokenizer=tokenizer)
         model = loaded.model.to(device)
-        (batches, stream), _ = make_inputs(cfg, loaded, examples, device)
     check_scored_labels(cfg, loaded, batches)  # before the flops and impact passes
     measuring = measures_energy(sampler)
     batch = batches.full()[0]  # as the benchmark task passes it: what compiled savings measure

@@ -3,32 +3,36 @@
 from __future__ import annotations
 
 import torch
+from transformers import PreTrainedTokenizerBase
 
 from eaq.config import EaqConfig
 from eaq.data import Batches, Examples, examples_digest, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
 from eaq.evaluate import check_labels
 from eaq.errors import ConfigError
-from eaq.models import LoadedModel, model_skeleton, output_classes, weights_identity
+from eaq.models import LoadedModel, model_config, model_skeleton, output_classes, weights_identity
 from eaq.precision import Precision, get_precision
 from eaq.precision.mixed import MixedPrecision, Plan, check_plan
 
 
 def make_inputs(
-    cfg: EaqConfig, loaded: LoadedModel, examples: Examples | None, device: torch.device
+    cfg: EaqConfig, tokenizer: PreTrainedTokenizerBase | None, examples: Examples | None, device: torch.device
 ) -> tuple[tuple[Batches, torch.Tensor | None], TokenCache | None]:
-    """(The batches, and for raw text the token stream perplexity is computed on), the token cache used."""
+    """(The batches, and for raw text the token stream perplexity is computed on), the token cache used.
+
+    Made before the weights load (the tokenizer alone, eaq.models.load_tokenizer; synthetic ids from the
+    architecture's config): data that cannot make the run's inputs is refused before a model of gigabytes loads."""
     if examples is None:
-        return (synthetic_batches(cfg, loaded.model.config.vocab_size, device, cfg.trial), None), None
-    assert loaded.tokenizer is not None
+        return (synthetic_batches(cfg, model_config(cfg.model).vocab_size, device, cfg.trial), None), None
+    assert tokenizer is not None
     cache = TokenCache(
-        cfg.paths.cache_dir, tokenizer=tokenizer_identity(loaded.tokenizer), data=examples_digest(examples),
+        cfg.paths.cache_dir, tokenizer=tokenizer_identity(tokenizer), data=examples_digest(examples),
         kind=cfg.dataset.kind, seq_len=cfg.seq_len if cfg.dataset.kind != "raw" else None,
     )
     if cfg.dataset.kind == "raw":
-        found = make_stream(examples.texts[0], loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, cfg.dataset.max_samples, cache)
+        found = make_stream(examples.texts[0], tokenizer, cfg.batch_size, cfg.seq_len, device, cfg.dataset.max_samples, cache)
     else:
-        found = make_batches(examples.texts, loaded.tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels, cache), None
+        found = make_batches(examples.texts, tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels, cache), None
     return found, cache
 
 
