@@ -9,11 +9,14 @@ these dataclasses, so the rest of the code works with plain, typed Python object
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from eaq.errors import ConfigError
@@ -354,6 +357,32 @@ def protocol_seconds(trials: TrialsConfig, measuring: bool) -> tuple[float, floa
     return resolved(trials.min_duration_s, AUTO_WINDOW_S), resolved(trials.idle_s, AUTO_IDLE_S)
 
 
+SQLITE = "sqlite:///"
+
+
+def launch_folder() -> str:
+    """The folder the user launched eaq from: Hydra's ``runtime.cwd`` (recorded where the config was composed, and
+    carried to every job of a sweep, wherever it runs), or this process's working folder outside Hydra."""
+    return str(HydraConfig.get().runtime.cwd) if HydraConfig.initialized() else os.getcwd()
+
+
+def absolute_store_uri(uri: str, launched_from: str | Path) -> str:
+    """``sqlite:///rel/x.db`` as ``sqlite:///<launched_from>/rel/x.db``; an absolute path, an in-memory database and
+    any other URI (a server's) as given.
+
+    SQLite opens a relative path against the working folder of the process that opens the store, and a job may run in
+    another one than the sweep's (``hydra.job.chdir=true``; a launcher's worker or a cluster node started elsewhere):
+    the sweep's parent run would be in one store and its runs in another, or in a file nobody looks for. Read against
+    the folder the user launched from, the path names the file the user meant, in every process.
+    """
+    if not uri.startswith(SQLITE):
+        return uri
+    path, mark, query = uri.removeprefix(SQLITE).partition("?")
+    if not path or path == ":memory:" or Path(path).is_absolute():
+        return uri
+    return f"{SQLITE}{os.path.abspath(os.path.join(launched_from, path))}{mark}{query}"
+
+
 def _unknown_keys(node: DictConfig, prefix: str = "") -> list[str]:
     """Keys of ``node`` and its sections that eaq's schema does not have (free-form dicts, such as a preset's
     architecture, excepted). Hydra's ``+key=value`` adds them past the schema, and the run would ignore them."""
@@ -392,6 +421,7 @@ def validate(cfg: DictConfig, precision_choice: str | None = None) -> EaqConfig:
     obj = OmegaConf.to_object(cfg)
     if not isinstance(obj, EaqConfig):  # composed without the schema (should not happen)
         raise ConfigError("the config was not composed on eaq's schema; launch through `python -m eaq.run`.")
+    obj.tracking.uri = absolute_store_uri(obj.tracking.uri, launch_folder())
     _positive("batch_size", obj.batch_size)
     _positive("seq_len", obj.seq_len, 2)
     _positive("trial", obj.trial, 0)

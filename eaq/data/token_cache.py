@@ -1,7 +1,8 @@
 """Tokenize once: token tensors cached on disk (safetensors), keyed by everything they depend on.
 
 The key hashes the tokenizer's identity and settings, the exact examples (content, not
-file name) and the length settings; change any of them and the cache misses. Runs of a
+file name), the length settings and eaq's own code (which tokenizes and lays out the
+tensors); change any of them and the cache misses. Runs of a
 sweep that share data and tokenizer read the tensors instead of tokenizing again; each
 run logs whether it hit and how long preparing its data took.
 """
@@ -18,7 +19,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import PreTrainedTokenizerBase
 
-from eaq.files import atomic_write
+from eaq.files import atomic_write, code_identity
 
 
 def tokenizer_identity(tokenizer: PreTrainedTokenizerBase) -> dict[str, object]:
@@ -36,7 +37,7 @@ def tokenizer_identity(tokenizer: PreTrainedTokenizerBase) -> dict[str, object]:
 
 class TokenCache:
     def __init__(self, folder: str | Path, **settings: object) -> None:
-        blob = json.dumps(settings, sort_keys=True, default=str).encode()
+        blob = json.dumps({**settings, "eaq_code": code_identity()}, sort_keys=True, default=str).encode()
         self.path = Path(folder) / f"tokens-{hashlib.sha256(blob).hexdigest()[:16]}.safetensors"
         self.hit: bool | None = None
         self.seconds = 0.0

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from eaq.files import atomic_write, atomic_write_text
+from eaq.files import atomic_write, atomic_write_text, code_identity
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +45,12 @@ def weights_fingerprint(model: torch.nn.Module, samples: int = 1024) -> str:
 
 
 def reference_key(**settings: object) -> str:
-    """A short hash of everything the reference outputs depend on."""
-    blob = json.dumps(settings, sort_keys=True, default=str).encode()
+    """A short hash of everything the reference outputs (or cached figures) depend on: ``settings``, and eaq's own code.
+
+    The code counts because it computes what is cached (how outputs are collected, pooled, scored): after an edit or
+    upgrade of eaq, a reference the old code computed would be read back as the new code's, without a word.
+    """
+    blob = json.dumps({**settings, "eaq_code": code_identity()}, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 

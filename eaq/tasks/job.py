@@ -21,7 +21,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from eaq.config import GROUPS, validate
+from eaq.config import GROUPS, absolute_store_uri, validate
 from eaq.errors import EaqError, JobEndedError
 from eaq.slots import gpu_slot, pin_device_order
 from eaq.tasks.ahead import wait_for_device
@@ -126,6 +126,8 @@ def record_ended_job(cfg: DictConfig, reason: str) -> None:
     assert isinstance(resolved, dict)
     remember(resolved)  # this process logs the job's params: a URL's password in them is redacted, as run_job does
     tracking = resolved["tracking"]
+    # A relative sqlite path names the file under the folder the user launched from, whichever folder this job runs in.
+    tracking["uri"] = absolute_store_uri(tracking["uri"], hydra_cfg.runtime.cwd)
     client, experiment_id = open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
     error = JobEndedError(reason)
     where = f"tags.`{JOB_TAG}` = '{hydra_cfg.job.num}' and tags.`{PARENT_TAG}` = '{parent_run_id(hydra_cfg.sweep.dir)}'"
@@ -156,6 +158,8 @@ def run_job(cfg: DictConfig) -> str:
     remember(resolved)  # a URL's password in the config is redacted from every record, whatever its characters
     debug = bool(resolved.get("debug"))
     tracking = resolved["tracking"]
+    # A relative sqlite path names the file under the folder the user launched from, whichever folder this job runs in.
+    tracking["uri"] = absolute_store_uri(tracking["uri"], hydra_cfg.runtime.cwd)
     slots = resolved["gpu_slots"]
     if slots["enabled"] is None:  # null: slots go with the launcher that runs a job per GPU
         slots["enabled"] = cfg.gpu_slots.enabled = hydra_cfg.runtime.choices.get("hydra/launcher") == "gpus"

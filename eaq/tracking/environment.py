@@ -1,4 +1,4 @@
-"""What a run executed on: code revision, packages, machine, device; secrets redacted (by name and by value).
+"""What a run executed on: code revision and identity, packages, machine, device; secrets redacted (by name and by value).
 
 Written as ``env.json`` beside the resolved config (job folder and MLflow artifacts), so
 ``python -m eaq.diff`` can say what differed between two runs besides their configs.
@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from eaq.files import code_identity
 from eaq.tracking.redact import REDACTED, redact, redact_tree
 
 PACKAGES = ("torch", "transformers", "torchao", "mlflow", "mlflow-skinny", "hydra-core", "omegaconf", "nvidia-ml-py", "eaq")
@@ -115,6 +116,9 @@ def capture(device: dict[str, Any], config_hash: str) -> dict[str, Any]:
         "packages": {p: package_version(p) for p in PACKAGES},
         "pip_freeze": _installed(),
         "git": _git(Path(__file__).resolve().parents[2]),
+        # eaq's own code by contents (its .py and conf/ YAML files): the same under two runs means the same code ran,
+        # where the git commit says nothing (an installed copy, or a dirty tree edited between them).
+        "eaq_code": code_identity(),
         "device": device,
         "environ": redacted_environ(),
     })

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from eaq.files import code_identity, file_sha256
+
 # Settings that change where results go or how errors print, not what is measured.
 # Where a run is logged and how it is scheduled (gpu_slots: which of a host's GPUs), not what it measures.
 NOT_MEASUREMENT = ("tracking", "paths", "debug", "run_name", "resume", "gpu_slots", "calibrate_ahead")
@@ -35,8 +37,7 @@ def _identity(path: Path) -> str | None:
     read for it); None for what is not there (a hub id, ``package:`` weights)."""
     if path.is_file():
         try:
-            with path.open("rb") as handle:  # in chunks: a data file of gigabytes is not held in memory
-                return hashlib.file_digest(handle, "sha256").hexdigest()
+            return file_sha256(path)
         except OSError:  # unreadable here: the run says so when it reads it
             return None
     if path.is_dir():
@@ -57,12 +58,14 @@ def read_files(resolved: dict[str, Any]) -> dict[str, str]:
 
 
 def config_hash(resolved: dict[str, Any]) -> str:
-    """Equal hashes mean the same measurement: same model, precision, data, protocol, device, trial.
+    """Equal hashes mean the same measurement: same model, precision, data, protocol, device, trial, and eaq code.
 
     The files the run reads count by their contents: a plan or data file edited under the same path is another
-    measurement, which resume must not take for the one it ran before.
+    measurement, which resume must not take for the one it ran before. So does eaq's own code (``code_identity``): a run
+    the code before an edit or upgrade measured is not what the code now would measure, and resume must not skip it.
     """
     relevant = {k: v for k, v in resolved.items() if k not in NOT_MEASUREMENT}
-    if files := read_files(resolved):  # only where there are: a run reading none keeps the hash it had before files counted
+    if files := read_files(resolved):  # only where there are
         relevant["read_files"] = files
+    relevant["eaq_code"] = code_identity()
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]

