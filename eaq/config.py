@@ -357,7 +357,8 @@ def protocol_seconds(trials: TrialsConfig, measuring: bool) -> tuple[float, floa
     return resolved(trials.min_duration_s, AUTO_WINDOW_S), resolved(trials.idle_s, AUTO_IDLE_S)
 
 
-SQLITE = "sqlite:///"
+# SQLAlchemy's sqlite URL, with or without a driver (sqlite+pysqlite:///), and the path after it.
+SQLITE = re.compile(r"^(sqlite(?:\+\w+)?:///)(.*)$")
 
 
 def launch_folder() -> str:
@@ -375,12 +376,14 @@ def absolute_store_uri(uri: str, launched_from: str | Path) -> str:
     the sweep's parent run would be in one store and its runs in another, or in a file nobody looks for. Read against
     the folder the user launched from, the path names the file the user meant, in every process.
     """
-    if not uri.startswith(SQLITE):
+    if not (found := SQLITE.match(uri)):
         return uri
-    path, mark, query = uri.removeprefix(SQLITE).partition("?")
-    if not path or path == ":memory:" or Path(path).is_absolute():
+    scheme, rest = found.groups()
+    path, mark, query = rest.partition("?")
+    # sqlite's own URI form (file:...?uri=true) is left to sqlite
+    if not path or path == ":memory:" or path.startswith("file:") or Path(path).is_absolute():
         return uri
-    return f"{SQLITE}{os.path.abspath(os.path.join(launched_from, path))}{mark}{query}"
+    return f"{scheme}{os.path.abspath(os.path.join(launched_from, path))}{mark}{query}"
 
 
 def _unknown_keys(node: DictConfig, prefix: str = "") -> list[str]:

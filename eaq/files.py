@@ -11,7 +11,8 @@ exclusive lock instead, held by the operating system, so a killed process never 
 a stale one.
 
 Files are also hashed here, for every room alike: a file's contents (``file_sha256``), and eaq's own code
-(``code_identity``), which every cache key under ``paths.cache_dir`` and the resume hash hold.
+(``code_identity``), which the keys of the references, figures and token ids cached under ``paths.cache_dir`` and the
+resume hash hold (not the device's calibrations, peak and idle power: facts of the device, keyed by it).
 
 Used by every room (tracking, measure, evaluate, data), so it imports nothing of eaq.
 """
@@ -38,15 +39,23 @@ def file_sha256(path: str | Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+# eaq's code that computes nothing a run measures, caches or resumes: the read tools (the report reads MLflow only).
+# An edit there leaves every cache and finished run valid.
+READ_ONLY_CODE = ("eaq/report/", "eaq/diff.py", "eaq/rerun.py")
+
+
 def code_identity(root: str | Path | None = None) -> str:
-    """A short hash of eaq's own code: every ``.py`` file of the ``eaq`` package and every YAML file of ``conf/``,
-    by path relative to ``root`` (default: the folder this eaq is installed in) and contents.
+    """A short hash of eaq's own code: every ``.py`` file of the ``eaq`` package but the read tools (READ_ONLY_CODE)
+    and every YAML file of ``conf/``, by path relative to ``root`` (default: the folder this eaq is installed in) and
+    contents.
 
     Cached references, figures, token ids and resume were keyed by settings alone: after eaq was edited or upgraded,
     a cache of what the old code computed was read back as the new code's, and resume skipped configurations the new
     code would measure differently. Every such key holds this instead, so new code misses the old code's entries.
     It is the files' contents, not the git commit: a dirty tree, an sdist or an installed copy has no commit that
-    says what runs. Read once per process and root (about 1 MB over some hundred files, a few milliseconds).
+    says what runs. Read once per process and root (about 1 MB over some hundred files, a few milliseconds), at this
+    module's import for the default root: a process forked from one that imported eaq (the fork server's runs) keeps
+    the identity of the code it runs, not of files edited on disk since.
     """
     return _code_identity(ROOT if root is None else Path(root).resolve())
 
@@ -55,12 +64,15 @@ def code_identity(root: str | Path | None = None) -> str:
 def _code_identity(root: Path) -> str:
     digest = hashlib.sha256()
     files = sorted((f.relative_to(root).as_posix(), f) for pattern in ("eaq/**/*.py", "conf/**/*.yaml")
-                   for f in root.glob(pattern) if f.is_file())
+                   for f in root.glob(pattern) if f.is_file() and not f.relative_to(root).as_posix().startswith(READ_ONLY_CODE))
     for name, path in files:
         data = path.read_bytes()
         digest.update(f"{name}\0{len(data)}\0".encode())  # lengths keep one file's end from passing for the next's start
         digest.update(data)
     return digest.hexdigest()[:16]
+
+
+code_identity()  # now, at import (see code_identity)
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:

@@ -188,6 +188,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.group.<group>", "The choice of each config group (model, precision, dataset, sampler, trials, layers, workload)."),
     ("eaq.workload", "What one measured pass is: 'forward' or 'generate' (prefill and decode windows)."),
     ("eaq.config_hash", "Hash of the measurement-relevant resolved config (all but tracking, paths, debug, run_name, resume, gpu_slots, calibrate_ahead), of the files it reads (plan, data, local model, tokenizer and head folders: files by contents, folders by their files' names, sizes and times) and of eaq's own code (eaq.files.code_identity: its .py and conf/ YAML files by contents); resume reuses a FINISHED run of the same hash."),
+    ("eaq.settings_hash", "The config hash without eaq's own code (eaq.tracking.flatten.config_hash(code=False)): where resume finds a FINISHED run of these settings but not of this code, it says so and measures again."),
     ("eaq.energy", "'measured' or 'unavailable'."),
     ("eaq.energy.reason", "Why energy is unavailable, when it is."),
     ("eaq.energy.source", "What energy_total_j is: energy_counter, or the integral of a power channel."),

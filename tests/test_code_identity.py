@@ -1,7 +1,7 @@
 """eaq's own code is part of every cache key and of the resume hash; files are hashed in one place.
 
-Keyed by settings alone, a reference, figures, token ids or a peak record that the code before an edit or upgrade
-computed was read back as the new code's, and resume skipped configurations the new code would measure differently.
+Keyed by settings alone, a reference, figures or token ids that the code before an edit or upgrade computed were read
+back as the new code's, and resume skipped configurations the new code would measure differently.
 The identity is computed over a copy of the package here, so the edits are real ones and the checkout is untouched.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import eaq.files
-from conftest import REPO
+from conftest import REPO, all_runs, run_eaq, store
 from eaq.config import EaqConfig
 from eaq.data.token_cache import TokenCache
 from eaq.evaluate import reference_key
@@ -62,6 +62,9 @@ def test_a_real_edit_of_the_package_or_its_config_changes_the_identity(copies: t
     (not_code / "eaq" / "__pycache__").mkdir(exist_ok=True)
     (not_code / "eaq" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0" * 16)
     (not_code / "eaq" / "NOTES.txt").write_text("not code")
+    # The read tools compute nothing a run measures, caches or resumes: an edit there keeps every cache and run.
+    _edit(not_code / "eaq" / "report" / "html.py")
+    _edit(not_code / "eaq" / "diff.py")
     assert code_identity(not_code) == code_identity(before)
 
 
@@ -80,11 +83,28 @@ def test_the_resume_hash_and_every_cache_key_change_with_the_code(copies: tuple[
             "reference_key": reference_key(model="m", seq_len=16),
             "token_cache": TokenCache(tmp_path / "cache", tokenizer={"class": "T"}, data="d", kind="tsv", seq_len=16).path,
             "peak_record": peaks._record_path(cfg, peaks._settings(cfg)),
+            "settings_hash": config_hash(resolved, code=False),
         }
 
     old, new = keys(before), keys(after)
     assert old == keys(before)  # the same code: the same keys, so caches and resume still serve it
-    assert {name for name in old if old[name] == new[name]} == set(), "a key that outlives an edit of eaq's code"
+    # The device's calibrations (peak FLOP/J, found through the peak record) are facts of the device, not of the code;
+    # the settings hash names the same measurement under any code, for resume to say why it measures again.
+    assert {name for name in old if old[name] == new[name]} == {"peak_record", "settings_hash"}
+
+
+def test_resume_says_when_it_measures_again_a_configuration_other_code_measured(out: Path) -> None:
+    overrides = ["-m", "model=bert_tiny_random", "trials=quick", "batch_size=4", "seq_len=32", "sampler=none"]
+    assert run_eaq(out, *overrides).returncode == 0
+    (first,) = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
+    store(out).set_tag(first.info.run_id, "eaq.config_hash", "0" * 16)  # as an older eaq's code would have hashed it
+    again = run_eaq(out, *overrides)
+    assert again.returncode == 0
+    assert (f"measured again: run {first.info.run_id} measured these settings with other eaq code"
+            in again.stdout + again.stderr), again.stderr[-2000:]
+    assert len([r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]) == 2
+    third = run_eaq(out, *overrides)  # this code's run now: skipped, nothing said of the older one
+    assert "skipped, already FINISHED" in third.stdout + third.stderr and "measured again" not in third.stdout + third.stderr
 
 
 def test_each_run_records_which_code_ran() -> None:

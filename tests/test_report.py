@@ -191,6 +191,7 @@ def test_ratio_interval_is_the_delta_method_on_the_log_with_welch_df() -> None:
     summary = ratio_from_summary(a.mean(), a.std(), len(a), b.mean(), b.std(), len(b))
     assert summary == pytest.approx((ratio, low, high), rel=1e-12)
     assert math.isnan(ratio_from_summary(11.0, math.nan, 1, 5.25, b.std(), 2)[1])
+    assert all(map(math.isnan, ratio_from_summary(11.0, math.nan, math.nan, 5.25, b.std(), 2)))  # no count: no ratio
     assert all(map(math.isnan, ratio_from_summary(math.nan, math.nan, 0, 5.25, b.std(), 2)))
 
 

@@ -353,11 +353,14 @@ def test_a_baseline_with_no_counted_run_leaves_its_shapes_in_the_ratios_with_why
             elif fp32 is not None:
                 _log(client, experiment, {**config, "precision.name": "fp32"}, {"latency_mean_ms": 2 * latency},
                      "FAILED" if fp32 == "FAILED" else "FINISHED", tags={"eaq.valid": "false"} if fp32 == "invalid" else None)
+    for precision in ("fp32", "int8"):  # batch 128: nothing counted at all, so no metric was measured there
+        _log(client, experiment, {**params, "batch_size": "128", "trial": "1", "precision.name": precision}, {}, "FAILED")
     report = build(uri, tmp_path / "report", experiment="eaq", baseline="fp32")
     found = pd.read_csv(tmp_path / "report" / "ratios.csv", keep_default_na=False, na_values=[""])
     assert list(found.columns)[-2:] == ["ci_high", "note"]  # the other columns as they were
     int8 = found[found["precision"] == "int8"].set_index("batch_size")
-    assert sorted(int8.index) == [4, 8, 16, 32, 64]
+    assert sorted(int8.index) == [4, 8, 16, 32, 64, 128]
+    assert int8.loc[128, "note"] == "no counted run of int8: failed" and int8.loc[128, "metric"] == "latency_mean_ms"
     assert int8.loc[32, "ratio"] == pytest.approx(0.5) and int8.loc[32, "ci_low"] < 0.5 < int8.loc[32, "ci_high"]
     assert pd.isna(int8.loc[32, "note"])  # written empty where there is a ratio
     notes = {8: "failed", 16: "flagged invalid", 4: "running", 64: "not run for this model and shape"}

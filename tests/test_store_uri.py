@@ -29,6 +29,8 @@ register_schemas()
     ("sqlite:///./rel/../x.db?mode=rwc", "sqlite:////launch/x.db?mode=rwc"),  # a query stays the query
     ("sqlite:////abs/x.db", "sqlite:////abs/x.db"),  # absolute already
     ("sqlite:///:memory:", "sqlite:///:memory:"),
+    ("sqlite+pysqlite:///rel/x.db", "sqlite+pysqlite:////launch/rel/x.db"),  # a driver named
+    ("sqlite:///file:rel.db?mode=ro&uri=true", "sqlite:///file:rel.db?mode=ro&uri=true"),  # sqlite's own URI form
     ("http://127.0.0.1:5000", "http://127.0.0.1:5000"),  # a server's URI is no path
     ("postgresql+psycopg://u@db/mlflow", "postgresql+psycopg://u@db/mlflow"),
 ])

@@ -9,6 +9,8 @@
 # it stays warm). No part starts when its
 # estimate would take the call past DEADLINE_S (default 570) seconds, so the call ends
 # before its time limit with every started part complete. Durations go to $OUT/queue.txt.
+# A part's sweep resumes across calls only if eaq's code is unchanged between them: the resume hash holds it
+# (eaq.files.code_identity; an edit of the report, diff or rerun code excepted), and a run of other code is measured again.
 set -uo pipefail
 QUEUE=$1 DEADLINE=${DEADLINE_S:-570}
 mkdir -p /tmp/eaq-queue-done

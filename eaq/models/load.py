@@ -8,6 +8,7 @@ transformers config with seeded random weights, for speed and energy work; runs 
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import logging
@@ -140,18 +141,44 @@ def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedCon
         raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
 
 
+# Bytes of a weight file read for its identity: this many chunks of this size, evenly spaced (a folder of gigabytes
+# is not read whole; weights differing anywhere differ in nearly every chunk).
+IDENTITY_CHUNKS, IDENTITY_CHUNK = 16, 4096
+
+
+def _contents(path: Path) -> str:
+    """A local model folder or head file by contents, wherever it lies: each file's name, size and IDENTITY_CHUNKS
+    evenly spaced chunks (a small file whole)."""
+    digest = hashlib.sha256()
+    for file in sorted(f for f in ([path] if path.is_file() else path.rglob("*")) if f.is_file()):
+        size = file.stat().st_size
+        digest.update(f"{file.relative_to(path) if file != path else file.name}\0{size}\0".encode())
+        with file.open("rb") as handle:
+            step = max(IDENTITY_CHUNK, size // IDENTITY_CHUNKS)
+            for offset in range(0, size, step):
+                handle.seek(offset)
+                digest.update(handle.read(IDENTITY_CHUNK if size > IDENTITY_CHUNKS * IDENTITY_CHUNK else step))
+    return digest.hexdigest()[:16]
+
+
+def _source(location: str) -> str:
+    """A hub id or ``package:`` weights by name (the same wherever installed); a local folder or file by contents."""
+    if location.startswith("package:") or not _looks_local(location):
+        return location
+    path = Path(location).expanduser()
+    return f"local {'file' if path.is_file() else 'folder'} of contents {_contents(path)}" if path.exists() else location
+
+
 def weights_identity(cfg: ModelConfig) -> str:
     """Which weights a run loads, in words that stay the same between runs and machines loading the same ones: a
-    pretrained model's source (a local folder as its absolute path, ``package:`` weights by their package, wherever it
-    is installed) and classifier head; random weights' architecture and seed. What a precision plan records of the
-    model it was chosen on, since its quality budget holds for those weights (eaq.tasks.shared.check_plan_model);
-    read from the config alone, before any weight loads."""
+    pretrained model's source (a hub id or ``package:`` weights by name, a local folder by its files' contents, not
+    its path) and classifier head; random weights' architecture and seed. What a precision plan records of the model
+    it was chosen on, since its quality budget holds for those weights (eaq.tasks.shared.check_plan_model); read
+    before the weights load (a few kB of a local folder's files)."""
     if cfg.weights == "random":
         return f"random weights: {json.dumps(cfg.architecture, sort_keys=True)}, seed {cfg.seed}"
-    location = cfg.name_or_path
-    if not location.startswith("package:") and _looks_local(location):
-        location = str(Path(location).expanduser().resolve())
-    return f"pretrained weights: {location}" + (f", classifier head {cfg.classifier_head}" if cfg.classifier_head else "")
+    return (f"pretrained weights: {_source(cfg.name_or_path)}"
+            + (f", classifier head {_source(cfg.classifier_head)}" if cfg.classifier_head else ""))
 
 
 def model_skeleton(cfg: ModelConfig) -> torch.nn.Module:

@@ -123,7 +123,7 @@ def ratio_from_summary(mean_a: float, std_a: float, n_a: int, mean_b: float, std
                        level: float = LEVEL) -> tuple[float, float, float]:
     """``ratio_interval`` from each side's mean, sample std and count (an aggregate table's row), where the trials
     themselves are not at hand: the same interval, by the same code. NaN where either side has no trial."""
-    if not n_a or not n_b or math.isnan(mean_a) or math.isnan(mean_b):
+    if pd.isna(n_a) or pd.isna(n_b) or not n_a or not n_b or math.isnan(mean_a) or math.isnan(mean_b):
         return math.nan, math.nan, math.nan
     return _ratio_of_means(mean_a, std_a**2, int(n_a), mean_b, std_b**2, int(n_b), level)
 
@@ -184,7 +184,8 @@ def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.D
     for key, group in runs.groupby(same, sort=True, dropna=False):
         kept = counted(group)
         # The metrics this model and shape measured: those of its counted runs, whichever precision has them.
-        measured = [m for m in metrics if m in kept.columns and kept[m].notna().any()]
+        # None (no precision of it counted): the first, so the shape still has its rows and notes.
+        measured = [m for m in metrics if m in kept.columns and kept[m].notna().any()] or list(metrics[:1])
         base = kept[kept["precision"] == baseline]
         for precision, runs_p in group.groupby("precision", sort=True):
             mine = counted(runs_p)

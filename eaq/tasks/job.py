@@ -105,10 +105,19 @@ def _new_run(client: MlflowClient, experiment_id: str, resolved: dict[str, Any],
         client,
         experiment_id,
         run_name=str(resolved["run_name"]),
-        tags={**choices, "eaq.config_hash": digest, "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark",
+        tags={**choices, "eaq.config_hash": digest, "eaq.settings_hash": config_hash(resolved, code=False),
+              "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark",
               **({JOB_TAG: str(hydra_cfg.job.num)} if multirun else {}), **tags},
         parent_run_id=parent_run_id(hydra_cfg.sweep.dir) if multirun else None,
     )
+
+
+def _job_store(resolved: dict, launched_from: str) -> tuple[MlflowClient, str]:
+    """The store and experiment of a job's run. A relative sqlite path names the file under the folder the user
+    launched from (Hydra's runtime.cwd), whichever folder this job runs in; the resolved config records that path."""
+    tracking = resolved["tracking"]
+    tracking["uri"] = absolute_store_uri(tracking["uri"], launched_from)
+    return open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
 
 
 def record_ended_job(cfg: DictConfig, reason: str) -> None:
@@ -125,10 +134,7 @@ def record_ended_job(cfg: DictConfig, reason: str) -> None:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     remember(resolved)  # this process logs the job's params: a URL's password in them is redacted, as run_job does
-    tracking = resolved["tracking"]
-    # A relative sqlite path names the file under the folder the user launched from, whichever folder this job runs in.
-    tracking["uri"] = absolute_store_uri(tracking["uri"], hydra_cfg.runtime.cwd)
-    client, experiment_id = open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
+    client, experiment_id = _job_store(resolved, hydra_cfg.runtime.cwd)
     error = JobEndedError(reason)
     where = f"tags.`{JOB_TAG}` = '{hydra_cfg.job.num}' and tags.`{PARENT_TAG}` = '{parent_run_id(hydra_cfg.sweep.dir)}'"
     found = client.search_runs([experiment_id], filter_string=where, max_results=10)
@@ -157,9 +163,6 @@ def run_job(cfg: DictConfig) -> str:
     assert isinstance(resolved, dict)
     remember(resolved)  # a URL's password in the config is redacted from every record, whatever its characters
     debug = bool(resolved.get("debug"))
-    tracking = resolved["tracking"]
-    # A relative sqlite path names the file under the folder the user launched from, whichever folder this job runs in.
-    tracking["uri"] = absolute_store_uri(tracking["uri"], hydra_cfg.runtime.cwd)
     slots = resolved["gpu_slots"]
     if slots["enabled"] is None:  # null: slots go with the launcher that runs a job per GPU
         slots["enabled"] = cfg.gpu_slots.enabled = hydra_cfg.runtime.choices.get("hydra/launcher") == "gpus"
@@ -168,7 +171,7 @@ def run_job(cfg: DictConfig) -> str:
             pin_device_order()  # before the fork server starts: it keeps the environment it starts with
         if resolved.get("isolate", True):
             start_server()  # its imports run while this process opens the store and logs the config
-        client, experiment_id = open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
+        client, experiment_id = _job_store(resolved, hydra_cfg.runtime.cwd)
     except EaqError as exc:
         _report_error(exc, debug)
         sys.exit(2)
@@ -187,6 +190,10 @@ def run_job(cfg: DictConfig) -> str:
             record_skip(client, hydra_cfg.sweep.dir, done)
             log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
             return "skipped"
+        if device is not None and (older := finished_run(client, experiment_id, config_hash(resolved, code=False), device,
+                                                          tag="eaq.settings_hash")):
+            log.info("%s: measured again: run %s measured these settings with other eaq code (eaq's code counts in "
+                     "resume; env.json's eaq_code says which ran)", resolved["run_name"], older)
     run = _new_run(
         client, experiment_id, resolved, digest,
         # Only where sure: "auto" read as the CPU because NVML saw no GPU may yet run on one that torch sees.

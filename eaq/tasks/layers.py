@@ -40,11 +40,12 @@ from eaq.models import load_model, load_tokenizer
 from eaq.precision import get_precision, proof
 from eaq.precision.base import Precision, base_dtype, set_tf32
 from eaq.precision.native import Autocast
-from eaq.precision.mixed import LAYER_FORMATS, MixedPrecision, Plan, apply_plan, base_refusal, fitting_base, save_plan
+from eaq.precision.mixed import (LAYER_FORMATS, MixedPrecision, Plan, apply_plan, base_refusal, fitting_base, plan_model,
+                                 save_plan)
 from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
 from eaq.tasks.isolation import phase_listener
-from eaq.tasks.shared import check_scored_labels, data_tags, make_inputs, plan_model, run_precision
+from eaq.tasks.shared import check_scored_labels, data_tags, make_inputs, run_precision
 from eaq.tasks.result import TaskResult
 
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -359,6 +360,6 @@ def _plan(
         named += f", measured in {cfg.precision.name} (the run's precision), not in the base {base}"
     choice = choose_plan(base_model, components, data, device, budget, impacts.sensitivity, cost, named, cfg.layers.target, base,
                          reference, saving)
-    choice.plan.meta["model"] = plan_model(cfg)
+    choice.plan.meta["model"] = plan_model(cfg.model)
     save_plan(choice.plan, folder / "plan.yaml")
     tags["eaq.layers.plan"] = f"{len(choice.plan.layers)} layers to {cfg.layers.target} ({budget.describe()}; saving {choice.plan.meta['saving']})"

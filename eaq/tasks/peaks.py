@@ -9,7 +9,7 @@ of the fork server's imports on the H100 machine
 makes a peak also records which file it resolved to, under the settings that decide the
 file and are known without torch: the host, CUDA's device numbering
 (``CUDA_VISIBLE_DEVICES``, ``CUDA_DEVICE_ORDER``), the ``device`` setting, the precision,
-its plan file's content and eaq's own code. ``cached`` reads that record and checks the file the run will
+and its plan file's content. ``cached`` reads that record and checks the file the run will
 load, so a sweep whose peaks are all cached starts no calibrating process.
 
 A record can only err towards more measuring: none yet (a new cache) leaves the
@@ -29,7 +29,7 @@ import socket
 from pathlib import Path
 
 from eaq.config import EaqConfig
-from eaq.files import atomic_write_text, code_identity, file_sha256
+from eaq.files import atomic_write_text, file_sha256
 
 
 def _settings(cfg: EaqConfig) -> dict[str, str | None]:
@@ -44,9 +44,6 @@ def _settings(cfg: EaqConfig) -> dict[str, str | None]:
         "precision": cfg.precision.name,
         # A plan's matmul format is that of most of its layers: its content decides it, not its name.
         "plan_sha256": file_sha256(plan) if plan and plan.is_file() else cfg.precision.plan,
-        # Which file the settings resolve to is eaq's code's to say (device keys, a plan's matmul format): a record
-        # the code before an edit or upgrade wrote must not stand for the new code's.
-        "eaq_code": code_identity(),
     }
 
 

@@ -9,10 +9,9 @@ from eaq.config import EaqConfig
 from eaq.data import Batches, Examples, examples_digest, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
 from eaq.evaluate import check_labels
-from eaq.errors import ConfigError
-from eaq.models import LoadedModel, model_config, model_skeleton, output_classes, weights_identity
+from eaq.models import LoadedModel, model_config, model_skeleton, output_classes
 from eaq.precision import Precision, get_precision
-from eaq.precision.mixed import MixedPrecision, Plan, check_plan
+from eaq.precision.mixed import MixedPrecision, check_plan, check_plan_model
 
 
 def make_inputs(
@@ -52,30 +51,9 @@ def run_precision(cfg: EaqConfig, device: torch.device) -> Precision:
     layers are not this model's: checked on the model's skeleton (meta device), before the model loads."""
     precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
     if isinstance(precision, MixedPrecision):
-        check_plan_model(precision.plan, cfg)
+        check_plan_model(precision.plan, cfg.model, f"precision.plan={cfg.precision.plan}")
         check_plan(model_skeleton(cfg.model), precision.plan, device)
     return precision
-
-
-def plan_model(cfg: EaqConfig) -> dict[str, str]:
-    """What a plan task=layers writes records of the model it was chosen on (its ``meta.model``)."""
-    return {"name": cfg.model.name, "weights": weights_identity(cfg.model)}
-
-
-def check_plan_model(plan: Plan, cfg: EaqConfig) -> None:
-    """Refuse a plan chosen on other weights than this run's: its budget (accuracy or perplexity lost) was measured on
-    those, and layer names and shapes alike (a fine-tuned sibling, another seed) would otherwise apply it without a
-    word. A plan recording no model (written by hand, or before plans recorded one) is applied as written."""
-    chosen_on = plan.meta.get("model")
-    if not isinstance(chosen_on, dict) or "weights" not in chosen_on:
-        return
-    here = weights_identity(cfg.model)
-    if chosen_on["weights"] != here:
-        raise ConfigError(
-            f"precision.plan={cfg.precision.plan} was chosen on {chosen_on.get('name', 'another model')} ({chosen_on['weights']}), "
-            f"and this run loads {cfg.model.name} ({here}); the plan's quality budget holds for the weights it was chosen on. "
-            "Make a plan for these weights (task=layers on this model), or delete the plan's meta.model to apply it anyway."
-        )
 
 
 def check_scored_labels(cfg: EaqConfig, loaded: LoadedModel, batches: Batches) -> None:

@@ -39,16 +39,18 @@ def sweep_runs(client: MlflowClient, parent: Run) -> list[Run]:
     return list(found.values())
 
 
-def finished_run(client: MlflowClient, experiment_id: str, config_hash: str, device_name: str | None = None) -> str | None:
+def finished_run(client: MlflowClient, experiment_id: str, config_hash: str, device_name: str | None = None,
+                 tag: str = "eaq.config_hash") -> str | None:
     """The id of a FINISHED run with this config hash that was not flagged invalid, if there is one.
 
     A run its own checks flagged (``eaq.valid=false``: a throttled GPU, too few sensor updates)
     counts for nothing in the report, so resuming measures its configuration again. Filtered
     here, not in the query: runs without an energy sensor carry no ``eaq.valid`` tag at all.
     ``device_name``: only a run on a device of that name counts (the config says ``cuda``, not which GPU: a store
-    shared by an H100 and an H200 host holds both); None: any device.
+    shared by an H100 and an H200 host holds both); None: any device. ``tag``: the hash's tag (``eaq.settings_hash``:
+    the same settings, whatever eaq's code).
     """
-    where = f"tags.`eaq.config_hash` = '{config_hash}' and attributes.status = 'FINISHED'"
+    where = f"tags.`{tag}` = '{config_hash}' and attributes.status = 'FINISHED'"
     if device_name is not None:
         quote = next((q for q in "'\"" if q not in device_name), None)  # MLflow's filters escape neither
         if quote is None:  # a name no filter can hold: reuse nothing rather than another device's run
