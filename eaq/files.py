@@ -63,8 +63,8 @@ def code_identity(root: str | Path | None = None) -> str:
 @functools.cache
 def _code_identity(root: Path) -> str:
     digest = hashlib.sha256()
-    files = sorted((f.relative_to(root).as_posix(), f) for pattern in ("eaq/**/*.py", "conf/**/*.yaml")
-                   for f in root.glob(pattern) if f.is_file() and not f.relative_to(root).as_posix().startswith(READ_ONLY_CODE))
+    found = ((f.relative_to(root).as_posix(), f) for pattern in ("eaq/**/*.py", "conf/**/*.yaml") for f in root.glob(pattern))
+    files = sorted((name, f) for name, f in found if f.is_file() and not name.startswith(READ_ONLY_CODE))
     for name, path in files:
         data = path.read_bytes()
         digest.update(f"{name}\0{len(data)}\0".encode())  # lengths keep one file's end from passing for the next's start

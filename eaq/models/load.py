@@ -173,7 +173,7 @@ def weights_identity(cfg: ModelConfig) -> str:
     """Which weights a run loads, in words that stay the same between runs and machines loading the same ones: a
     pretrained model's source (a hub id or ``package:`` weights by name, a local folder by its files' contents, not
     its path) and classifier head; random weights' architecture and seed. What a precision plan records of the model
-    it was chosen on, since its quality budget holds for those weights (eaq.tasks.shared.check_plan_model); read
+    it was chosen on, since its quality budget holds for those weights (eaq.precision.mixed.check_plan_model); read
     before the weights load (a few kB of a local folder's files)."""
     if cfg.weights == "random":
         return f"random weights: {json.dumps(cfg.architecture, sort_keys=True)}, seed {cfg.seed}"

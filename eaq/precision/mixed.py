@@ -29,9 +29,7 @@ import torch
 import yaml
 from torch import nn
 
-from eaq.config import ModelConfig
 from eaq.errors import ConfigError, UnsupportedPrecisionError
-from eaq.models import weights_identity
 from eaq.precision.base import cast, dtype_name, set_tf32
 from eaq.precision.kernel_check import (PROFILER_DTYPES, Calls, KernelCheck, Profile, copies, fallbacks_by_shape,
                                        linear_float_gemms, lowp_gemms, runs, times_run)
@@ -81,23 +79,24 @@ class Plan:
                 )
 
 
-def plan_model(model: ModelConfig) -> dict[str, str]:
-    """What a plan records of the model it was chosen on (its ``meta.model``): its name and its weights' identity."""
-    return {"name": model.name, "weights": weights_identity(model)}
+def plan_model(name: str, weights: str) -> dict[str, str]:
+    """What a plan records of the model it was chosen on (its ``meta.model``): its name and its weights' identity
+    (eaq.models.weights_identity)."""
+    return {"name": name, "weights": weights}
 
 
-def check_plan_model(plan: Plan, model: ModelConfig, source: str) -> None:
-    """Refuse a plan chosen on other weights than ``model``'s: its budget (accuracy or perplexity lost) was measured on
-    those, and layer names and shapes alike (a fine-tuned sibling, another seed) would otherwise apply it without a
-    word. A plan recording no model (written by hand, or before plans recorded one) is applied as written."""
+def check_plan_model(plan: Plan, name: str, weights: str, source: str) -> None:
+    """Refuse a plan chosen on other weights than the run's (``weights``: eaq.models.weights_identity): its budget
+    (accuracy or perplexity lost) was measured on those, and layer names and shapes alike (a fine-tuned sibling,
+    another seed) would otherwise apply it without a word. A plan recording no model (written by hand, or before plans
+    recorded one) is applied as written."""
     chosen_on = plan.meta.get("model")
     if not isinstance(chosen_on, dict) or "weights" not in chosen_on:
         return
-    here = weights_identity(model)
-    if chosen_on["weights"] != here:
+    if chosen_on["weights"] != weights:
         raise ConfigError(
             f"{source} was chosen on {chosen_on.get('name', 'another model')} ({chosen_on['weights']}), and this run "
-            f"loads {model.name} ({here}), while the plan's quality budget holds for the weights it was chosen on; make a "
+            f"loads {name} ({weights}), while the plan's quality budget holds for the weights it was chosen on; make a "
             "plan for these weights (task=layers on this model), or delete the plan's meta.model to apply it anyway."
         )
 

@@ -73,8 +73,9 @@ def _settings(frame: pd.DataFrame) -> list[str]:
 
 
 def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """Runs as ``runs_table(..., columns=COLUMNS)`` returns them, one row per configuration; with ``every_status=True``, a configuration none of whose runs counted says why in its figures' cells ("failed", "flagged
-    invalid", "running"; ``trials`` 0), as the report's summary does."""
+    """Runs as ``runs_table(..., columns=COLUMNS)`` returns them, one row per configuration; with
+    ``every_status=True``, a configuration none of whose runs counted says why in its figures' cells ("failed",
+    "flagged invalid", "running"; ``trials`` 0), as the report's summary does."""
     # A CPU store has no energy metrics and no validity tags: their columns stay empty.
     runs = runs.reindex(columns=[*NAMED, *STATE, *_settings(runs)])
     runs["status"] = runs["status"].fillna("FINISHED")  # runs_table's runs

@@ -36,7 +36,7 @@ from eaq.layers.tables import (
 )
 from eaq.measure.phases import Phases
 from eaq.measure.samplers import Sampler, measures_energy, select_sampler
-from eaq.models import load_model, load_tokenizer
+from eaq.models import load_model, load_tokenizer, weights_identity
 from eaq.precision import get_precision, proof
 from eaq.precision.base import Precision, base_dtype, set_tf32
 from eaq.precision.native import Autocast
@@ -360,6 +360,6 @@ def _plan(
         named += f", measured in {cfg.precision.name} (the run's precision), not in the base {base}"
     choice = choose_plan(base_model, components, data, device, budget, impacts.sensitivity, cost, named, cfg.layers.target, base,
                          reference, saving)
-    choice.plan.meta["model"] = plan_model(cfg.model)
+    choice.plan.meta["model"] = plan_model(cfg.model.name, weights_identity(cfg.model))
     save_plan(choice.plan, folder / "plan.yaml")
     tags["eaq.layers.plan"] = f"{len(choice.plan.layers)} layers to {cfg.layers.target} ({budget.describe()}; saving {choice.plan.meta['saving']})"

@@ -9,7 +9,7 @@ from eaq.config import EaqConfig
 from eaq.data import Batches, Examples, examples_digest, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
 from eaq.evaluate import check_labels
-from eaq.models import LoadedModel, model_config, model_skeleton, output_classes
+from eaq.models import LoadedModel, model_config, model_skeleton, output_classes, weights_identity
 from eaq.precision import Precision, get_precision
 from eaq.precision.mixed import MixedPrecision, check_plan, check_plan_model
 
@@ -51,7 +51,7 @@ def run_precision(cfg: EaqConfig, device: torch.device) -> Precision:
     layers are not this model's: checked on the model's skeleton (meta device), before the model loads."""
     precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
     if isinstance(precision, MixedPrecision):
-        check_plan_model(precision.plan, cfg.model, f"precision.plan={cfg.precision.plan}")
+        check_plan_model(precision.plan, cfg.model.name, weights_identity(cfg.model), f"precision.plan={cfg.precision.plan}")
         check_plan(model_skeleton(cfg.model), precision.plan, device)
     return precision
 

@@ -1,4 +1,4 @@
-"""What a run executed on: code revision and identity, packages, machine, device; secrets redacted (by name and by value).
+"""What a run executed on: code revision and identity, packages, machine, device; secrets redacted (by name, by value).
 
 Written as ``env.json`` beside the resolved config (job folder and MLflow artifacts), so
 ``python -m eaq.diff`` can say what differed between two runs besides their configs.
