@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from eaq.errors import ConfigError
@@ -361,12 +360,6 @@ def protocol_seconds(trials: TrialsConfig, measuring: bool) -> tuple[float, floa
 SQLITE = re.compile(r"^(sqlite(?:\+\w+)?:///)(.*)$")
 
 
-def launch_folder() -> str:
-    """The folder the user launched eaq from: Hydra's ``runtime.cwd`` (recorded where the config was composed, and
-    carried to every job of a sweep, wherever it runs), or this process's working folder outside Hydra."""
-    return str(HydraConfig.get().runtime.cwd) if HydraConfig.initialized() else os.getcwd()
-
-
 def absolute_store_uri(uri: str, launched_from: str | Path) -> str:
     """``sqlite:///rel/x.db`` as ``sqlite:///<launched_from>/rel/x.db``; an absolute path, an in-memory database and
     any other URI (a server's) as given.
@@ -424,7 +417,6 @@ def validate(cfg: DictConfig, precision_choice: str | None = None) -> EaqConfig:
     obj = OmegaConf.to_object(cfg)
     if not isinstance(obj, EaqConfig):  # composed without the schema (should not happen)
         raise ConfigError("the config was not composed on eaq's schema; launch through `python -m eaq.run`.")
-    obj.tracking.uri = absolute_store_uri(obj.tracking.uri, launch_folder())
     _positive("batch_size", obj.batch_size)
     _positive("seq_len", obj.seq_len, 2)
     _positive("trial", obj.trial, 0)

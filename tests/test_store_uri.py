@@ -13,15 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
-from omegaconf import open_dict
 
-from conftest import CONF, FAST
-from eaq.config import absolute_store_uri, register_schemas, validate
-
-register_schemas()
+from conftest import FAST
+from eaq.config import absolute_store_uri
+from eaq.tasks.job import _job_store
 
 
 @pytest.mark.parametrize(("uri", "expected"), [
@@ -38,28 +34,17 @@ def test_only_a_relative_sqlite_path_is_anchored(uri: str, expected: str) -> Non
     assert absolute_store_uri(uri, "/launch") == expected
 
 
-def test_a_job_reads_the_store_path_against_the_folder_the_config_was_composed_in(tmp_path: Path,
-                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    # Composed in the launch folder, as the sweep's process does (Hydra records runtime.cwd there and carries it to
-    # every job); validated in a job whose working folder is another one.
+def test_a_job_opens_the_store_under_the_folder_it_was_launched_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A job whose working folder is another one than the launch folder (Hydra's runtime.cwd, carried to every job).
     launch, job = tmp_path / "launch", tmp_path / "job"
     launch.mkdir()
     job.mkdir()
-    monkeypatch.chdir(launch)
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose("config", overrides=["paths.root=/x", "tracking.uri=sqlite:///rel/x.db"], return_hydra_config=True)
-    HydraConfig.instance().set_config(cfg)
-    try:
-        with open_dict(cfg):
-            del cfg["hydra"]  # the job's own config, as Hydra hands it to the task
-        monkeypatch.chdir(job)
-        assert validate(cfg).tracking.uri == f"sqlite:///{launch}/rel/x.db"
-    finally:
-        HydraConfig.instance().cfg = None
-    # Outside Hydra (a notebook, a test): this process's working folder.
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        plain = compose("config", overrides=["paths.root=/x", "tracking.uri=sqlite:///rel/x.db"])
-    assert validate(plain).tracking.uri == f"sqlite:///{job}/rel/x.db"
+    monkeypatch.chdir(job)
+    resolved = {"tracking": {"uri": "sqlite:///rel/x.db", "experiment": "eaq", "artifact_location": str(tmp_path / "art")}}
+    client, _ = _job_store(resolved, str(launch))
+    assert resolved["tracking"]["uri"] == f"sqlite:///{launch}/rel/x.db"  # what the run logs as its param
+    assert (launch / "rel" / "x.db").is_file() and not (job / "rel").exists()
+    assert client.get_experiment_by_name("eaq") is not None
 
 
 def test_a_run_in_another_working_folder_logs_to_the_store_under_the_launch_folder(tmp_path: Path) -> None:

@@ -32,6 +32,15 @@ code, pre { background: #f6f6f6; padding: 0.1em 0.3em; }
 SPREAD = ("std", "ci_low", "ci_high", "cv")
 
 
+def _fill(frame: pd.DataFrame, column: str, where: pd.Series, word: str) -> pd.DataFrame:
+    """``column`` with ``word`` in its missing cells where ``where``; its numbers written out to 4 digits, since
+    to_html's float_format reads float columns only and this one now holds words too."""
+    frame = frame.astype({column: object})
+    frame.loc[where & frame[column].isna(), column] = word
+    frame[column] = [f"{v:.4g}" if isinstance(v, float) and v == v else v for v in frame[column]]
+    return frame
+
+
 def _table(frame: pd.DataFrame) -> str:
     """A DataFrame as an HTML table; a missing value reads "not measured", never 0 or NaN, but a spread missing
     beside a measured mean or ratio reads "one trial": the figure was measured, once; and in a row with a ``note``
@@ -42,16 +51,11 @@ def _table(frame: pd.DataFrame) -> str:
     if centre is not None:
         # Where the trials are counted, one of them; a ratio's interval is missing where either side has one.
         once = frame["n"] == 1 if "n" in frame else frame[centre].notna()
-        frame = frame.astype({c: object for c in SPREAD if c in frame})
         for column in (c for c in SPREAD if c in frame):
-            frame.loc[once & frame[column].isna(), column] = "one trial"
-            # float_format reads float columns only: these now hold words too
-            frame[column] = [f"{v:.4g}" if isinstance(v, float) and v == v else v for v in frame[column]]
+            frame = _fill(frame, column, once, "one trial")
     noted = frame["note"].fillna("").astype(str) != "" if "note" in frame else pd.Series(False, index=frame.index)
     for column in frame.columns[frame[noted].isna().any()]:
-        frame = frame.astype({column: object})
-        frame.loc[noted & frame[column].isna(), column] = ""
-        frame[column] = [f"{v:.4g}" if isinstance(v, float) and v == v else v for v in frame[column]]
+        frame = _fill(frame, column, noted, "")
     return frame.to_html(index=False, border=0, na_rep="not measured", float_format=lambda v: f"{v:.4g}", escape=True)
 
 
