@@ -507,7 +507,7 @@ def test_runs_of_two_devices_datasets_or_samplers_are_never_averaged_together(tm
     import matplotlib.image
     from eaq.report.figures import pareto
     configs = wide(table)
-    widths = [matplotlib.image.imread(pareto(rows, "m", "quality_accuracy", tmp_path / name).png).shape[1]
+    widths = [matplotlib.image.imread(pareto(rows, "m", tmp_path / name).png).shape[1]
               for name, rows in (("all", configs), ("one", configs[configs["setting"] == "NVIDIA H200 sst2"]))]
     assert widths[0] == pytest.approx(3 * widths[1], rel=0.02)
     # compare, on the same store, keeps them apart the same way and compares each with its own baseline.

@@ -290,6 +290,26 @@ def test_two_models_with_their_own_quality_figures_each_show_theirs(tmp_path: Pa
     assert tradeoff.png is not None and not tradeoff.note
 
 
+def test_one_model_on_real_text_and_on_synthetic_ids_shows_each_scopes_quality_figure(tmp_path: Path) -> None:
+    """A classifier measured on SST-2 (accuracy) and on synthetic ids (agreement with fp32 only): the summary showed
+    the synthetic rows' accuracy as "not measured" and their agreement nowhere, as the model's one figure was accuracy;
+    the front judged that scope by agreement all along."""
+    uri, client, experiment = _store(tmp_path)
+    for dataset, quality in (("sst2", {"quality_accuracy": 0.9}), ("synthetic", {"quality_agreement_with_fp32": 0.97})):
+        for precision, latency in (("fp32", 10.0), ("int8", 6.0)):
+            for trial in ("1", "2"):
+                _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": trial,
+                                          "dataset.name": dataset}, {"latency_mean_ms": latency + int(trial), **quality})
+    table = aggregate(load(uri, experiment="eaq"))
+    summary = compact(table)
+    synthetic = summary[summary["configuration"].str.contains("synthetic")]
+    real = summary.drop(synthetic.index)
+    assert len(synthetic) == len(real) == 2
+    assert set(synthetic["quality_agreement_with_fp32"]) == {"0.97 (same in every trial)"}
+    assert set(synthetic["quality_accuracy"]) == {""} and set(real["quality_agreement_with_fp32"]) == {""}
+    assert set(real["quality_accuracy"]) == {"0.9 (same in every trial)"}
+
+
 def test_a_mean_over_fewer_trials_than_its_row_says_so_and_the_baseline_is_one_exactly(tmp_path: Path) -> None:
     uri, client, experiment = _store(tmp_path)
     for trial, energy in (("1", 20.0), ("2", 21.0), ("3", None)):  # the third trial measured no energy

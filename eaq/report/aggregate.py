@@ -98,8 +98,15 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
     return out.reindex(columns=[*out.columns, *(c for c in columns if c not in out.columns)]).join(counts).reset_index()
 
 
+def first_measured(configs: pd.DataFrame, metrics: tuple[str, ...]) -> str | None:
+    """The first of ``metrics`` that some configuration of ``configs`` (``wide``: a column per metric) has a value of:
+    a column alone says nothing, as every configuration has one for every metric any run of the store logged."""
+    return next((m for m in metrics if m in configs and configs[m].notna().any()), None)
+
+
 def quality_metric(table: pd.DataFrame) -> str | None:
-    """The quality figure this set of runs (of one model) measured, by QUALITY's order; None for synthetic data.
+    """The quality figure this set of runs (of one scope, or one model) measured, by QUALITY's order; None for
+    synthetic data without fidelity figures.
     Measured: a value somewhere, not just a row (every configuration has a row for every metric any run of the store
     logged, and a classifier's accuracy would otherwise be an LM's figure)."""
     present = set(table.loc[table["mean"].notna(), "metric"])
@@ -278,18 +285,19 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
     present = set(table["metric"])
     generated = [m for m in ("time_per_output_token_mean_ms", "decode_energy_per_token_mj") if m in present]
     forward = ["latency_mean_ms", "energy_per_sample_mj"] if "latency_mean_ms" in present or not generated else []
-    # Each model's own quality figure (a classifier's accuracy, an LM's perplexity): a column per figure some model has.
-    quality = {model: quality_metric(table[table["model"] == model]) for model in table["model"].unique()}
-    shown = [*forward, *generated, *(m for m in QUALITY if m in quality.values())]
     shape = list(SCOPE_KEYS)
     # A sweep mixing forward and generate runs ranks each workload on its own cost, in its own column
-    # (blank in the other workload's rows).
-    ranked = {}
+    # (blank in the other workload's rows). Each scope shows its own quality figure, the one the front judges it by
+    # (a classifier's accuracy, an LM's perplexity; the same model's fidelity on synthetic ids): a column per figure
+    # some scope has.
+    ranked, quality = {}, {}
     for key, group in table.groupby(shape, sort=False):
         cost = _cost(group)
         costs = group[group["metric"] == cost]
         # The lowest mean, with its spread and count for the ratio's interval (NaN where no configuration measured it).
         ranked[key] = cost, costs.loc[costs["mean"].idxmin()] if costs["mean"].notna().any() else None
+        quality[key] = quality_metric(group)
+    shown = [*forward, *generated, *(m for m in QUALITY if m in quality.values())]
     rows = []
     for key, group in table.groupby(list(CONFIG_KEYS), sort=True):
         config = dict(zip(CONFIG_KEYS, key))
@@ -300,9 +308,10 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
         # No run counted: why, in every cell ("not measured" is for a figure a counted run did not have, as energy
         # on a machine without a sensor).
         none = "" if trials else uncounted(first["running"], first["invalid"])
+        scope = tuple(config[k] for k in shape)
         for metric in shown:
-            if metric in QUALITY and metric != quality[config["model"]]:
-                continue  # another model's figure: blank, not "not measured"
+            if metric in QUALITY and metric != quality[scope]:
+                continue  # another scope's figure: blank, not "not measured"
             stat = by_metric.loc[metric] if metric in by_metric.index else None
             row[metric] = none or format_ci(*(stat[["mean", "ci_low", "ci_high"]] if stat is not None else (math.nan,) * 3))
             if stat is not None and 1 < stat["n"] < trials:  # a mean over fewer trials than the row's says so
@@ -311,7 +320,7 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
                 # One evaluation read by every trial (trials.reuse_quality), or the same computed again: no spread to
                 # show, which "± 0" would read as a precise measurement (it says nothing of the data's sampling error).
                 row[metric] = f"{stat['mean']:.4g} (same in every trial)"
-        cost, best = ranked[tuple(config[k] for k in shape)]
+        cost, best = ranked[scope]
         row[f"{cost.removesuffix('_mj').removesuffix('_ms')}_vs_best"] = none or _versus_best(by_metric, cost, best)
         rows.append(row)
     return pd.DataFrame(rows).fillna("")

@@ -26,7 +26,7 @@ from mlflow.tracking import MlflowClient
 import numpy as np
 import pandas as pd
 
-from eaq.report.aggregate import LOWER_IS_BETTER, counted, mode_words, quality_metric, ratio_interval, wide
+from eaq.report.aggregate import LOWER_IS_BETTER, QUALITY, counted, first_measured, mode_words, ratio_interval, wide
 from eaq.report.frame import CONFIG_KEYS, SCOPE_KEYS
 
 DPI = 300
@@ -51,7 +51,7 @@ ROLES = {
 
 def measured(rows: pd.DataFrame, role: str) -> str | None:
     """The figure of ``role`` these rows measured (ROLES' order), or None."""
-    return next((m for m in ROLES[role] if m in rows and rows[m].notna().any()), None)
+    return first_measured(rows, ROLES[role])
 
 
 def _file_name(name: str) -> str:
@@ -205,12 +205,14 @@ def _scatter_ci(ax: Axes, rows: pd.DataFrame, x: str, y: str) -> None:
         ax.text(0.01, 0.01, ONE_TRIAL, transform=ax.transAxes, fontsize=7, color="0.4")
 
 
-def tradeoff(configs: pd.DataFrame, model: str, quality: str | None, out: Path) -> Figure:
-    """Throughput (decode throughput for generation) against quality: what a precision gives up for its speed."""
+def tradeoff(configs: pd.DataFrame, model: str, out: Path) -> Figure:
+    """Throughput (decode throughput for generation) against quality: what a precision gives up for its speed, on the
+    first quality figure the model's configurations have (QUALITY's order: a classifier's accuracy, an LM's
+    perplexity, else fidelity on synthetic ids)."""
     title = f"{model}: speed vs quality"
-    if quality is None:
-        return Figure(title, note="no quality metric (synthetic data): speed vs quality not drawn.")
     rows = with_variants(configs[configs["model"] == model])
+    if (quality := first_measured(rows, QUALITY)) is None:
+        return Figure(title, note="no quality metric (synthetic data): speed vs quality not drawn.")
     speed = measured(rows, "throughput")
     if speed is None:
         return Figure(title, note=f"no throughput measured for {model}: speed vs quality not drawn.")
@@ -236,14 +238,14 @@ def pareto_front(points: pd.DataFrame, energy: str, quality: str) -> pd.DataFram
 PANEL_COLUMNS = 4
 
 
-def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) -> Figure:
+def pareto(configs: pd.DataFrame, model: str, out: Path) -> Figure:
     """Energy per sample (per output token for generation) against quality, the Pareto front drawn through the
     winners: one panel per scope in which configurations compete (SCOPE_KEYS: batch size, and the sequence length,
-    workload, device, dataset and sampler where the runs have several), as the front's verdicts (eaq.report.front)
-    judge them."""
+    workload, device, dataset and sampler where the runs have several), on the scope's own quality figure (accuracy
+    on SST-2 beside fidelity on synthetic ids), as the front's verdicts (eaq.report.front) judge them."""
     title = f"{model}: energy vs quality, Pareto front per batch size and setting"
     rows = with_variants(configs[configs["model"] == model])
-    if quality is None:
+    if first_measured(rows, QUALITY) is None:
         return Figure(title, note="no quality metric (synthetic data): energy vs quality not drawn.")
     if measured(rows, "energy") is None:
         return Figure(title, note="energy not measured (no energy sensor on the machine that ran these runs).")
@@ -260,10 +262,13 @@ def pareto(configs: pd.DataFrame, model: str, quality: str | None, out: Path) ->
         scope = dict(zip(scopes, key))
         energy = measured(sub, "energy")  # one workload a panel: its own energy figure
         sub = sub[sub[energy].notna()]
-        _scatter_ci(ax, sub, energy, quality)
-        front = pareto_front(sub, energy, quality)
-        ax.plot(front[energy], front[quality], "k--", lw=1, label="Pareto front")
-        ax.legend(fontsize=8)
+        if (quality := first_measured(sub, QUALITY)) is None:
+            _not_measured(ax, "quality")
+        else:
+            _scatter_ci(ax, sub, energy, quality)
+            front = pareto_front(sub[sub[quality].notna()], energy, quality)
+            ax.plot(front[energy], front[quality], "k--", lw=1, label="Pareto front")
+            ax.legend(fontsize=8)
         ax.set_title(" ".join([f"batch {scope['batch_size']:.0f}", *([f"s{scope['seq_len']:.0f}"] if several["seq_len"] else []),
                                *([str(scope["workload"])] if several["workload"] else []), str(scope["setting"])]).strip(),
                      fontsize=9)
@@ -372,10 +377,9 @@ def study(frame: pd.DataFrame, table: pd.DataFrame, baseline: str, out: Path, cl
     ups = speed_up(frame, baseline)
     figures: list[Figure] = []
     for model in sorted(configs["model"].unique()):
-        quality = quality_metric(table[table["model"] == model])  # each model's own: a classifier's accuracy, an LM's agreement
         for name, rows, up in _by_workload(model, configs, ups):
-            figures += [overview(rows, up, name, baseline, out), tradeoff(rows, name, quality, out),
-                        pareto(rows, name, quality, out), batch_scaling(rows, name, out)]
+            figures += [overview(rows, up, name, baseline, out), tradeoff(rows, name, out), pareto(rows, name, out),
+                        batch_scaling(rows, name, out)]
     figures.append(models(configs, out))
     figures += layer_figures()
     benchmarks = frame[frame["kind"] == "benchmark"]

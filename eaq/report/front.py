@@ -34,7 +34,8 @@ import sys
 import pandas as pd
 
 from eaq.errors import reported
-from eaq.report.aggregate import COSTS, LOWER_IS_BETTER, QUALITY, aggregate, benchmark_runs, counted, config_label, quality_metric, ratio_interval, wide
+from eaq.report.aggregate import (COSTS, LOWER_IS_BETTER, QUALITY, aggregate, benchmark_runs, counted, config_label, first_measured,
+                                  quality_metric, ratio_interval, wide)
 from eaq.report.frame import CONFIG_KEYS, SCOPE_KEYS, load
 
 COLUMNS = ("configuration", "cost", "cost_mean", "quality", "quality_mean", "verdict", "versus", "ratio", "ratio_ci_low",
@@ -52,8 +53,7 @@ def verdicts(frame: pd.DataFrame) -> pd.DataFrame | str:
     configs = configs.dropna(subset=list(CONFIG_KEYS))  # a run logged without a shape is no point of any front
     for _, group in configs.groupby(list(SCOPE_KEYS), sort=True):  # precision and how it ran vary along a front
         # Each scope on its own figures: a classifier logs agreement, a causal LM top-1 agreement.
-        cost = next((m for m in COSTS if m in group and group[m].notna().any()), None)
-        quality = next((m for m in QUALITY if m in group and group[m].notna().any()), None)
+        cost, quality = first_measured(group, COSTS), first_measured(group, QUALITY)
         judged = group[group[quality].notna() & group[cost].notna()] if cost and quality else group.iloc[0:0]
         for _, point in group.drop(judged.index).iterrows():  # said, not dropped: "absent" and "not judged" differ
             rows.append({"configuration": config_label(point), "cost": cost or "", "cost_mean": point[cost] if cost else math.nan,
