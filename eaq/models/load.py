@@ -169,14 +169,15 @@ def _source(location: str) -> str:
     return f"local {'file' if path.is_file() else 'folder'} of contents {_contents(path)}" if path.exists() else location
 
 
-def weights_identity(cfg: ModelConfig) -> str:
+def weights_identity(cfg: ModelConfig, drawn_on: str) -> str:
     """Which weights a run loads, in words that stay the same between runs and machines loading the same ones: a
     pretrained model's source (a hub id or ``package:`` weights by name, a local folder by its files' contents, not
-    its path) and classifier head; random weights' architecture and seed. What a precision plan records of the model
-    it was chosen on, since its quality budget holds for those weights (eaq.precision.mixed.check_plan_model); read
-    before the weights load (a few kB of a local folder's files)."""
+    its path) and classifier head; random weights' architecture, seed and the devices that draw them (``drawn_on``:
+    eaq.device.draw_key of the run's device, as ``load_model`` draws them there). What a precision plan records of the
+    model it was chosen on, since its quality budget holds for those weights (eaq.precision.mixed.check_plan_model);
+    read before the weights load (a few kB of a local folder's files)."""
     if cfg.weights == "random":
-        return f"random weights: {json.dumps(cfg.architecture, sort_keys=True)}, seed {cfg.seed}"
+        return f"random weights: {json.dumps(cfg.architecture, sort_keys=True)}, seed {cfg.seed}, drawn on {drawn_on}"
     return (f"pretrained weights: {_source(cfg.name_or_path)}"
             + (f", classifier head {_source(cfg.classifier_head)}" if cfg.classifier_head else ""))
 

@@ -279,14 +279,15 @@ class MixedPrecision:
     def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
         return apply_plan(model, device, self.plan)
 
+    @property
+    def plan_tags(self) -> dict[str, str]:
+        """The plan's file and the hash of the bytes read: known once the plan is read, before any model loads."""
+        return {"eaq.precision.plan": self.path, "eaq.precision.plan_sha256": self.plan.sha256[:16]}
+
     def tags(self, model: nn.Module) -> dict[str, str]:
         """The run's record of the plan: its file and hash, and how many layers run each format."""
         stored = Counter(layer_formats(model).values())
-        return {
-            "eaq.precision.plan": self.path,
-            "eaq.precision.plan_sha256": self.plan.sha256[:16],
-            "eaq.precision.layer_formats": ", ".join(f"{fmt}={n}" for fmt, n in sorted(stored.items())),
-        }
+        return self.plan_tags | {"eaq.precision.layer_formats": ", ".join(f"{fmt}={n}" for fmt, n in sorted(stored.items()))}
 
     def write_layers(self, model: nn.Module, path: Path) -> Path:
         """CSV: each Linear layer, the format the plan gave it, and what its weight stores."""

@@ -18,7 +18,7 @@ import torch
 import transformers
 
 from eaq.config import EaqConfig, protocol_seconds
-from eaq.data import examples_digest, load_examples
+from eaq.data import examples_digest
 from eaq.device import arithmetic_key, describe_device, resolve_device
 from eaq.evaluate import (
     accuracy, cached_figures, cached_reference, collect_outputs, fidelity, generation_agreement, reference_key,
@@ -48,7 +48,9 @@ from eaq.tasks.isolation import phase_listener
 from eaq.tasks.result import TaskResult
 from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
 from eaq.tasks.idle import idle_store
-from eaq.tasks.shared import FIDELITY_SEED, check_scored_labels, data_tags, make_inputs, run_precision, synthetic_batches
+from eaq.tasks.shared import (
+    FIDELITY_SEED, check_scored_labels, data_tags, make_inputs, read_examples, run_precision, synthetic_batches,
+)
 from eaq.tracking.environment import package_version
 from eaq.workloads.generate import Decoder, Generator, check_generation, eos_ids
 from eaq.workloads.windows import forward_metrics, generate_metrics, measure_generate
@@ -97,8 +99,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
         measuring = measures_energy(sampler)
         min_window_s, idle_s = protocol_seconds(cfg.trials, measuring)
-        # A bad data file fails now, not after loading the model.
-        examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
+        examples = read_examples(cfg)  # a bad data file fails now, not after loading the model
         text = examples is not None
         # Synthetic ids have no labels and no meaning, but the drift from fp32 on them is real:
         # computed only when asked, so timed sweeps on synthetic ids gain no phases.
@@ -301,6 +302,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         reused = [kind for kind, hit in quality_reused.items() if hit]
         tags["eaq.quality.source"] = ("computed in this run" if not reused else "cache: computed by an earlier run of this configuration"
                                       if len(reused) == len(quality_reused) else f"{', '.join(reused)} from the cache, the rest computed in this run")
+        if cfg.compile:  # the figures a reader sets beside the compiled kernels' speed and energy
+            tags["eaq.quality.model"] = "eager: computed before compilation, as for the same run with compile=false"
         if fidelity_only:
             tags["eaq.quality.reason"] = (
                 f"dataset is synthetic token ids: fidelity to fp32 only (trials.fidelity_on_synthetic, ids of seed {FIDELITY_SEED}), "

@@ -17,7 +17,9 @@ The server keeps the environment of the process that started it: set environment
 variables (CUDA_VISIBLE_DEVICES, ...) before the sweep starts, not per job.
 
 Under a sweep's progress display the run's phases, and what it prints, travel to this
-process over a queue, so its log lines land above the display instead of through it.
+process over a queue, so its log lines land above the display instead of through it. The
+tags that say what the run measures travel the same way as soon as the task knows them
+(``tag_now``), so the job sets them on the run while it is under way.
 """
 
 from __future__ import annotations
@@ -46,14 +48,28 @@ log = logging.getLogger(__name__)
 # Imported once by the fork server; every run's process starts with the tasks loaded.
 PRELOAD = ("eaq.tasks.preload",)
 
-# Who hears the phases of the task running in this process (see phase_listener).
+# Who hears the phases of the task running in this process (see phase_listener), and its early tags (see tag_now).
 _listener: Callable[[str], None] | None = None
+_tagger: Callable[[dict[str, str]], None] | None = None
 _context: ForkServerContext | SpawnContext | None = None
 
 
 def phase_listener() -> Callable[[str], None] | None:
     """Where a task reports each phase as it starts: the sweep's progress line, or nobody."""
     return _listener
+
+
+def tag_now(tags: dict[str, str]) -> None:
+    """Set ``tags`` on the run now, while its task runs, rather than with its result at the end.
+
+    For what identifies what the run measures (its examples' hash, a mixed plan's), told as soon as the task knows it:
+    a run that fails later (out of memory in warm-up, a kernel check) still carries it, so the report counts the
+    failure beside the runs of its own configuration rather than in a row of its own; the UI shows it while the run
+    is under way. The result's tags hold the same values and are set again at the end. Nobody hears them where no job
+    runs the task (a test calling it directly).
+    """
+    if _tagger is not None and tags:
+        _tagger(tags)
 
 
 def start_server() -> None:
@@ -119,11 +135,12 @@ class _QueueStream:
 
 
 def _child_setup(events: SimpleQueue, relay_output: bool) -> None:
-    global _listener
+    global _listener, _tagger
     if relay_output:
         sys.stdout = sys.stderr = _QueueStream(events)  # type: ignore[assignment]
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     _listener = lambda phase: events.put(("phase", phase))  # noqa: E731
+    _tagger = lambda tags: events.put(("tags", tags))  # noqa: E731
 
 
 def resolve(task: str) -> Callable[..., Any]:
@@ -156,11 +173,11 @@ def _ready() -> bool:
     return fork_safe()
 
 
-def _relay(events: SimpleQueue, on_phase: Callable[[str], None] | None, on_output: Callable[[str], None] | None) -> None:
+def _relay(events: SimpleQueue, handlers: dict[str, Callable[[Any], None] | None]) -> None:
+    """Hands each event the child sends to its handler here, by kind ("phase", "tags", "output"), in the order sent."""
     while (event := events.get()) is not None:
         kind, payload = event
-        handler = on_phase if kind == "phase" else on_output
-        if handler is not None:
+        if (handler := handlers[kind]) is not None:
             handler(payload)
 
 
@@ -169,6 +186,7 @@ def run_isolated(
     *args: object,
     on_phase: Callable[[str], None] | None = None,
     on_output: Callable[[str], None] | None = None,
+    on_tags: Callable[[dict[str, str]], None] | None = None,
 ) -> tuple[Any, float]:
     """``task(*args)`` in a fresh forked process; returns its result and the seconds spent outside the task:
     starting and ending the process, and carrying the arguments and the result between the two.
@@ -178,12 +196,16 @@ def run_isolated(
 
     Exceptions raised by the task (EaqError included) are re-raised here unchanged.
     ``on_phase`` hears, in this process, each phase the task reports as it starts;
-    ``on_output``, when given, receives what the task prints instead of the terminal.
+    ``on_output``, when given, receives what the task prints instead of the terminal; ``on_tags``, the tags the
+    task sets ahead of its result (``tag_now``). Each hears, in the order sent, what the task sent before it ended,
+    however it ended (its process killed by the kernel included), before this returns or raises (the relay is given
+    up to 5 s to finish).
     """
     context = _fork_server()
-    result = _run(context, task, args, on_phase, on_output)
+    handlers = {"phase": on_phase, "tags": on_tags, "output": on_output}
+    result = _run(context, task, args, handlers)
     if result is None:
-        result = _run(_spawn_instead(), task, args, on_phase, on_output)
+        result = _run(_spawn_instead(), task, args, handlers)
         assert result is not None
     return result
 
@@ -192,15 +214,14 @@ def _run(
     context: ForkServerContext | SpawnContext,
     task: str,
     args: tuple[object, ...],
-    on_phase: Callable[[str], None] | None,
-    on_output: Callable[[str], None] | None,
+    handlers: dict[str, Callable[[Any], None] | None],
 ) -> tuple[Any, float] | None:
     """None when the process cannot use CUDA (a fork of a server that initialised it)."""
     events = context.SimpleQueue()
-    relay = threading.Thread(target=_relay, args=(events, on_phase, on_output), daemon=True)
+    relay = threading.Thread(target=_relay, args=(events, handlers), daemon=True)
     relay.start()
     start = time.perf_counter()
-    setup = (events, on_output is not None)
+    setup = (events, handlers["output"] is not None)
     try:
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_child_setup, initargs=setup) as pool:
             if not pool.submit(_ready).result():
@@ -221,11 +242,16 @@ def _run(
         relay.join(timeout=5)
 
 
-def run_in_process(task: str, *args: object, on_phase: Callable[[str], None] | None = None) -> Any:
-    """``task(*args)`` here (``isolate=false``), with ``on_phase`` hearing its phases."""
-    global _listener
-    _listener = on_phase
+def run_in_process(
+    task: str,
+    *args: object,
+    on_phase: Callable[[str], None] | None = None,
+    on_tags: Callable[[dict[str, str]], None] | None = None,
+) -> Any:
+    """``task(*args)`` here (``isolate=false``), with ``on_phase`` hearing its phases and ``on_tags`` its early tags."""
+    global _listener, _tagger
+    _listener, _tagger = on_phase, on_tags
     try:
         return resolve(task)(*args)
     finally:
-        _listener = None
+        _listener = _tagger = None

@@ -13,6 +13,7 @@ import logging
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,13 +24,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from eaq.config import GROUPS, absolute_store_uri, validate
 from eaq.errors import EaqError, JobEndedError
+from eaq.files import from_launch_folder
 from eaq.slots import gpu_slot, pin_device_order
 from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking.flatten import config_hash, flatten
 from eaq.tracking.run_logger import PARENT_TAG, TrackedRun, end_run
 from eaq.tracking.store import open_store
-from eaq.tracking.callbacks import parent_run_id, record_skip
+from eaq.tracking.callbacks import parent_run_id, record_skip, sweep_dir
 from eaq.tracking.environment import capture, cpu_model, device_name, summary_tags
 from eaq.tracking.progress import leave_record, output_sink, show_phase
 from eaq.tracking.redact import redact, remember
@@ -95,6 +97,22 @@ def summary_line(name: str, result: TaskResult) -> str:
     return f"{name}: " + ", ".join(parts)
 
 
+def _early_tags(run: TrackedRun) -> Callable[[dict[str, str]], None]:
+    """Sets on ``run`` the tags its task tells as soon as it knows them (eaq.tasks.isolation.tag_now).
+
+    A store that fails to take them is logged, not raised: the result carries the same tags, set at the run's end
+    (where a store still failing fails the run), so a passing hiccup costs no measurement; and the thread relaying an
+    isolated task's events must keep draining them, or a task printing more than the pipe holds would block."""
+    def set_tags(tags: dict[str, str]) -> None:
+        try:
+            run.set_tags(tags)
+        except Exception as exc:
+            log.warning("%s: tags %s not set while the run is under way (%s); they are set with its result",
+                        run.run.info.run_name, ", ".join(tags), redact(str(exc)))
+
+    return set_tags
+
+
 def _new_run(client: MlflowClient, experiment_id: str, resolved: dict[str, Any], digest: str, tags: dict[str, str]) -> TrackedRun:
     """The run of the job Hydra has set up (``HydraConfig``): its name, group choices, config hash and kind,
     under the sweep's parent run in a multirun, tagged with its job number there (``JOB_TAG``)."""
@@ -105,19 +123,20 @@ def _new_run(client: MlflowClient, experiment_id: str, resolved: dict[str, Any],
         client,
         experiment_id,
         run_name=str(resolved["run_name"]),
-        tags={**choices, "eaq.config_hash": digest, "eaq.settings_hash": config_hash(resolved, code=False),
+        tags={**choices, "eaq.config_hash": digest, "eaq.settings_hash": config_hash(resolved, hydra_cfg.runtime.cwd, code=False),
               "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark",
               **({JOB_TAG: str(hydra_cfg.job.num)} if multirun else {}), **tags},
-        parent_run_id=parent_run_id(hydra_cfg.sweep.dir) if multirun else None,
+        parent_run_id=parent_run_id(sweep_dir(hydra_cfg)) if multirun else None,
     )
 
 
 def _job_store(resolved: dict, launched_from: str) -> tuple[MlflowClient, str]:
     """The store and experiment of a job's run. A relative sqlite path names the file under the folder the user
-    launched from (Hydra's runtime.cwd), whichever folder this job runs in; the resolved config records that path."""
+    launched from (Hydra's runtime.cwd), whichever folder this job runs in; the resolved config records that path.
+    A relative artifact folder is read from there too (the store opens before ``validate`` reads the other paths)."""
     tracking = resolved["tracking"]
     tracking["uri"] = absolute_store_uri(tracking["uri"], launched_from)
-    return open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
+    return open_store(tracking["uri"], tracking["experiment"], from_launch_folder(tracking["artifact_location"], launched_from))
 
 
 def record_ended_job(cfg: DictConfig, reason: str) -> None:
@@ -136,13 +155,13 @@ def record_ended_job(cfg: DictConfig, reason: str) -> None:
     remember(resolved)  # this process logs the job's params: a URL's password in them is redacted, as run_job does
     client, experiment_id = _job_store(resolved, hydra_cfg.runtime.cwd)
     error = JobEndedError(reason)
-    where = f"tags.`{JOB_TAG}` = '{hydra_cfg.job.num}' and tags.`{PARENT_TAG}` = '{parent_run_id(hydra_cfg.sweep.dir)}'"
+    where = f"tags.`{JOB_TAG}` = '{hydra_cfg.job.num}' and tags.`{PARENT_TAG}` = '{parent_run_id(sweep_dir(hydra_cfg))}'"
     found = client.search_runs([experiment_id], filter_string=where, max_results=10)
     for existing in found:
         if existing.info.status == "RUNNING":
             end_run(client, existing.info.run_id, "FAILED", error)
     if not found:
-        run = _new_run(client, experiment_id, resolved, config_hash(resolved), {})
+        run = _new_run(client, experiment_id, resolved, config_hash(resolved, hydra_cfg.runtime.cwd), {})
         try:
             run.log_params(flatten(resolved))
         finally:
@@ -176,7 +195,7 @@ def run_job(cfg: DictConfig) -> str:
         _report_error(exc, debug)
         sys.exit(2)
 
-    digest = config_hash(resolved)
+    digest = config_hash(resolved, hydra_cfg.runtime.cwd)
     # Where the run will be, as far as it can be told before it starts: resume reuses only a run measured there, and
     # the run carries it from its start, so a run that fails before its end still says which device it was on.
     spec = str(resolved.get("device", "auto"))
@@ -187,10 +206,10 @@ def run_job(cfg: DictConfig) -> str:
             log.info("%s: resume: which device this run gets cannot be told ahead (no GPU NVML can see for "
                      "device=%s, GPUs of several names, or MIG); nothing reused", resolved["run_name"], spec)
         if done is not None:
-            record_skip(client, hydra_cfg.sweep.dir, done)
+            record_skip(client, sweep_dir(hydra_cfg), done)
             log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
             return "skipped"
-        if device is not None and (older := finished_run(client, experiment_id, config_hash(resolved, code=False), device,
+        if device is not None and (older := finished_run(client, experiment_id, config_hash(resolved, hydra_cfg.runtime.cwd, code=False), device,
                                                           tag="eaq.settings_hash")):
             log.info("%s: measured again: run %s measured these settings with other eaq code (eaq's code counts in "
                      "resume; env.json's eaq_code says which ran)", resolved["run_name"], older)
@@ -209,7 +228,7 @@ def run_job(cfg: DictConfig) -> str:
         # Only a name given on the command line is checked against the group's choice: a preset of one's own
         # (conf/precision/my_plan.yaml building on mixed) names another precision on purpose.
         renamed = any(o.lstrip("+").startswith("precision.name=") for o in hydra_cfg.overrides.task)
-        config = validate(cfg, hydra_cfg.runtime.choices.get("precision") if renamed else None)
+        config = validate(cfg, hydra_cfg.runtime.choices.get("precision") if renamed else None, hydra_cfg.runtime.cwd)
         task = TASKS[config.task]
         setup_s = time.perf_counter() - started
         # Device work a sweep started ahead of its runs (eaq.tasks.ahead) ends before this run touches the device.
@@ -219,10 +238,11 @@ def run_job(cfg: DictConfig) -> str:
             if slot is not None:
                 config.device = slot.device(config.device)
             if config.isolate:
-                result, overhead_s = run_isolated(task, config, output_dir, on_phase=show_phase, on_output=output_sink())
+                result, overhead_s = run_isolated(task, config, output_dir, on_phase=show_phase, on_output=output_sink(),
+                                                  on_tags=_early_tags(run))
                 result.metrics["isolation_overhead_s"] = overhead_s
             else:
-                result = run_in_process(task, config, output_dir, on_phase=show_phase)
+                result = run_in_process(task, config, output_dir, on_phase=show_phase, on_tags=_early_tags(run))
             if slot is not None:
                 result.tags.update(slot.tags())
         show_phase("logging")

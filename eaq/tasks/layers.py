@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 from eaq.config import EaqConfig, protocol_seconds
-from eaq.data import Examples, load_examples
-from eaq.device import describe_device, resolve_device
+from eaq.data import Examples
+from eaq.device import describe_device, draw_key, resolve_device
 from eaq.errors import ConfigError
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
@@ -45,7 +45,7 @@ from eaq.precision.mixed import (LAYER_FORMATS, MixedPrecision, Plan, apply_plan
 from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
 from eaq.tasks.isolation import phase_listener
-from eaq.tasks.shared import check_scored_labels, data_tags, make_inputs, run_precision
+from eaq.tasks.shared import check_scored_labels, data_tags, make_inputs, read_examples, run_precision
 from eaq.tasks.result import TaskResult
 
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -239,7 +239,7 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
                 f"set layers.base={fitting_base(cfg.layers.target, device)}."
             )
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
-    examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
+    examples = read_examples(cfg)
     budget = _budget(cfg, examples is not None and examples.labels is not None) if cfg.layers.plan and cfg.layers.impact else None
     saving_mode = _saving_mode(cfg, base) if budget is not None else "assumed"
     torch.manual_seed(cfg.trial)
@@ -360,6 +360,6 @@ def _plan(
         named += f", measured in {cfg.precision.name} (the run's precision), not in the base {base}"
     choice = choose_plan(base_model, components, data, device, budget, impacts.sensitivity, cost, named, cfg.layers.target, base,
                          reference, saving)
-    choice.plan.meta["model"] = plan_model(cfg.model.name, weights_identity(cfg.model))
+    choice.plan.meta["model"] = plan_model(cfg.model.name, weights_identity(cfg.model, draw_key(device)))
     save_plan(choice.plan, folder / "plan.yaml")
     tags["eaq.layers.plan"] = f"{len(choice.plan.layers)} layers to {cfg.layers.target} ({budget.describe()}; saving {choice.plan.meta['saving']})"

@@ -6,12 +6,14 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from eaq.config import EaqConfig
-from eaq.data import Batches, Examples, examples_digest, make_batches, make_stream, make_synthetic
+from eaq.data import Batches, Examples, examples_digest, load_examples, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
+from eaq.device import draw_key
 from eaq.evaluate import check_labels
 from eaq.models import LoadedModel, model_config, model_skeleton, output_classes, weights_identity
 from eaq.precision import Precision, get_precision
 from eaq.precision.mixed import MixedPrecision, check_plan, check_plan_model
+from eaq.tasks.isolation import tag_now
 
 
 def make_inputs(
@@ -48,10 +50,15 @@ def synthetic_batches(cfg: EaqConfig, vocab_size: int, device: torch.device, see
 
 def run_precision(cfg: EaqConfig, device: torch.device) -> Precision:
     """The run's precision, refused where it cannot run for real on ``device`` (eaq.precision) and, a plan, where its
-    layers are not this model's: checked on the model's skeleton (meta device), before the model loads."""
+    layers are not this model's: checked on the model's skeleton (meta device), before the model loads.
+
+    A plan's file and hash are set on the run as soon as it is read (``tag_now``), before those checks: a run that
+    fails, here or later, is counted with the runs of its plan."""
     precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
     if isinstance(precision, MixedPrecision):
-        check_plan_model(precision.plan, cfg.model.name, weights_identity(cfg.model), f"precision.plan={cfg.precision.plan}")
+        tag_now(precision.plan_tags)
+        check_plan_model(precision.plan, cfg.model.name, weights_identity(cfg.model, draw_key(device)),
+                         f"precision.plan={cfg.precision.plan}")
         check_plan(model_skeleton(cfg.model), precision.plan, device)
     return precision
 
@@ -61,6 +68,15 @@ def check_scored_labels(cfg: EaqConfig, loaded: LoadedModel, batches: Batches) -
     labels = batches.distinct_labels(cfg.trials.quality_max_batches)
     if labels is not None and cfg.model.head == "sequence_classification":
         check_labels(labels, output_classes(loaded.model))
+
+
+def read_examples(cfg: EaqConfig) -> Examples | None:
+    """The run's examples (None for synthetic ids), read before the model loads so a bad file fails first; their
+    identity (``data_tags``) is set on the run at once (``tag_now``), so a run that fails later is counted with the
+    runs of its data."""
+    examples = load_examples(cfg.dataset) if cfg.dataset.kind != "synthetic" else None
+    tag_now(data_tags(examples))
+    return examples
 
 
 def data_tags(examples: Examples | None) -> dict[str, str]:

@@ -31,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
 from eaq.errors import EaqError
-from eaq.files import atomic_write_text, try_exclusive
+from eaq.files import atomic_write_text, from_launch_folder, try_exclusive
 from eaq.tracking.redact import redact, redact_file, redact_folder, remember
 
 if TYPE_CHECKING:
@@ -71,35 +71,36 @@ def fail_loudly(what: str) -> Callable[[Hook], Hook]:
     return decorate
 
 
-def record_skip(client: MlflowClient, sweep_dir: str, run_id: str) -> None:
+def record_skip(client: MlflowClient, folder: str | Path, run_id: str) -> None:
     """A job that resume skipped leaves the id of the run it matched: in the sweep's folder for its summary, and
     as a tag on its parent run (one per run: parallel jobs never overwrite each other's) for its report, which
     then covers every configuration of the sweep, measured now or before."""
     from eaq.tracking.run_logger import REUSED_TAG
 
-    with (Path(sweep_dir) / SKIPPED_FILE).open("a") as handle:
+    with (Path(folder) / SKIPPED_FILE).open("a") as handle:
         handle.write(run_id + "\n")
-    parent = parent_run_id(sweep_dir)
+    parent = parent_run_id(folder)
     if parent is not None:
         client.set_tag(parent, REUSED_TAG + run_id, redact(client.get_run(run_id).info.run_name))  # as every record
 
 
-def parent_run_id(sweep_dir: str) -> str | None:
-    path = Path(sweep_dir) / PARENT_ID_FILE
+def parent_run_id(folder: str | Path) -> str | None:
+    """The sweep's parent run, from the id its start left in the sweep's folder (``folder``)."""
+    path = Path(folder) / PARENT_ID_FILE
     return path.read_text().strip() if path.exists() else None
 
 
-def _hold_sweep_folder(sweep_dir: Path) -> IO[str]:
+def _hold_sweep_folder(folder: Path) -> IO[str]:
     """Lock the sweep folder for this sweep's life (the kernel frees it when the process ends).
 
     Folders are named by time and process id (conf/config.yaml), so this fails only when
     two live sweeps are given the same ``hydra.sweep.dir``: they would share the parent-id
     and skipped-runs files and each report the other's runs.
     """
-    handle = try_exclusive(sweep_dir / SWEEP_LOCK_FILE)
+    handle = try_exclusive(folder / SWEEP_LOCK_FILE)
     if handle is None:
         raise EaqError(
-            f"another sweep is running in the folder hydra.sweep.dir={sweep_dir}; give this one its own "
+            f"another sweep is running in the folder hydra.sweep.dir={folder}; give this one its own "
             "(leave hydra.sweep.dir at its default, which is unique per launch, or pass a new folder)."
         )
     return handle
@@ -125,11 +126,19 @@ class LauncherCheck(Callback):
             raise cause or exc from None
 
 
+def sweep_dir(hydra: Any) -> Path:
+    """The sweep's folder (``hydra.sweep.dir``) read from the launch folder (``hydra.runtime.cwd``), in the sweep's
+    process and in a job's alike: under ``hydra.job.chdir=true`` a job runs in its own folder, from where a relative
+    sweep folder (a relative ``paths.output_dir``) names another place. ``hydra``: a config's ``hydra`` node or
+    ``HydraConfig.get()``."""
+    return Path(from_launch_folder(str(hydra.sweep.dir), hydra.runtime.cwd))
+
+
 def sweep_folder(config: DictConfig) -> Path:
     """The sweep's folder, from a multirun's start hook: Hydra sets its runtime config only per
     job, and the folder's path interpolates ``${hydra:...}``, so set it from the sweep's config first."""
     HydraConfig.instance().set_config(config)
-    return Path(HydraConfig.get().sweep.dir)
+    return sweep_dir(HydraConfig.get())
 
 
 class MlflowSweepCallback(Callback):
@@ -154,19 +163,19 @@ class MlflowSweepCallback(Callback):
         from eaq.tracking.run_logger import TrackedRun
         from eaq.tracking.store import open_store
 
-        sweep_dir = sweep_folder(config)
-        self._sweep_lock = _hold_sweep_folder(sweep_dir)
-        (sweep_dir / SKIPPED_FILE).unlink(missing_ok=True)  # left by an earlier sweep in this folder
+        folder = sweep_folder(config)
+        self._sweep_lock = _hold_sweep_folder(folder)
+        (folder / SKIPPED_FILE).unlink(missing_ok=True)  # left by an earlier sweep in this folder
         tracking = config.tracking
         client, experiment_id = open_store(tracking.uri, tracking.experiment, tracking.artifact_location)
         self.parent = TrackedRun(
             client,
             experiment_id,
-            run_name=f"sweep-{sweep_dir.name}",
-            tags={"eaq.sweep_dir": str(sweep_dir.resolve()), "eaq.kind": "sweep"},
+            run_name=f"sweep-{folder.name}",
+            tags={"eaq.folder": str(folder.resolve()), "eaq.kind": "sweep"},
         )
         atexit.register(self._close_unfinished)
-        atomic_write_text(sweep_dir / PARENT_ID_FILE, self.parent.run_id)
+        atomic_write_text(folder / PARENT_ID_FILE, self.parent.run_id)
         log.info("MLflow parent run %s (%s)", self.parent.run_id, redact(tracking.uri))
 
     @fail_loudly("redacting the job's records")
@@ -175,7 +184,7 @@ class MlflowSweepCallback(Callback):
         hydra = config.hydra
         remember(OmegaConf.to_container(config, resolve=False))  # this job's process may not have met its config yet
         if hydra.mode == RunMode.MULTIRUN:
-            redact_file(Path(hydra.sweep.dir) / "multirun.yaml")
+            redact_file(sweep_dir(hydra) / "multirun.yaml")
         if hydra.output_subdir is not None:
             redact_folder(Path(hydra.runtime.output_dir) / hydra.output_subdir)
 
@@ -196,7 +205,7 @@ class MlflowSweepCallback(Callback):
         failed = [r for r in children if r.info.status != "FINISHED"]
         self.parent.log_metrics({"sweep_runs": len(children), "sweep_runs_failed": len(failed)})
         self.parent.end("FAILED" if failed else "FINISHED")
-        skipped_file = Path(HydraConfig.get().sweep.dir) / SKIPPED_FILE
+        skipped_file = sweep_dir(HydraConfig.get()) / SKIPPED_FILE
         skipped = len(skipped_file.read_text().split()) if skipped_file.exists() else 0
         print(
             f"sweep: {len(children) - len(failed)} of {len(children)} runs finished (parent run {self.parent.run_id})"

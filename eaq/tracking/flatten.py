@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from eaq.files import code_identity, file_sha256
+from eaq.files import code_identity, file_sha256, from_launch_folder
 
 # Settings that change where results go or how errors print, not what is measured.
 # Where a run is logged and how it is scheduled (gpu_slots: which of a host's GPUs), not what it measures.
@@ -46,18 +46,20 @@ def _identity(path: Path) -> str | None:
     return None
 
 
-def read_files(resolved: dict[str, Any]) -> dict[str, str]:
-    """{setting: identity} of the files and folders the run reads (READ_FILES), where they exist here."""
+def read_files(resolved: dict[str, Any], launched_from: str | Path) -> dict[str, str]:
+    """{setting: identity} of the files and folders the run reads (READ_FILES), where they exist; a relative path read
+    from the folder eaq was launched from, as the run reads it (``from_launch_folder``: a job under
+    ``hydra.job.chdir=true`` runs in its own folder, where an edited plan would not be found and would not count)."""
     found = {}
     for name in READ_FILES:
         group, key = name.split(".")
         value = (resolved.get(group) or {}).get(key)
-        if isinstance(value, str) and not value.startswith("package:") and (identity := _identity(Path(value).expanduser())):
+        if isinstance(value, str) and (identity := _identity(Path(from_launch_folder(value, launched_from)))):
             found[name] = identity
     return found
 
 
-def config_hash(resolved: dict[str, Any], code: bool = True) -> str:
+def config_hash(resolved: dict[str, Any], launched_from: str | Path, code: bool = True) -> str:
     """Equal hashes mean the same measurement: same model, precision, data, protocol, device, trial, and eaq code.
 
     The files the run reads count by their contents: a plan or data file edited under the same path is another
@@ -67,7 +69,7 @@ def config_hash(resolved: dict[str, Any], code: bool = True) -> str:
     measurement by other code from one never measured, so resume can say why it measures again.
     """
     relevant = {k: v for k, v in resolved.items() if k not in NOT_MEASUREMENT}
-    if files := read_files(resolved):  # only where there are
+    if files := read_files(resolved, launched_from):  # only where there are
         relevant["read_files"] = files
     if code:
         relevant["eaq_code"] = code_identity()

@@ -45,7 +45,7 @@ from tqdm.auto import tqdm
 from tqdm.contrib import DummyTqdmFile
 
 from eaq.files import atomic_write_text
-from eaq.tracking.callbacks import sweep_folder
+from eaq.tracking.callbacks import sweep_dir, sweep_folder
 
 _active: SweepProgress | None = None
 # The launcher that runs jobs in this process, one after another: the only one whose phases this display sees.
@@ -95,7 +95,7 @@ def leave_record(run_name: str, status: str, took: float | None) -> None:
     scheduler ended it) by the launcher collecting it."""
     hydra = HydraConfig.get()
     record = {"run_name": run_name, "status": status, "took_s": took}
-    atomic_write_text(Path(hydra.sweep.dir) / RECORDS_DIR / f"{hydra.job.num}.json", json.dumps(record))
+    atomic_write_text(sweep_dir(hydra) / RECORDS_DIR / f"{hydra.job.num}.json", json.dumps(record))
 
 
 class SweepProgress(Callback):
