@@ -359,10 +359,11 @@ def protocol_seconds(trials: TrialsConfig, measuring: bool) -> tuple[float, floa
 
 
 # The settings that name a file or folder, read from the launch folder by ``validate`` (tracking's by the job's store,
-# which opens before validation: eaq.tasks.job).
-PATH_SETTINGS = ("paths.root", "paths.output_dir", "paths.cache_dir", "gpu_slots.dir", "dataset.path", "precision.plan",
-                 "model.classifier_head")
-# The settings that take a Hugging Face hub id or a local folder, which a relative path cannot be told apart from.
+# which opens before validation: eaq.tasks.job). Folders Hydra and the store also use, read as they read them (a
+# leading ``~`` is a folder of that name); files eaq reads (``~`` is the home folder, as its readers take it); and the
+# settings that take a Hugging Face hub id or a local folder, which a relative path cannot be told apart from.
+FOLDER_SETTINGS = ("paths.root", "paths.output_dir", "paths.cache_dir", "gpu_slots.dir")
+FILE_SETTINGS = ("dataset.path", "precision.plan", "model.classifier_head")
 MODEL_SETTINGS = ("model.name_or_path", "model.tokenizer")
 
 
@@ -389,11 +390,13 @@ def absolute_store_uri(uri: str, launched_from: str | Path) -> str:
 
 
 def _paths_from_launch_folder(obj: EaqConfig, launched_from: str | Path) -> None:
-    """Each setting of PATH_SETTINGS and MODEL_SETTINGS of ``obj`` read from the launch folder (from_launch_folder)."""
-    for setting in PATH_SETTINGS + MODEL_SETTINGS:
+    """Each setting of FOLDER_SETTINGS, FILE_SETTINGS and MODEL_SETTINGS of ``obj`` read from the launch folder
+    (from_launch_folder)."""
+    for setting in FOLDER_SETTINGS + FILE_SETTINGS + MODEL_SETTINGS:
         group, key = setting.split(".")
         section = getattr(obj, group)
-        setattr(section, key, from_launch_folder(getattr(section, key), launched_from, hub=setting in MODEL_SETTINGS))
+        setattr(section, key, from_launch_folder(getattr(section, key), launched_from, hub=setting in MODEL_SETTINGS,
+                                                 home=setting not in FOLDER_SETTINGS))
 
 
 def _unknown_keys(node: DictConfig, prefix: str = "") -> list[str]:

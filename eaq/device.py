@@ -75,10 +75,11 @@ def arithmetic_key(device: torch.device) -> str:
 
 
 def draw_key(device: torch.device) -> str:
-    """A name for the devices that draw the same random numbers from one seed: ``cpu`` (torch's CPU generator, any
-    host), a GPU's model and SM count (``arithmetic_key``: the kernels that draw on a GPU size their launch grid by its
-    SM count, and each thread draws its own part of the sequence). Random weights drawn on the device a run uses
-    (eaq.models.load_model) are other weights on another kind."""
+    """A name for the devices that draw the same random numbers from one seed: ``cpu`` (torch's CPU generator; hosts
+    whose vector units might round its normal draws apart are not told apart), a GPU's model and SM count
+    (``arithmetic_key``: the kernels that draw on a GPU size their launch grid by its SM count, and each thread draws
+    its own part of the sequence). Random weights drawn on the device a run uses (eaq.models.load_model) are other
+    weights on another kind (docs/results/2026-11-27-h100-session25: none of 11 tensors equal, H100 against CPU)."""
     return "cpu" if device.type == "cpu" else arithmetic_key(device)
 
 

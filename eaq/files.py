@@ -15,7 +15,8 @@ Files are also hashed here, for every room alike: a file's contents (``file_sha2
 resume hash hold (not the device's calibrations, peak and idle power: facts of the device, keyed by it).
 
 A path a user typed is read here from the folder they launched eaq from (``from_launch_folder``): the config's files
-and folders (eaq.config), the store's, and those the resume hash reads (eaq.tracking.flatten).
+and folders (eaq.config), the store's (eaq.tasks.job), the sweep's folder (eaq.tracking.callbacks.sweep_dir) and the
+files the resume hash reads (eaq.tracking.flatten).
 
 Used by every room (tracking, measure, evaluate, data), so it imports nothing of eaq.
 """
@@ -170,9 +171,9 @@ def try_exclusive(lock_path: str | Path, shared: bool = False) -> IO[str] | None
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 
 
-def from_launch_folder(value: str | None, launched_from: str | Path, hub: bool = False) -> str | None:
+def from_launch_folder(value: str | None, launched_from: str | Path, hub: bool = False, home: bool = False) -> str | None:
     """The path ``value`` names when read from the folder the user launched eaq from: a relative path under
-    ``launched_from``, ``~`` the home folder, an absolute path, a URI, ``package:`` and None as given.
+    ``launched_from``; an absolute path, a URI, ``package:``, an empty value and None as given.
 
     A job may run in another folder than the one the user typed the path in: ``hydra.job.chdir=true`` runs each job in
     its output folder, and a launcher's worker or a cluster node may start elsewhere still. Read against the working
@@ -180,14 +181,18 @@ def from_launch_folder(value: str | None, launched_from: str | Path, hub: bool =
     read against the launch folder, the path names the file the user meant, in every process and whatever the launcher.
     ``..`` is kept, not folded: below a symbolic link it is the link target's parent.
 
+    ``home``: a leading ``~`` is the home folder, as eaq's own readers of a file (data, plan, model, head) take it.
+    Without it ``~`` is a folder of that name, as Hydra (the job and sweep folders), SQLite (a ``sqlite:///`` store)
+    and MLflow (an artifact folder) take it in the sweep's process: the store a job opens is the sweep's.
+
     ``hub``: the value may be a Hugging Face hub id (``org/name``), which reads like a relative path. It names the
     folder under the launch folder only where that folder exists (a local model of that name is chosen over the hub,
     as transformers chooses it over the hub from the working folder); otherwise it is left as given: a hub id.
     """
-    if value is None or SCHEME.match(value):
+    if not value or SCHEME.match(value):
         return value
-    expanded = os.path.expanduser(value)
+    expanded = os.path.expanduser(value) if home else value
     if os.path.isabs(expanded):
         return expanded
     path = str(Path(launched_from, expanded))
-    return value if hub and not os.path.exists(path) else path
+    return value if hub and not os.path.isdir(path) else path

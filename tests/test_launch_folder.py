@@ -22,9 +22,10 @@ from omegaconf import OmegaConf
 from safetensors.torch import save_file
 
 from conftest import CONF
-from eaq.config import MODEL_SETTINGS, PATH_SETTINGS, register_schemas, validate
+from eaq.config import FILE_SETTINGS, FOLDER_SETTINGS, MODEL_SETTINGS, register_schemas, validate
 from eaq.files import from_launch_folder
 from eaq.models.load import TOKENIZER_FILES
+from eaq.tracking.flatten import READ_FILES
 from eaq.tracking.run_logger import PARENT_TAG
 
 register_schemas()
@@ -34,23 +35,40 @@ register_schemas()
     ("rel/plan.yaml", False, "/launch/rel/plan.yaml"),
     ("./rel/../data.tsv", False, "/launch/rel/../data.tsv"),  # '..' kept: below a symbolic link it is not lexical
     ("/abs/data.tsv", False, "/abs/data.tsv"),
-    ("~/data.tsv", False, os.path.expanduser("~/data.tsv")),
+    ("~/data.tsv", False, os.path.expanduser("~/data.tsv")),  # a file eaq reads: the home folder
     ("package:sample_sentences.txt", False, "package:sample_sentences.txt"),  # shipped with eaq
     ("s3://bucket/artifacts", False, "s3://bucket/artifacts"),  # a URI
     ("file:///abs/artifacts", False, "file:///abs/artifacts"),
     (None, False, None),
+    ("", False, ""),  # empty: "none given" (model.tokenizer= takes the model's), not the launch folder
+    ("", True, ""),
     ("org/name", True, "org/name"),  # no such folder under the launch folder: a hub id
     ("gpt2", True, "gpt2"),
     ("/abs/model", True, "/abs/model"),
 ])
 def test_a_relative_path_is_read_from_the_launch_folder(value: str | None, hub: bool, expected: str | None) -> None:
-    assert from_launch_folder(value, "/launch", hub=hub) == expected
+    assert from_launch_folder(value, "/launch", hub=hub, home=True) == expected
+
+
+def test_a_folder_hydra_and_the_store_share_is_read_as_they_read_it() -> None:
+    # Hydra makes the job and sweep folders, SQLite opens the store and MLflow the artifact folder in the sweep's
+    # process from the launch folder, taking a leading ~ as a folder's name: a job reading it as the home folder would
+    # write its run into another store than its sweep's parent.
+    assert from_launch_folder("~/out", "/launch") == "/launch/~/out"
 
 
 def test_a_model_name_is_a_local_folder_only_where_the_launch_folder_has_one(tmp_path: Path) -> None:
     (tmp_path / "org" / "name").mkdir(parents=True)
+    (tmp_path / "org" / "file").write_text("not a model folder")
     assert from_launch_folder("org/name", tmp_path, hub=True) == str(tmp_path / "org" / "name")
     assert from_launch_folder("org/other", tmp_path, hub=True) == "org/other"
+    assert from_launch_folder("org/file", tmp_path, hub=True) == "org/file"  # transformers takes folders only
+
+
+def test_every_file_the_resume_hash_reads_is_a_setting_validate_anchors() -> None:
+    # Two lists, as tracking/ may not import eaq.config: a file the hash reads from the launch folder while the run
+    # reads it elsewhere would hash one file and measure another.
+    assert set(READ_FILES) <= set(FILE_SETTINGS + MODEL_SETTINGS)
 
 
 def test_validate_reads_every_path_setting_from_the_launch_folder_and_leaves_the_params_as_written(tmp_path: Path) -> None:
@@ -58,7 +76,7 @@ def test_validate_reads_every_path_setting_from_the_launch_folder_and_leaves_the
     given = {"paths.root": "root", "paths.output_dir": "out", "paths.cache_dir": "out/cache", "gpu_slots.dir": "slots",
              "dataset.path": "data/dev.tsv", "precision.plan": "plan.yaml", "model.classifier_head": "head.safetensors",
              "model.name_or_path": "models/mine", "model.tokenizer": "org/tokenizer"}
-    assert set(given) == set(PATH_SETTINGS + MODEL_SETTINGS)  # a path setting added to the schema is tested here too
+    assert set(given) == set(FOLDER_SETTINGS + FILE_SETTINGS + MODEL_SETTINGS)  # a path setting added later is tested here too
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=["model=hub", "precision=mixed", *(f"{k}={v}" for k, v in given.items())])
     before = OmegaConf.to_container(cfg, resolve=True)

@@ -42,16 +42,26 @@ def get_precision(name: str, device: torch.device, plan: str | None = None) -> P
     ``plan``: the plan file of ``precision=mixed`` (which layers run which format); the
     uniform precisions take none, which is why ``mixed`` is not in ``PRECISIONS``.
     """
+    return require_runnable(build_precision(name, device, plan), device)
+
+
+def build_precision(name: str, device: torch.device, plan: str | None = None) -> Precision:
+    """The precision object, its plan read, before ``require_runnable`` checks it on ``device``: a run records what it
+    was asked to run (a plan's file and hash) before it is refused."""
     if name == MIXED:
-        precision: Precision = mixed(device, plan)
-    elif name in PRECISIONS:
-        precision = PRECISIONS[name](device)
-    else:
-        raise UnsupportedPrecisionError(f"precision {name!r} does not exist; valid: {', '.join(NAMES)}.")
-    reason = precision.requirements.unmet(name, device)
+        return mixed(device, plan)
+    if name in PRECISIONS:
+        return PRECISIONS[name](device)
+    raise UnsupportedPrecisionError(f"precision {name!r} does not exist; valid: {', '.join(NAMES)}.")
+
+
+def require_runnable(precision: Precision, device: torch.device) -> Precision:
+    """``precision``, refused where it cannot run for real on ``device``: in one sentence naming what can."""
+    reason = precision.requirements.unmet(precision.name, device)
     if reason:
         raise UnsupportedPrecisionError(f"{reason}; on {device} these run for real: {', '.join(runnable(device))}.")
     return precision
 
 
-__all__ = ["NAMES", "PRECISIONS", "Precision", "get_precision", "proof", "runnable", "stored_bytes_read"]
+__all__ = ["NAMES", "PRECISIONS", "Precision", "build_precision", "get_precision", "proof", "require_runnable", "runnable",
+           "stored_bytes_read"]

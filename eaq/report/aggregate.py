@@ -296,7 +296,8 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
         costs = group[group["metric"] == cost]
         # The lowest mean, with its spread and count for the ratio's interval (NaN where no configuration measured it).
         ranked[key] = cost, costs.loc[costs["mean"].idxmin()] if costs["mean"].notna().any() else None
-        quality[key] = quality_metric(group)
+        # A scope with no figure of its own (none of its runs counted) says why under its model's figure.
+        quality[key] = quality_metric(group) or quality_metric(table[table["model"] == key[shape.index("model")]])
     shown = [*forward, *generated, *(m for m in QUALITY if m in quality.values())]
     rows = []
     for key, group in table.groupby(list(CONFIG_KEYS), sort=True):

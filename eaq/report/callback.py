@@ -19,7 +19,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from eaq.errors import EaqError
-from eaq.tracking.callbacks import fail_loudly, parent_run_id
+from eaq.tracking.callbacks import fail_loudly, parent_run_id, sweep_dir
 from eaq.tracking.redact import redact
 
 
@@ -55,14 +55,14 @@ class SweepReportCallback(Callback):
         still come; ``python -m eaq.report`` builds it again from the store.
         """
         MlflowClient, compact, build, log, report_command = _report_api()  # noqa: N806
-        sweep_dir = Path(HydraConfig.get().sweep.dir)
-        parent = parent_run_id(str(sweep_dir))
+        folder = sweep_dir(HydraConfig.get())
+        parent = parent_run_id(folder)
         if parent is None:  # the sweep never opened a parent run (mlflow_sweep not registered): nothing to report on
             return
         uri = config.tracking.uri
         try:
             # Every job has returned: a run still marked under way was killed (its worker), not running.
-            report = build(uri, sweep_dir / "report", sweep=parent, ended=frozenset({parent}))
+            report = build(uri, folder / "report", sweep=parent, ended=frozenset({parent}))
             log(MlflowClient(tracking_uri=uri), parent, report)
         except Exception as error:  # EaqError: no run finished, the summary says why; anything else: a report bug
             if config.get("debug") and not isinstance(error, EaqError):

@@ -208,7 +208,8 @@ def _scatter_ci(ax: Axes, rows: pd.DataFrame, x: str, y: str) -> None:
 def tradeoff(configs: pd.DataFrame, model: str, out: Path) -> Figure:
     """Throughput (decode throughput for generation) against quality: what a precision gives up for its speed, on the
     first quality figure the model's configurations have (QUALITY's order: a classifier's accuracy, an LM's
-    perplexity, else fidelity on synthetic ids)."""
+    perplexity, else fidelity on synthetic ids); configurations with another figure only (synthetic ids beside
+    SST-2) are in the Pareto figure's panels, each on its own."""
     title = f"{model}: speed vs quality"
     rows = with_variants(configs[configs["model"] == model])
     if (quality := first_measured(rows, QUALITY)) is None:
@@ -217,7 +218,7 @@ def tradeoff(configs: pd.DataFrame, model: str, out: Path) -> Figure:
     if speed is None:
         return Figure(title, note=f"no throughput measured for {model}: speed vs quality not drawn.")
     fig, ax = plt.subplots(figsize=(7, 5))
-    _scatter_ci(ax, rows[rows[speed].notna()], speed, quality)
+    _scatter_ci(ax, rows[rows[speed].notna() & rows[quality].notna()], speed, quality)
     ax.set_title(title)
     return save(fig, out, f"tradeoff_{model}", title)
 

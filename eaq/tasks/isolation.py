@@ -174,11 +174,18 @@ def _ready() -> bool:
 
 
 def _relay(events: SimpleQueue, handlers: dict[str, Callable[[Any], None] | None]) -> None:
-    """Hands each event the child sends to its handler here, by kind ("phase", "tags", "output"), in the order sent."""
+    """Hands each event the child sends to its handler here, by kind ("phase", "tags", "output"), in the order sent.
+
+    A handler that fails is logged and the relay goes on: it must drain the queue to its end, or a child printing more
+    than the pipe holds would block, and the run with it."""
     while (event := events.get()) is not None:
         kind, payload = event
-        if (handler := handlers[kind]) is not None:
+        if (handler := handlers.get(kind)) is None:
+            continue
+        try:
             handler(payload)
+        except Exception as exc:
+            log.warning("the run's %s event was not handled here (%s: %s); the run goes on", kind, type(exc).__name__, exc)
 
 
 def run_isolated(
@@ -197,9 +204,9 @@ def run_isolated(
     Exceptions raised by the task (EaqError included) are re-raised here unchanged.
     ``on_phase`` hears, in this process, each phase the task reports as it starts;
     ``on_output``, when given, receives what the task prints instead of the terminal; ``on_tags``, the tags the
-    task sets ahead of its result (``tag_now``). Each hears, in the order sent, what the task sent before it ended,
-    however it ended (its process killed by the kernel included), before this returns or raises (the relay is given
-    up to 5 s to finish).
+    task sets ahead of its result (``tag_now``). Each hears, in the order sent, what the task sent before it ended
+    (also where its process was killed between two events, as the kernel's out-of-memory killer kills one), before
+    this returns or raises; the relay is given up to 5 s to finish.
     """
     context = _fork_server()
     handlers = {"phase": on_phase, "tags": on_tags, "output": on_output}

@@ -11,7 +11,7 @@ from eaq.data.token_cache import TokenCache, tokenizer_identity
 from eaq.device import draw_key
 from eaq.evaluate import check_labels
 from eaq.models import LoadedModel, model_config, model_skeleton, output_classes, weights_identity
-from eaq.precision import Precision, get_precision
+from eaq.precision import Precision, build_precision, require_runnable
 from eaq.precision.mixed import MixedPrecision, check_plan, check_plan_model
 from eaq.tasks.isolation import tag_now
 
@@ -54,12 +54,14 @@ def run_precision(cfg: EaqConfig, device: torch.device) -> Precision:
 
     A plan's file and hash are set on the run as soon as it is read (``tag_now``), before those checks: a run that
     fails, here or later, is counted with the runs of its plan."""
-    precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
-    if isinstance(precision, MixedPrecision):
-        tag_now(precision.plan_tags)
-        check_plan_model(precision.plan, cfg.model.name, weights_identity(cfg.model, draw_key(device)),
-                         f"precision.plan={cfg.precision.plan}")
-        check_plan(model_skeleton(cfg.model), precision.plan, device)
+    precision = build_precision(cfg.precision.name, device, cfg.precision.plan)
+    if not isinstance(precision, MixedPrecision):
+        return require_runnable(precision, device)
+    tag_now(precision.plan_tags)
+    require_runnable(precision, device)  # a format of the plan this device cannot run
+    check_plan_model(precision.plan, cfg.model.name, weights_identity(cfg.model, draw_key(device)),
+                     f"precision.plan={cfg.precision.plan}")
+    check_plan(model_skeleton(cfg.model), precision.plan, device)
     return precision
 
 

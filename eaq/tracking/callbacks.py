@@ -127,11 +127,12 @@ class LauncherCheck(Callback):
 
 
 def sweep_dir(hydra: Any) -> Path:
-    """The sweep's folder (``hydra.sweep.dir``) read from the launch folder (``hydra.runtime.cwd``), in the sweep's
-    process and in a job's alike: under ``hydra.job.chdir=true`` a job runs in its own folder, from where a relative
-    sweep folder (a relative ``paths.output_dir``) names another place. ``hydra``: a config's ``hydra`` node or
-    ``HydraConfig.get()``."""
-    return Path(from_launch_folder(str(hydra.sweep.dir), hydra.runtime.cwd))
+    """The sweep's folder (``hydra.sweep.dir``), a relative one read from the launch folder (``hydra.runtime.cwd``) as
+    Hydra made it there, in the sweep's process and in a job's alike: under ``hydra.job.chdir=true`` a job runs in its
+    own folder, from where a relative sweep folder (a relative ``paths.output_dir``) names another place. ``hydra``: a
+    config's ``hydra`` node or ``HydraConfig.get()``."""
+    folder = Path(str(hydra.sweep.dir))
+    return folder if folder.is_absolute() else Path(from_launch_folder(str(folder), hydra.runtime.cwd))
 
 
 def sweep_folder(config: DictConfig) -> Path:
@@ -172,7 +173,7 @@ class MlflowSweepCallback(Callback):
             client,
             experiment_id,
             run_name=f"sweep-{folder.name}",
-            tags={"eaq.folder": str(folder.resolve()), "eaq.kind": "sweep"},
+            tags={"eaq.sweep_dir": str(folder.resolve()), "eaq.kind": "sweep"},
         )
         atexit.register(self._close_unfinished)
         atomic_write_text(folder / PARENT_ID_FILE, self.parent.run_id)
