@@ -91,7 +91,8 @@ def test_a_failed_run_is_counted_with_the_runs_of_its_data(out: Path, tmp_path: 
 @pytest.mark.parametrize("task", ["benchmark", "layers"])
 def test_a_plan_refused_for_its_model_still_carries_its_hash(out: Path, tmp_path: Path, task: str) -> None:
     # Refused before the model loads (chosen on other weights): the run is still one of that plan's.
-    other = weights_identity(ModelConfig(**{**yaml.safe_load((CONF / "model" / "bert_tiny_random.yaml").read_text()), "seed": 1}), "cpu")
+    preset = yaml.safe_load((CONF / "model" / "bert_tiny_random.yaml").read_text())
+    other = weights_identity(ModelConfig(**{**preset, "seed": 1}), "cpu")
     plan = Plan("fp32", {"encoder.layer.0.intermediate.dense": "int8"}, {"model": {"name": "bert-tiny-random", "weights": other}})
     plan_file = save_plan(plan, tmp_path / "plan.yaml")
     done = run_eaq(out, *FAST, f"task={task}", "layers.impact=false", "precision=mixed", f"precision.plan={plan_file}")

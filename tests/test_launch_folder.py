@@ -102,7 +102,8 @@ def test_a_job_run_in_its_own_folder_reads_the_users_files_from_the_launch_folde
     launch = tmp_path / "launch"
     # A local model whose tokenizer is a folder of its own, a classifier head, labelled data and a mixed plan, all named
     # relative to the launch folder; no name is a hub id the hub could answer for (tests run offline).
-    shutil.copytree(saved_model, launch / "models" / "tiny", ignore=shutil.ignore_patterns(*TOKENIZER_FILES, "special_tokens_map.json"))
+    shutil.copytree(saved_model, launch / "models" / "tiny",
+                    ignore=shutil.ignore_patterns(*TOKENIZER_FILES, "special_tokens_map.json"))
     shutil.copytree(saved_model, launch / "tok")
     (launch / "heads").mkdir()
     save_file({"weight": torch.randn(2, 32), "bias": torch.zeros(2)}, launch / "heads" / "sentiment.safetensors")

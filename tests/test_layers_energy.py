@@ -632,7 +632,7 @@ def test_task_layers_with_compiled_savings_measures_the_compiled_pass_per_type_l
     plan = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, "layers/plan.yaml", str(tmp_path))).read_text())
     assert plan["meta"]["saving_basis"] == "compiled_time"
     # The weights it was chosen on, which precision=mixed checks before it applies the plan.
-    assert plan["meta"]["model"]["name"] == "bert-tiny-random" and plan["meta"]["model"]["weights"].endswith(", seed 0")
+    assert plan["meta"]["model"]["name"] == "bert-tiny-random" and plan["meta"]["model"]["weights"].endswith(", seed 0, drawn on cpu")
     saving_types = {r["type"] for r in by_type if float(r["saving_per_pass"]) > 0}
     components = {r["component"]: r["type"] for r in _csv(client, run.info.run_id, "layers/components.csv", tmp_path)}
     # Any quality fits: every component of the types compiled cheaper, and nothing else.

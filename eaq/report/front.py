@@ -34,8 +34,10 @@ import sys
 import pandas as pd
 
 from eaq.errors import reported
-from eaq.report.aggregate import (COSTS, LOWER_IS_BETTER, QUALITY, aggregate, benchmark_runs, counted, config_label, first_measured,
-                                  quality_metric, ratio_interval, wide)
+from eaq.report.aggregate import (
+    COSTS, LOWER_IS_BETTER, QUALITY, aggregate, benchmark_runs, counted, config_label, first_measured, quality_metric,
+    ratio_interval, wide,
+)
 from eaq.report.frame import CONFIG_KEYS, SCOPE_KEYS, load
 
 COLUMNS = ("configuration", "cost", "cost_mean", "quality", "quality_mean", "verdict", "versus", "ratio", "ratio_ci_low",

@@ -123,7 +123,8 @@ def _new_run(client: MlflowClient, experiment_id: str, resolved: dict[str, Any],
         client,
         experiment_id,
         run_name=str(resolved["run_name"]),
-        tags={**choices, "eaq.config_hash": digest, "eaq.settings_hash": config_hash(resolved, hydra_cfg.runtime.cwd, code=False),
+        tags={**choices, "eaq.config_hash": digest,
+              "eaq.settings_hash": config_hash(resolved, hydra_cfg.runtime.cwd, code=False),
               "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark",
               **({JOB_TAG: str(hydra_cfg.job.num)} if multirun else {}), **tags},
         parent_run_id=parent_run_id(sweep_dir(hydra_cfg)) if multirun else None,
@@ -209,8 +210,8 @@ def run_job(cfg: DictConfig) -> str:
             record_skip(client, sweep_dir(hydra_cfg), done)
             log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
             return "skipped"
-        if device is not None and (older := finished_run(client, experiment_id, config_hash(resolved, hydra_cfg.runtime.cwd, code=False), device,
-                                                          tag="eaq.settings_hash")):
+        settings = config_hash(resolved, hydra_cfg.runtime.cwd, code=False)
+        if device is not None and (older := finished_run(client, experiment_id, settings, device, tag="eaq.settings_hash")):
             log.info("%s: measured again: run %s measured these settings with other eaq code (eaq's code counts in "
                      "resume; env.json's eaq_code says which ran)", resolved["run_name"], older)
     run = _new_run(
