@@ -121,6 +121,7 @@ def test_files_are_hashed_by_contents_alike_everywhere(tmp_path: Path) -> None:
     # A relative path is read from the launch folder, wherever the job runs (hydra.job.chdir=true): an edited plan
     # there counts in the resume hash.
     assert read_files({"precision": {"plan": "plan.yaml"}}, tmp_path) == {"precision.plan": expected}
+    assert read_files({"model": {"tokenizer": ""}}, tmp_path) == {}  # empty: no file, not the launch folder's listing
     cfg = EaqConfig()
     cfg.precision.name, cfg.precision.plan = "mixed", str(plan)
     assert peaks._settings(cfg)["plan_sha256"] == expected

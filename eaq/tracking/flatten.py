@@ -54,7 +54,10 @@ def read_files(resolved: dict[str, Any], launched_from: str | Path) -> dict[str,
     for name in READ_FILES:
         group, key = name.split(".")
         value = (resolved.get(group) or {}).get(key)
-        if isinstance(value, str) and (identity := _identity(Path(from_launch_folder(value, launched_from, home=True)))):
+        # An empty value names nothing (model.tokenizer= takes the model's), not the working folder Path("") is.
+        if not isinstance(value, str) or not value:
+            continue
+        if identity := _identity(Path(from_launch_folder(value, launched_from, home=True))):
             found[name] = identity
     return found
 
