@@ -475,7 +475,7 @@ def _joblib_config(sweep_dir: Path, num: int = 0) -> DictConfig:
     config.hydra.merge_with({
         "launcher": {"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"},
         "sweeper": {"params": None}, "sweep": {"dir": str(sweep_dir)}, "overrides": {"task": ["trial=1,2"]},
-        "mode": RunMode.MULTIRUN, "job": {"num": num},
+        "mode": RunMode.MULTIRUN, "job": {"num": num}, "runtime": {"cwd": str(sweep_dir.parent)},
     })
     return config
 

@@ -131,8 +131,7 @@ def sweep_dir(hydra: Any) -> Path:
     Hydra made it there, in the sweep's process and in a job's alike: under ``hydra.job.chdir=true`` a job runs in its
     own folder, from where a relative sweep folder (a relative ``paths.output_dir``) names another place. ``hydra``: a
     config's ``hydra`` node or ``HydraConfig.get()``."""
-    folder = Path(str(hydra.sweep.dir))
-    return folder if folder.is_absolute() else Path(from_launch_folder(str(folder), hydra.runtime.cwd))
+    return Path(from_launch_folder(str(hydra.sweep.dir), hydra.runtime.cwd))
 
 
 def sweep_folder(config: DictConfig) -> Path:
