@@ -18,7 +18,7 @@ A path a user typed is read here from the folder they launched eaq from (``from_
 and folders (eaq.config), the store's (eaq.tasks.job), the sweep's folder (eaq.tracking.callbacks.sweep_dir) and the
 files the resume hash reads (eaq.tracking.flatten).
 
-Used by every room (tracking, measure, evaluate, data), so it imports nothing of eaq.
+Used by every room (tracking, measure, evaluate, data), so it imports nothing of eaq but its errors.
 """
 
 from __future__ import annotations
@@ -26,13 +26,19 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import logging
 import os
 import re
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
+
+from eaq.errors import EaqError
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # The folder holding the ``eaq`` package and, beside it, ``conf/`` (eaq/run.py composes from ``../conf``).
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,6 +102,45 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def read_cached(path: str | Path, read: Callable[[Path], T]) -> T | None:
+    """``read(path)``, or None where no file is there or it cannot be read: then the caller computes it again.
+
+    A cache file can be cut short (a disk that filled, a copy of the cache folder stopped half-way) or be another
+    eaq's layout (a field added since); a run that found one used to fail on it, although the cache only saves
+    time. Such a file is said in the log and replaced by the caller's fresh one.
+    """
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        return read(path)
+    except Exception as error:  # noqa: BLE001 - whatever the reader raises on a bad file, the cure is to compute again
+        log.warning("cache file %s cannot be read (%s: %s): computing it again", path, type(error).__name__, error)
+        return None
+
+
+def cached(path: str | Path, read: Callable[[Path], T], compute: Callable[[], T],
+           write: Callable[[T, Path], None]) -> tuple[T, bool]:
+    """(What ``path`` holds, True), or (``compute()``, False) after writing it there atomically with ``write(value,
+    tmp)``: the read-or-compute of every cache under ``paths.cache_dir`` (token ids, references, figures).
+
+    A file that cannot be written fails the run with what to change: the folder also holds the locks, idle baselines
+    and peaks every run needs, so going on without it would only move the failure to a less clear place.
+    """
+    found = read_cached(path, read)
+    if found is not None:
+        return found, True
+    value = compute()
+    try:
+        atomic_write(path, lambda tmp: write(value, tmp))
+    except OSError as error:
+        raise EaqError(
+            f"cannot write the cache file {path} ({error.strerror or error}): paths.cache_dir must be a folder this "
+            "user can write, with free space; set paths.cache_dir=<another folder>, or remove what stands at that name"
+        ) from error
+    return value, False
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -64,6 +64,32 @@ def test_reference_is_computed_once_then_read_from_cache(tmp_path: Path) -> None
     assert list(tmp_path.glob("*.safetensors"))
 
 
+@pytest.mark.parametrize("broken", [b"not a cache file", b'{"outputs": 1', b'{"device": "an older layout"}'])
+def test_a_cache_file_that_cannot_be_read_is_computed_again(
+        broken: bytes, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Every cache under paths.cache_dir reads a cut-short or foreign file as a miss: computed, rewritten, then read."""
+    from eaq.data.token_cache import TokenCache
+    from eaq.evaluate.reference import cached_figures
+    from eaq.measure.roofline import load_calibration
+
+    key = reference_key(model="m")
+    tokens = TokenCache(tmp_path, data="d")
+    files = [tmp_path / f"fp32-reference-{key}.safetensors", tokens.path, tmp_path / f"flops-{key}.json"]
+    for path in files:
+        path.write_bytes(broken)
+    assert torch.equal(cached_reference(tmp_path, key, lambda: torch.ones(2)), torch.ones(2))
+    assert torch.equal(tokens.get(lambda: {"ids": torch.arange(3)})["ids"], torch.arange(3)) and tokens.hit is False
+    assert cached_figures(tmp_path, "flops", key, lambda: {"forward_flops": 7.0}) == ({"forward_flops": 7.0}, False)
+    assert sum(f"{path} cannot be read" in caplog.text for path in files) == 3
+    # Rewritten whole: read back, not computed again.
+    assert torch.equal(cached_reference(tmp_path, key, lambda: torch.zeros(2)), torch.ones(2))
+    assert tokens.get(lambda: {"ids": torch.zeros(1)})["ids"].tolist() == [0, 1, 2] and tokens.hit is True
+    assert cached_figures(tmp_path, "flops", key, lambda: {"forward_flops": 0.0}) == ({"forward_flops": 7.0}, True)
+    calibration = tmp_path / "roofline.json"
+    calibration.write_bytes(broken)
+    assert load_calibration(calibration) is None
+
+
 def test_metric_docs_are_generated_from_the_schema() -> None:
     assert (REPO / "docs" / "metrics.md").read_text() == markdown(), "run: python -m eaq.metrics > docs/metrics.md"
 

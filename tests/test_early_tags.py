@@ -69,14 +69,15 @@ def test_a_failed_run_is_counted_with_the_runs_of_its_data(out: Path, tmp_path: 
         done = run_eaq(out, *FAST, f"dataset.path={files[name]}")
         assert done.returncode == 0, done.stderr[-2000:]
     digests = {r.data.params["dataset.path"]: r.data.tags["eaq.data.sha256"] for r in all_runs(out)}
-    # Trial 2 of a's configuration fails after reading a: its token tensors, cached by trial 1, are unreadable (a
-    # cache of its own, paths.cache_dir being no part of the configuration; any failure after the data would do).
+    # Trial 2 of a's configuration fails after reading a: a folder stands where its token tensors would be cached, so
+    # they can be neither read nor written (a cache of its own, paths.cache_dir being no part of the configuration;
+    # any failure after the data would do).
     broken = tmp_path / "broken-cache"
     broken.mkdir()
     for cached in (out / "cache").glob("tokens-*.safetensors"):
-        (broken / cached.name).write_bytes(b"not a safetensors file")
+        (broken / cached.name).mkdir()
     done = run_eaq(out, *FAST, f"dataset.path={files['a']}", "trial=2", f"paths.cache_dir={broken}")
-    assert done.returncode != 0
+    assert done.returncode == 2 and "set paths.cache_dir=<another folder>" in done.stderr, done.stderr[-2000:]
     failed = _only(all_runs(out), "FAILED")
     assert failed.data.tags.get("eaq.data.sha256") == digests[str(files["a"])]
 

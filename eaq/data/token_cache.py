@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import PreTrainedTokenizerBase
 
-from eaq.files import atomic_write, code_identity
+from eaq.files import cached, code_identity
 
 
 def tokenizer_identity(tokenizer: PreTrainedTokenizerBase) -> dict[str, object]:
@@ -44,11 +44,7 @@ class TokenCache:
 
     def get(self, compute: Callable[[], dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
         start = time.perf_counter()
-        self.hit = self.path.exists()
-        if self.hit:
-            tensors = load_file(self.path)
-        else:
-            tensors = {k: v.contiguous() for k, v in compute().items()}
-            atomic_write(self.path, lambda tmp: save_file(tensors, tmp))
+        tensors, self.hit = cached(self.path, load_file, lambda: {k: v.contiguous() for k, v in compute().items()},
+                                   save_file)
         self.seconds = time.perf_counter() - start
         return tensors

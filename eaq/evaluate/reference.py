@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from eaq.files import atomic_write, atomic_write_text, code_identity
+from eaq.files import cached, code_identity
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +56,10 @@ def reference_key(**settings: object) -> str:
 
 def cached_reference(cache_dir: str | Path, key: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
     path = Path(cache_dir) / f"fp32-reference-{key}.safetensors"
-    if path.exists():
+    outputs, hit = cached(path, lambda found: load_file(found)["outputs"], lambda: compute().contiguous(),
+                          lambda value, tmp: save_file({"outputs": value}, tmp))
+    if hit:
         log.info("fp32 reference from cache %s", path)
-        return load_file(path)["outputs"]
-    outputs = compute()
-    atomic_write(path, lambda tmp: save_file({"outputs": outputs.contiguous()}, tmp))
     return outputs
 
 
@@ -68,11 +67,6 @@ def cached_figures(
     cache_dir: str | Path, kind: str, key: str, compute: Callable[[], dict[str, float]]
 ) -> tuple[dict[str, float], bool]:
     """Figures of ``kind`` (quality, flops) for ``key`` (all that they depend on, hashed): (figures, whether they came from the cache)."""
-    path = Path(cache_dir) / f"{kind}-{key}.json"
-    try:
-        return {k: float(v) for k, v in json.loads(path.read_text()).items()}, True
-    except (OSError, ValueError, AttributeError):
-        pass  # none yet, or unreadable: compute
-    figures = compute()
-    atomic_write_text(path, json.dumps(figures))
-    return figures, False
+    return cached(Path(cache_dir) / f"{kind}-{key}.json",
+                  lambda found: {k: float(v) for k, v in json.loads(found.read_text()).items()},
+                  compute, lambda figures, tmp: tmp.write_text(json.dumps(figures)))

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eaq.files import atomic_write_text
+from eaq.files import atomic_write_text, read_cached
 
 if TYPE_CHECKING:
     import torch
@@ -62,10 +62,7 @@ def baseline_path(cache_dir: str | Path, device_key: str, sampler: str) -> Path:
 
 def load_baseline(path: Path) -> IdleBaseline | None:
     """The stored baseline, or None when there is none or it cannot be read (then: measure)."""
-    try:
-        return IdleBaseline(**json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
+    return read_cached(path, lambda found: IdleBaseline(**json.loads(found.read_text())))
 
 
 def save_baseline(path: Path, baseline: IdleBaseline) -> None:

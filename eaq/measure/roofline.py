@@ -26,7 +26,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from eaq.device import synchronize
 from eaq.errors import EaqError
-from eaq.files import atomic_write_text
+from eaq.files import atomic_write_text, read_cached
 from eaq.measure.energy import window_energy
 from eaq.measure.samplers import Sampler, wait_for_sample
 from eaq.measure.validity import MIN_SENSOR_UPDATES, check_device
@@ -164,7 +164,8 @@ def bandwidth_path(cache_dir: str | Path, device_key: str) -> Path:
 
 
 def load_bandwidth(path: Path) -> Bandwidth | None:
-    return Bandwidth(**json.loads(path.read_text())) if path.exists() else None
+    """The stored bandwidth, or None when there is none or it cannot be read (then: measure)."""
+    return read_cached(path, lambda found: Bandwidth(**json.loads(found.read_text())))
 
 
 def calibration_path(cache_dir: str | Path, device_key: str, matmul: str) -> Path:
@@ -172,7 +173,8 @@ def calibration_path(cache_dir: str | Path, device_key: str, matmul: str) -> Pat
 
 
 def load_calibration(path: Path) -> Calibration | None:
-    return Calibration(**json.loads(path.read_text())) if path.exists() else None
+    """The stored peak, or None when there is none or it cannot be read (then: measure)."""
+    return read_cached(path, lambda found: Calibration(**json.loads(found.read_text())))
 
 
 def save_calibration(path: Path, calibration: Calibration | Bandwidth) -> None:

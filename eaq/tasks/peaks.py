@@ -29,7 +29,7 @@ import socket
 from pathlib import Path
 
 from eaq.config import EaqConfig
-from eaq.files import atomic_write_text, file_sha256
+from eaq.files import atomic_write_text, file_sha256, read_cached
 
 
 def _settings(cfg: EaqConfig) -> dict[str, str | None]:
@@ -57,13 +57,12 @@ def remember(cfg: EaqConfig, calibration: Path) -> None:
     settings = _settings(cfg)
     record = _record_path(cfg, settings)
     text = json.dumps({"settings": settings, "calibration": calibration.name}, indent=2, sort_keys=True)
-    if not record.exists() or record.read_text() != text:
+    if read_cached(record, Path.read_text) != text:
         atomic_write_text(record, text)
 
 
 def cached(cfg: EaqConfig) -> bool:
     """Whether the peak a run of ``cfg`` here will compare against is in the cache (as recorded by ``remember``)."""
     record = _record_path(cfg, _settings(cfg))
-    if not record.exists():
-        return False
-    return (Path(cfg.paths.cache_dir) / json.loads(record.read_text())["calibration"]).exists()
+    name = read_cached(record, lambda found: str(json.loads(found.read_text())["calibration"]))
+    return name is not None and (Path(cfg.paths.cache_dir) / name).exists()
