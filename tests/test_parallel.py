@@ -36,7 +36,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from submitit.core.utils import DelayedSubmission
 
 from conftest import FAST, REPO, all_runs, free_port, mlflow_server_on, run_eaq, store
@@ -328,6 +328,44 @@ def test_a_job_ended_from_outside_is_a_failed_run_and_the_sweep_goes_on_to_its_s
     (parent,) = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "sweep"]
     assert parent.info.status == "FAILED"
     assert "report/report.html" in {f.path for f in store(out).list_artifacts(parent.info.run_id, "report")}
+
+
+def _ended_job(out: Path, sweep: Path, overrides: list[str]) -> str:
+    """What the sweep's process records for job 0 of the sweep in ``sweep`` that returned no result, set up as eaq's
+    submitit launcher sets it up (eaq.tasks.job.record_ended_job under that job's HydraConfig)."""
+    from eaq.tasks.job import record_ended_job
+
+    register_schemas()
+    OmegaConf.register_new_resolver("eaq.pid", os.getpid, replace=True)
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        config = compose("config", return_hydra_config=True,
+                         overrides=[*overrides, f"paths.output_dir={out}", f"hydra.sweep.dir={sweep}"])
+    with open_dict(config.hydra):
+        config.hydra.mode, config.hydra.job.num, config.hydra.runtime.cwd = RunMode.MULTIRUN, 0, str(REPO)
+    HydraConfig.instance().set_config(config)
+    task_config = config.copy()
+    with open_dict(task_config):
+        del task_config["hydra"]
+    return record_ended_job(task_config, "job 7 ended before it finished, from outside")
+
+
+def test_a_job_ended_after_resume_skipped_it_stays_skipped(out: Path) -> None:
+    """A job its scheduler ended between resume's skip and its return has no run to end: it counts as skipped, with no
+    FAILED run beside the FINISHED one it was skipped for. A job of a sweep that skipped nothing is still a failure."""
+    overrides = [*FAST, "sampler=none", "trial=1"]
+    for sweep in ("first", "second"):
+        done = run_eaq(out, "-m", *overrides, f"hydra.sweep.dir={out / sweep}")
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 skipped, already FINISHED" in done.stdout, done.stdout
+    (measured,) = [(r.info.run_id, r.info.status) for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
+
+    assert _ended_job(out, out / "second", overrides) == "skipped"
+    assert [(r.info.run_id, r.info.status) for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"] == [measured]
+    assert json.loads((out / "second" / ".progress" / "0.json").read_text())["status"] == "skipped"
+
+    assert _ended_job(out, out / "third", overrides) == "failed"
+    statuses = sorted(r.info.status for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark")
+    assert statuses == ["FAILED", "FINISHED"]
 
 
 def _postgres_bin() -> Path | None:

@@ -31,7 +31,7 @@ from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking.flatten import config_hash, flatten
 from eaq.tracking.run_logger import PARENT_TAG, TrackedRun, end_run
 from eaq.tracking.store import open_store
-from eaq.tracking.callbacks import parent_run_id, record_skip, sweep_dir
+from eaq.tracking.callbacks import parent_run_id, record_skip, skipped_runs, sweep_dir
 from eaq.tracking.environment import capture, cpu_model, device_name, summary_tags
 from eaq.tracking.progress import leave_record, output_sink, show_phase
 from eaq.tracking.redact import redact, remember
@@ -140,15 +140,18 @@ def _job_store(resolved: dict, launched_from: str) -> tuple[MlflowClient, str]:
     return open_store(tracking["uri"], tracking["experiment"], from_launch_folder(tracking["artifact_location"], launched_from))
 
 
-def record_ended_job(cfg: DictConfig, reason: str) -> None:
+def record_ended_job(cfg: DictConfig, reason: str) -> str:
     """Record a sweep's job that returned no result as FAILED: ended from outside (a scheduler's time limit, out of
-    memory, a cancel), or exited or raised before its run could end.
+    memory, a cancel), or exited or raised before its run could end. Returns how the job counts for the sweep's
+    progress (``failed``; ``finished`` or ``skipped`` where it got that far before it ended).
 
     Such a job runs none of its own ends: its run stays RUNNING, or never exists if the job died before creating it,
     and the sweep's summary would call the sweep finished. Called in the sweep's process, by the launcher that
     collects the jobs (hydra_plugins/eaq_launchers), with ``HydraConfig`` set to that job's and ``cfg`` its config:
     the job's run (found by its number under the sweep's parent) ends FAILED with ``reason``; where there is none, a
-    FAILED run of the job's name and config says it, so resume measures the configuration again.
+    FAILED run of the job's name and config says it, so resume measures the configuration again. A job without a run
+    that resume had skipped (its configuration's FINISHED run among the sweep's skips) stays skipped: a FAILED run
+    beside the FINISHED one would put a failure in the report that no measurement had.
     """
     hydra_cfg = HydraConfig.get()
     resolved = OmegaConf.to_container(cfg, resolve=True)
@@ -156,22 +159,40 @@ def record_ended_job(cfg: DictConfig, reason: str) -> None:
     remember(resolved)  # this process logs the job's params: a URL's password in them is redacted, as run_job does
     client, experiment_id = _job_store(resolved, hydra_cfg.runtime.cwd)
     error = JobEndedError(reason)
-    where = f"tags.`{JOB_TAG}` = '{hydra_cfg.job.num}' and tags.`{PARENT_TAG}` = '{parent_run_id(sweep_dir(hydra_cfg))}'"
+    name = str(resolved["run_name"])
+    folder = sweep_dir(hydra_cfg)
+    where = f"tags.`{JOB_TAG}` = '{hydra_cfg.job.num}' and tags.`{PARENT_TAG}` = '{parent_run_id(folder)}'"
     found = client.search_runs([experiment_id], filter_string=where, max_results=10)
     for existing in found:
         if existing.info.status == "RUNNING":
             end_run(client, existing.info.run_id, "FAILED", error)
-    if not found:
-        run = _new_run(client, experiment_id, resolved, config_hash(resolved, hydra_cfg.runtime.cwd), {})
-        try:
-            run.log_params(flatten(resolved))
-        finally:
-            run.end("FAILED", error)
     if any(existing.info.status == "FINISHED" for existing in found):  # ended after its run did, in its teardown
-        leave_record(str(resolved["run_name"]), "finished", None)
-        return
-    leave_record(str(resolved["run_name"]), "failed", None)
-    log.error("%s: %s", resolved["run_name"], redact(reason))
+        status = "finished"
+    elif not found and (skipped := _skipped_for(client, experiment_id, config_hash(resolved, hydra_cfg.runtime.cwd),
+                                                 folder)):
+        log.info("%s: ended after resume skipped it for run %s (%s)", name, skipped, redact(reason))
+        status = "skipped"
+    else:
+        if not found:
+            run = _new_run(client, experiment_id, resolved, config_hash(resolved, hydra_cfg.runtime.cwd), {})
+            try:
+                run.log_params(flatten(resolved))
+            finally:
+                run.end("FAILED", error)
+        log.error("%s: %s", name, redact(reason))
+        status = "failed"
+    leave_record(name, status, None)
+    return status
+
+
+def _skipped_for(client: MlflowClient, experiment_id: str, digest: str, folder: Path) -> str | None:
+    """The FINISHED run of config hash ``digest`` that a job of the sweep in ``folder`` was skipped for, if any."""
+    skipped = skipped_runs(folder)
+    if not skipped:
+        return None
+    where = f"tags.`eaq.config_hash` = '{digest}' and attributes.status = 'FINISHED'"
+    return next((r.info.run_id for r in client.search_runs([experiment_id], filter_string=where, max_results=100)
+                 if r.info.run_id in skipped), None)
 
 
 def run_job(cfg: DictConfig) -> str:

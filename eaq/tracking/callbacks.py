@@ -84,6 +84,12 @@ def record_skip(client: MlflowClient, folder: str | Path, run_id: str) -> None:
         client.set_tag(parent, REUSED_TAG + run_id, redact(client.get_run(run_id).info.run_name))  # as every record
 
 
+def skipped_runs(folder: str | Path) -> set[str]:
+    """The runs the sweep's jobs in ``folder`` were skipped for, as ``record_skip`` left them."""
+    path = Path(folder) / SKIPPED_FILE
+    return set(path.read_text().split()) if path.exists() else set()
+
+
 def parent_run_id(folder: str | Path) -> str | None:
     """The sweep's parent run, from the id its start left in the sweep's folder (``folder``)."""
     path = Path(folder) / PARENT_ID_FILE
@@ -205,8 +211,7 @@ class MlflowSweepCallback(Callback):
         failed = [r for r in children if r.info.status != "FINISHED"]
         self.parent.log_metrics({"sweep_runs": len(children), "sweep_runs_failed": len(failed)})
         self.parent.end("FAILED" if failed else "FINISHED")
-        skipped_file = sweep_dir(HydraConfig.get()) / SKIPPED_FILE
-        skipped = len(skipped_file.read_text().split()) if skipped_file.exists() else 0
+        skipped = len(skipped_runs(sweep_dir(HydraConfig.get())))
         print(
             f"sweep: {len(children) - len(failed)} of {len(children)} runs finished (parent run {self.parent.run_id})"
             + (f"; {skipped} skipped, already FINISHED with the same config (resume=false to rerun them)" if skipped else "")

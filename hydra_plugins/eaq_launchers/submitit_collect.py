@@ -88,12 +88,13 @@ class _CollectingLauncher(BaseSubmititLauncher):
         task_config = config.copy()
         with read_write(task_config), open_dict(task_config):
             del task_config["hydra"]
+        status = "failed"
         try:
-            record_ended_job(task_config, reason)
+            status = record_ended_job(task_config, reason)
         except Exception as error:  # one record that cannot be made must not stop the collection of the other jobs
             log.error("job %s returned no result, and could not be recorded as a failed run (%s): %s", job.job_id, error, reason)
         return JobReturn(overrides=overrides, cfg=task_config, hydra_cfg=config, status=JobStatus.COMPLETED,
-                         _return_value="failed", task_name=str(config.hydra.job.name))
+                         _return_value=status, task_name=str(config.hydra.job.name))
 
 
 def _last_line(text: str) -> str:
