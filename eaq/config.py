@@ -442,6 +442,11 @@ def validate(
     obj = OmegaConf.to_object(cfg)
     if not isinstance(obj, EaqConfig):  # composed without the schema (should not happen)
         raise ConfigError("the config was not composed on eaq's schema; launch through `python -m eaq.run`.")
+    if not obj.model.name_or_path:
+        raise ConfigError(
+            f"model={obj.model.name} has no model.name_or_path: give a Hugging Face id or a folder saved with "
+            "save_pretrained, e.g. `model=hub model.name_or_path=gpt2 model.head=causal_lm model.name=gpt2`."
+        )
     _positive("batch_size", obj.batch_size)
     _positive("seq_len", obj.seq_len, 2)
     _positive("trial", obj.trial, 0)

@@ -22,7 +22,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from eaq.config import GROUPS, absolute_store_uri, validate
+from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
 from eaq.errors import EaqError, JobEndedError
 from eaq.files import from_launch_folder
 from eaq.slots import gpu_slot, pin_device_order
@@ -207,6 +207,17 @@ def run_job(cfg: DictConfig) -> str:
     slots = resolved["gpu_slots"]
     if slots["enabled"] is None:  # null: slots go with the launcher that runs a job per GPU
         slots["enabled"] = cfg.gpu_slots.enabled = hydra_cfg.runtime.choices.get("hydra/launcher") == "gpus"
+    # Only a name given on the command line is checked against the group's choice: a preset of one's own
+    # (conf/precision/my_plan.yaml building on mixed) names another precision on purpose.
+    renamed = any(o.lstrip("+").startswith("precision.name=") for o in hydra_cfg.overrides.task)
+    validated: EaqConfig | EaqError
+    try:
+        validated = validate(cfg, hydra_cfg.runtime.choices.get("precision") if renamed else None, hydra_cfg.runtime.cwd)
+    except EaqError as exc:
+        if not multirun:  # a command line with a mistake measured nothing: said, and no run is left in the store
+            _report_error(exc, debug)
+            sys.exit(2)
+        validated = exc  # a sweep's job: its FAILED run is how the sweep's summary and its report count it
     try:
         if slots["enabled"]:
             pin_device_order()  # before the fork server starts: it keeps the environment it starts with
@@ -247,10 +258,9 @@ def run_job(cfg: DictConfig) -> str:
         (output_dir / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg, resolve=True))
         run.log_artifact(output_dir / CONFIG_FILE)
         run.log_artifacts(output_dir / ".hydra", ".hydra")
-        # Only a name given on the command line is checked against the group's choice: a preset of one's own
-        # (conf/precision/my_plan.yaml building on mixed) names another precision on purpose.
-        renamed = any(o.lstrip("+").startswith("precision.name=") for o in hydra_cfg.overrides.task)
-        config = validate(cfg, hydra_cfg.runtime.choices.get("precision") if renamed else None, hydra_cfg.runtime.cwd)
+        if isinstance(validated, EaqError):
+            raise validated
+        config = validated
         task = TASKS[config.task]
         setup_s = time.perf_counter() - started
         # Device work a sweep started ahead of its runs (eaq.tasks.ahead) ends before this run touches the device.
