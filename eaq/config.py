@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
@@ -399,18 +399,40 @@ def _paths_from_launch_folder(obj: EaqConfig, launched_from: str | Path) -> None
                                                  home=setting not in FOLDER_SETTINGS))
 
 
+def _not_in(schema: type, key: str, prefix: str) -> str | None:
+    """``prefix + key`` with the closest name ``schema`` has, where it has no field ``key``; None where it has."""
+    names = {f.name for f in fields(schema)}
+    if key in names:
+        return None
+    close = difflib.get_close_matches(key, names, n=1)
+    return f"{prefix}{key}" + (f" (did you mean {prefix}{close[0]}?)" if close else "")
+
+
+def unknown_setting(dotted: str) -> str | None:
+    """A setting as a command line names it (``model.nmae``), where eaq's schema has no such key: with the closest key
+    it has. None where it has the key, or cannot tell: below a free-form dict (a preset's architecture) or a value."""
+    schema: object = EaqConfig
+    prefix = ""
+    for key in dotted.split("."):
+        if not (isinstance(schema, type) and is_dataclass(schema)):
+            return None
+        if wrong := _not_in(schema, key, prefix):
+            return wrong
+        schema = get_type_hints(schema)[key]
+        prefix += f"{key}."
+    return None
+
+
 def _unknown_keys(node: DictConfig, prefix: str = "") -> list[str]:
     """Keys of ``node`` and its sections that eaq's schema does not have (free-form dicts, such as a preset's
     architecture, excepted). Hydra's ``+key=value`` adds them past the schema, and the run would ignore them."""
     schema = OmegaConf.get_type(node)
-    if not is_dataclass(schema):
+    if not (isinstance(schema, type) and is_dataclass(schema)):
         return []
-    names = {f.name for f in fields(schema)}
     unknown = []
     for key, value in node.items_ex(resolve=False):
-        if key not in names:
-            close = difflib.get_close_matches(str(key), names, n=1)
-            unknown.append(f"{prefix}{key}" + (f" (did you mean {prefix}{close[0]}?)" if close else ""))
+        if wrong := _not_in(schema, str(key), prefix):
+            unknown.append(wrong)
         elif isinstance(value, DictConfig):
             unknown += _unknown_keys(value, f"{prefix}{key}.")
     return unknown

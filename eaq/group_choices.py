@@ -1,7 +1,7 @@
-"""Unknown config-group choices and config names, refused in one sentence before Hydra starts.
+"""Unknown config-group choices, keys and config names, refused in one sentence before Hydra starts.
 
-Hydra reports ``precision=int3`` as a multi-line "Could not find" block; eaq's errors are
-one sentence naming what is valid. Only plain choices and comma lists (sweeps) of eaq's
+Hydra reports ``precision=int3`` as a multi-line "Could not find" block, and a misspelled key
+with advice to add it with ``+``; eaq's errors are one sentence naming what is valid. Only plain choices and comma lists (sweeps) of eaq's
 own groups are checked; anything else (Hydra's sweep functions, another config dir or
 search path) is left to Hydra. A config name (``-cn``, a named sweep) is looked for where
 Hydra looks: the ``-cd`` folder, then ``conf/``.
@@ -16,11 +16,13 @@ from pathlib import Path
 
 from hydra._internal.utils import get_args_parser
 
-from eaq.config import GROUPS
+from eaq.config import GROUPS, unknown_setting
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 CHOICE = re.compile(rf"^\+?({'|'.join(GROUPS)})=([\w.,-]+)$")
 SEARCH_PATH = re.compile(r"^\+{0,2}hydra\.searchpath=")
+# An override of an existing key (no ``+``, ``~`` or group path): ``model.name=x``.
+SETTING = re.compile(r"^([A-Za-z_][\w.]*)=")
 
 
 def _hydra_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -74,3 +76,20 @@ def unknown_config_name(argv: Sequence[str], conf: Path = CONF) -> str | None:
     valid = sorted(p.stem for p in where.glob("*.yaml"))
     return (f"-cn {name}: {where / (stem + '.yaml')} does not exist; the configs there: {', '.join(valid) or 'none'} "
             f"(a named sweep is launched as -m -cd sweeps -cn NAME, from the repository root).")
+
+
+def unknown_key(argv: Sequence[str]) -> str | None:
+    """The error sentence for the first override of a key eaq's config does not have (``precison=int8``), else None.
+
+    Hydra answers one with "Could not override 'precison'. To append to your config use +precison=int8", and the `+`
+    it advises adds a key nothing reads (eaq.config.validate then refuses it). Keys of Hydra's own, and any key where
+    another config folder or search path may add it, are left to Hydra."""
+    args = _hydra_args(argv)
+    if _own_config(args):
+        return None
+    for override in args.overrides:
+        match = SETTING.match(override)
+        if match and not match.group(1).startswith("hydra.") and (wrong := unknown_setting(match.group(1))):
+            return (f"unknown setting {wrong}: eaq's config has no such key; fix the name (`python -m eaq.run --cfg "
+                    "job` lists every setting).")
+    return None

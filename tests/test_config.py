@@ -127,6 +127,21 @@ def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
     assert unknown_choice(["precision=choice(fp32,int3)"]) is None  # Hydra's sweep syntax: Hydra's message
 
 
+def test_a_misspelled_key_is_named_with_the_key_it_meant_before_hydra_starts(out: Path) -> None:
+    from eaq.group_choices import unknown_key
+
+    # Keys of the schema, below a free-form dict, Hydra's own, deletions and additions (validate refuses those): none.
+    assert unknown_key(["trials.iters=3", "model.architecture.hidden_size=8", "hydra.job.chdir=true", "~model.seed",
+                        "+model.extra=1", "hydra/launcher=gpus", "precision=int8", "-m", "trial=1,2"]) is None
+    assert unknown_key(["-cd", "sweeps", "precison=int8"]) is None  # another config folder: Hydra decides there
+    assert "unknown setting model.nmae (did you mean model.name?)" in (unknown_key(["trial=1", "model.nmae=x"]) or "")
+    # Hydra advised "+precison=int8", a key nothing reads.
+    result = run_eaq(out, "precison=int8")
+    assert result.returncode == 2 and result.stderr.strip() == (
+        "error: unknown setting precison (did you mean precision?): eaq's config has no such key; fix the name "
+        "(`python -m eaq.run --cfg job` lists every setting).")
+
+
 def test_a_precision_name_other_than_the_group_choice_is_refused(out: Path) -> None:
     # fp32 ran, tagged eaq.group.precision=int8 with int8's description.
     done = run_eaq(out, "precision=int8", "precision.name=fp32", "model=bert_tiny_random", "isolate=false")
