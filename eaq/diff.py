@@ -3,7 +3,7 @@
 A and B are MLflow run ids, run names, or job folders (the folder a run wrote, holding
 ``config.yaml`` and ``env.json``). Prints the resolved-config differences by group, then
 the environment differences, and exits 0 when the measurement-relevant configuration is
-identical, 1 when it differs (``--env``: environment differences count too), 2 when a run
+identical (two trials of one configuration are), 1 when it differs (``--env``: environment differences count too), 2 when a run
 cannot be found. ``--sweep PARENT`` shows which keys vary across a sweep's runs.
 Reads only job folders and MLflow, never a model.
 """
@@ -113,11 +113,18 @@ def _print_grouped(title: str, diffs: dict[str, tuple[str | None, str | None]]) 
 
 
 def compare(a: str, b: str, client: MlflowClient, count_env: bool) -> int:
+    """Print both kinds of difference; 1 where the configurations differ (or, ``count_env``, the environments).
+
+    Two trials of one configuration are one measurement repeated (the report averages them): the trial is shown, and
+    counts for nothing."""
     config_a, env_a = load(a, client)
     config_b, env_b = load(b, client)
     config_diff = differences(measurement_config(config_a), measurement_config(config_b))
+    repeat = config_diff.pop("trial", None)
     env_diff = differences(comparable_env(env_a), comparable_env(env_b))
     _print_grouped("configuration", config_diff)
+    if repeat is not None:
+        print(f"  trial: {repeat[0]} -> {repeat[1]} (repeats of one configuration: not a difference)")
     _print_grouped("environment", env_diff)
     return int(bool(config_diff) or (count_env and bool(env_diff)))
 

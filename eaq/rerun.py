@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = (Path(args.run) / OVERRIDES).exists()  # a job folder needs no store
     logged = logged_command(args.run, MlflowClient(tracking_uri=args.uri) if folder else read_store(args.uri))
     command = [sys.executable, "-m", "eaq.run", *logged, *args.overrides]
-    print("rerun:", shlex.join(command[1:]))
+    print("rerun: python", shlex.join(command[1:]))  # as a user would type it, whichever interpreter runs it
     return subprocess.call(command)
 
 

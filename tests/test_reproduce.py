@@ -48,6 +48,13 @@ def test_rerun_reproduces_and_diff_tells_what_differs(out: Path, capsys) -> None
 
     assert diff_main(["no-such-run", "x", "--uri", uri]) == 2
 
+    # A second trial repeats the configuration: shown, and no difference.
+    assert run_eaq(out, *FAST, "trial=2").returncode == 0
+    capsys.readouterr()
+    assert diff_main([str(original), "bert-tiny-random-fp32-b4-t2", "--uri", uri]) == 0
+    shown = capsys.readouterr().out
+    assert "configuration: identical" in shown and "trial: 1 -> 2 (repeats of one configuration" in shown
+
     # The rerun logged a second run of the first one's name: which one a name took is said.
     twice = sorted((r for r in all_runs(out) if r.info.run_name == "bert-tiny-random-fp32-b4-t1"), key=lambda r: r.info.start_time)
     assert len(twice) == 2
