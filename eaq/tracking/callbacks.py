@@ -212,8 +212,9 @@ class MlflowSweepCallback(Callback):
         self.parent.log_metrics({"sweep_runs": len(children), "sweep_runs_failed": len(failed)})
         self.parent.end("FAILED" if failed else "FINISHED")
         skipped = len(skipped_runs(sweep_dir(HydraConfig.get())))
+        measured = f"{len(children) - len(failed)} of {len(children)} runs finished" if children else "nothing measured"
         print(
-            f"sweep: {len(children) - len(failed)} of {len(children)} runs finished (parent run {self.parent.run_id})"
+            f"sweep: {measured} (parent run {self.parent.run_id})"
             + (f"; {skipped} skipped, already FINISHED with the same config (resume=false to rerun them)" if skipped else "")
         )
         if failed:
