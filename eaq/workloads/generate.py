@@ -25,6 +25,7 @@ graphs) needs, since every step then has the same tensor shapes.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import torch
@@ -110,6 +111,10 @@ class Generator:
         """``generation_config``: the model's (``model.generation_config``), whose end-of-sequence ids are masked too."""
         check_generation(config, seq_len, new_tokens, static)
         self.model, self.runner, self.config = model, runner, config
+        # The forward's KV-cache argument: ``cache`` since transformers 5.2x, where ``past_key_values`` warns on every
+        # call (and goes in 5.40); ``past_key_values`` before. Read from the model, as a model of its own code names it.
+        forward = inspect.signature(getattr(model, "forward", model)).parameters
+        self.cache_arg = "cache" if "cache" in forward else "past_key_values"
         self.seq_len, self.new_tokens, self.static = seq_len, new_tokens, static
         self.positions = torch.arange(seq_len + new_tokens, device=device)
         self.eos = torch.tensor(eos_ids(config.vocab_size, config, generation_config), dtype=torch.long, device=device)
@@ -130,7 +135,7 @@ class Generator:
         """Run the prompt into ``cache`` (a fresh DynamicCache if none) and return the first new token."""
         out = self.model(
             input_ids=input_ids,
-            past_key_values=cache if cache is not None else DynamicCache(),
+            **{self.cache_arg: cache if cache is not None else DynamicCache()},
             cache_position=self.positions[: input_ids.shape[1]],
             use_cache=True,
             logits_to_keep=1,
@@ -193,7 +198,7 @@ class Decoder:
         ``tokens`` and moves the position on. Every index is read from the position tensor,
         so each replay of a recorded step writes the next column, as this call does.
         """
-        out = self.g.runner(input_ids=self.token, past_key_values=self.cache, cache_position=self.position, use_cache=True)
+        out = self.g.runner(input_ids=self.token, cache_position=self.position, use_cache=True, **{self.g.cache_arg: self.cache})
         chosen = self.g.pick(out.logits)
         # The token fed sits at position seq_len + k - 1 and was column k - 1: the next is column k.
         self.tokens.index_copy_(1, self.position - (self.g.seq_len - 1), chosen)
