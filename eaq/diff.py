@@ -121,10 +121,15 @@ def compare(a: str, b: str, client: MlflowClient, count_env: bool) -> int:
     config_b, env_b = load(b, client)
     config_diff = differences(measurement_config(config_a), measurement_config(config_b))
     repeat = config_diff.pop("trial", None)
-    env_diff = differences(comparable_env(env_a), comparable_env(env_b))
     _print_grouped("configuration", config_diff)
     if repeat is not None:
         print(f"  trial: {repeat[0]} -> {repeat[1]} (repeats of one configuration: not a difference)")
+    # A run that failed before its end captured no environment: every fact of the other would read as a difference.
+    unrecorded = [ref for ref, env in ((a, env_a), (b, env_b)) if not env]
+    if unrecorded:
+        print(f"environment: not recorded for {' and '.join(unrecorded)} (a run that failed before its end); not compared")
+        return int(bool(config_diff) or count_env)
+    env_diff = differences(comparable_env(env_a), comparable_env(env_b))
     _print_grouped("environment", env_diff)
     return int(bool(config_diff) or (count_env and bool(env_diff)))
 

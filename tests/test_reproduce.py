@@ -55,6 +55,14 @@ def test_rerun_reproduces_and_diff_tells_what_differs(out: Path, capsys) -> None
     shown = capsys.readouterr().out
     assert "configuration: identical" in shown and "trial: 1 -> 2 (repeats of one configuration" in shown
 
+    # A run refused by the machine (fp8 on a CPU) logged its config, not its environment: nothing to compare there.
+    assert run_eaq(out, *FAST, "precision=fp8").returncode == 2
+    capsys.readouterr()
+    assert diff_main([str(original), "bert-tiny-random-fp8-b4-t1", "--uri", uri]) == 1
+    shown = capsys.readouterr().out
+    assert "precision.name: fp32 -> fp8" in shown
+    assert "environment: not recorded for bert-tiny-random-fp8-b4-t1 (a run that failed before its end)" in shown
+
     # The rerun logged a second run of the first one's name: which one a name took is said.
     twice = sorted((r for r in all_runs(out) if r.info.run_name == "bert-tiny-random-fp32-b4-t1"), key=lambda r: r.info.start_time)
     assert len(twice) == 2

@@ -25,6 +25,10 @@ from eaq.errors import EaqError
 from eaq.files import exclusive
 from eaq.tracking.redact import redact, remember
 
+# The read tools (report, diff, rerun) download a small artifact per run or configuration (its config, overrides, a
+# trace, layer CSVs); MLflow's progress bar for each would bury what they print on stderr. A user's own setting wins.
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
 
 def _tls_context() -> ssl.SSLContext | None:
     """The TLS settings MLflow's own client takes from the environment, so the check trusts what MLflow trusts:
