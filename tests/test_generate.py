@@ -482,3 +482,16 @@ def test_on_cuda_the_recorded_decode_step_replays_the_tokens_of_the_step_run_fro
     assert runner.count == calls  # no Python of the model (no dynamo guard) ran per replayed step
     torch.cuda.synchronize()
     assert torch.equal(recorded.tokens, from_python.tokens)
+
+
+def test_the_runs_closing_line_gives_token_figures_in_tokens_and_scores_to_four_decimals() -> None:
+    from eaq.tasks.job import summary_line
+    from eaq.tasks.result import TaskResult
+
+    metrics = {"time_to_first_token_mean_ms": 7.9, "time_per_output_token_mean_ms": 7.5, "time_per_output_token_p50_ms": 5.6,
+               "time_per_output_token_p99_ms": 13.8, "decode_tokens_per_s": 132.7, "model_size_mb": 8.3,
+               "memory_peak_rss_mb": 400.0, "quality_perplexity": 30512.25, "quality_perplexity_tokens": 4095.0,
+               "quality_first_divergence_mean_tokens": 32.5, "quality_token_agreement_with_fp32": 0.96875}
+    line = summary_line("r", TaskResult(metrics, {"eaq.energy.reason": "no sensor"}))
+    assert "perplexity 30512.2500, perplexity_tokens 4095, first_divergence_mean_tokens 32.5, " in line
+    assert "token_agreement_with_fp32 0.9688" in line
