@@ -490,8 +490,8 @@ def test_the_runs_closing_line_gives_token_figures_in_tokens_and_scores_to_four_
 
     metrics = {"time_to_first_token_mean_ms": 7.9, "time_per_output_token_mean_ms": 7.5, "time_per_output_token_p50_ms": 5.6,
                "time_per_output_token_p99_ms": 13.8, "decode_tokens_per_s": 132.7, "model_size_mb": 8.3,
-               "memory_peak_rss_mb": 400.0, "quality_perplexity": 30512.25, "quality_perplexity_tokens": 4095.0,
+               "memory_peak_rss_mb": 400.0, "quality_perplexity": 30512.25, "quality_perplexity_tokens": 282743.0,
                "quality_first_divergence_mean_tokens": 32.5, "quality_token_agreement_with_fp32": 0.96875}
     line = summary_line("r", TaskResult(metrics, {"eaq.energy.reason": "no sensor"}))
-    assert "perplexity 30512.2500, perplexity_tokens 4095, first_divergence_mean_tokens 32.5, " in line
+    assert "perplexity 30512.2500, perplexity_tokens 282743, first_divergence_mean_tokens 32.5, " in line
     assert "token_agreement_with_fp32 0.9688" in line

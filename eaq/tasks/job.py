@@ -79,8 +79,9 @@ def summary_line(name: str, result: TaskResult) -> str:
     m, t = result.metrics, result.tags
     if "latency_mean_ms" not in m and "time_per_output_token_mean_ms" not in m:
         return f"{name}: " + ", ".join(f"{k} {v:.4g}" for k, v in m.items())
-    # Scores to four decimals; figures in tokens (a count, a mean position) as numbers of tokens.
-    quality = [f"{k.removeprefix('quality_')} {v:.4g}" if k.endswith("_tokens") else f"{k.removeprefix('quality_')} {v:.4f}"
+    # Scores to four decimals; figures in tokens (a count, a mean position) as numbers of tokens, however many.
+    quality = [f"{k.removeprefix('quality_')} " + (f"{v:.4f}" if not k.endswith("_tokens") else
+                                                  f"{v:.0f}" if float(v).is_integer() else f"{v:.1f}")
                for k, v in m.items() if k.startswith("quality_")]
     per = next(((key, unit) for key, unit in (("energy_per_sample_mj", "sample"), ("decode_energy_per_token_mj", "token")) if key in m), None)
     power = m.get("power_mean_w", m.get("decode_power_mean_w"))
