@@ -20,7 +20,7 @@ from eaq.config import DatasetConfig, ModelConfig
 from eaq.data import load_examples, make_batches, make_stream
 from eaq.errors import ConfigError
 from eaq.layers.components import Component, find_components
-from eaq.layers.correlation import EXACT_MAX, correlations
+from eaq.layers.correlation import EXACT_MAX, correlate, correlations
 from eaq.layers.impact import (
     EvalData, Impact, ablated, ablation, branch_outputs, by_type, compare, each, linears, lowerable, lowered, run_outputs,
     sensitivity,
@@ -267,6 +267,20 @@ def test_correlation_is_scipys_with_exact_p_values_for_few_points_and_nan_with_a
     assert math.isnan(few.r) and math.isnan(few.p_value) and few.n == 2 and "needs at least 3" in few.reason
     flat = correlations(types, share, {"ablation": dict.fromkeys(types, 0.5)})
     assert all(math.isnan(r.r) and "is the same for all" in r.reason for r in flat if r.n >= 3)
+
+
+def test_a_figure_that_is_not_finite_is_left_out_and_said_and_an_r_that_is_not_finite_is_nan() -> None:
+    # An infinite KL (the changed model gave zero probability to an outcome) made Pearson's r NaN with p = 0, unexplained.
+    rows = {r.method: r for r in correlate([0.1, 0.2, 0.3, 0.4, 0.5], [1.0, 3.0, 2.0, 4.0, math.inf], "all", "sensitivity")}
+    finite = {r.method: r for r in correlate([0.1, 0.2, 0.3, 0.4], [1.0, 3.0, 2.0, 4.0], "all", "sensitivity")}
+    for method, row in rows.items():
+        assert (row.r, row.p_value, row.n) == (finite[method].r, finite[method].p_value, 4)
+        assert row.reason == "1 component(s) left out: energy share or sensitivity impact not finite"
+    # Finite figures whose sums overflow: no r, no p, and why.
+    huge = {r.method: r for r in correlate([1.0, 2.0, 3.0, 4.0], [1e308, 1.5e308, 1.7e308, 1.79e308], "all", "ablation")}
+    assert math.isnan(huge["pearson"].r) and math.isnan(huge["pearson"].p_value)
+    assert "pearson's r came out nan" in huge["pearson"].reason
+    assert huge["spearman"].r == pytest.approx(1.0) and huge["spearman"].reason == ""
 
 
 def test_a_component_of_unknown_impact_or_saving_is_ranked_last_not_free() -> None:

@@ -147,7 +147,13 @@ def find_blocks(components: list[Component]) -> list[Component]:
     """Each numbered block as a component of type ``block`` whose roots are the modules holding
     it (each module name up to its first all-digit segment; two stacks sharing an index, as an
     encoder and a decoder, give a block two roots). Calling them runs the block's components and
-    the block's own ops between them, which no component's roots run."""
+    the block's own ops between them, which no component's roots run.
+
+    A module holding a block that is itself a component's root (a block of one component: a
+    ``ModuleList`` of bare layers) runs no ops of its own beside that component's, so it is no
+    block root: replayed with its components stubbed it would run the stub alone, and profiled it
+    would open a second range on the component's module. A block left with no root is no block."""
+    component_roots = {root for c in components for root in c.roots}
     roots: dict[int, dict[str, None]] = {}
     for component in components:
         if component.block is None:
@@ -155,7 +161,9 @@ def find_blocks(components: list[Component]) -> list[Component]:
         for name in component.modules:
             segments = name.split(".")
             index = next(i for i, s in enumerate(segments) if s.isdigit())
-            roots.setdefault(component.block, {})[".".join(segments[: index + 1])] = None
+            holder = ".".join(segments[: index + 1])
+            if holder not in component_roots:
+                roots.setdefault(component.block, {})[holder] = None
     return [
         Component(f"block.{b}", "block", b, tuple(m for c in components if c.block == b for m in c.modules), tuple(r))
         for b, r in roots.items()

@@ -3,7 +3,10 @@
 Computed across components, once over all of them (``scope="all"``) and once per
 component type, for each impact (sensitivity, ablation). A scope with fewer than three
 components that have both figures, or where either figure is constant, has no defined
-correlation: r and p are NaN and ``reason`` says why, instead of failing the run.
+correlation: r and p are NaN and ``reason`` says why, instead of failing the run. A figure
+that is not finite (an infinite KL divergence: the changed model gave an outcome the
+unchanged one predicts zero probability) is no point of a linear fit: its component is left
+out, and ``reason`` says how many were.
 
 p-values: scipy's large-sample ones (t distribution, Spearman's too) are far too small for
 the few components of a per-type scope (a perfect rank order of 3 gives p = 0, where 1 in 3
@@ -37,24 +40,33 @@ class Correlation:
     r: float
     p_value: float
     n: int
-    reason: str = ""  # why r is NaN, empty when it is defined
+    reason: str = ""  # why r is NaN, and how many components were left out; empty when r is defined on all of them
 
 
 def correlate(share: list[float], impact: list[float], scope: str, impact_name: str) -> list[Correlation]:
-    """One row per method for paired (energy share, impact) values of one scope."""
-    n = len(share)
-    reason = ""
+    """One row per method for paired (energy share, impact) values of one scope. Pairs with a figure that is not
+    finite are left out (scipy gives Pearson's r = NaN and p = 0 for them), and every row's reason says how many;
+    an r that still comes out not finite is NaN with its p, and the reason says so."""
+    pairs = [(s, i) for s, i in zip(share, impact) if math.isfinite(s) and math.isfinite(i)]
+    n = len(pairs)
+    notes = [f"{len(share) - n} component(s) left out: energy share or {impact_name} impact not finite"] if n < len(share) else []
+    xs, ys = [s for s, _ in pairs], [i for _, i in pairs]
+    undefined = ""
     if n < MIN_POINTS:
-        reason = f"{n} component(s) with both energy share and {impact_name} impact; a correlation needs at least {MIN_POINTS}"
-    elif len(set(share)) == 1 or len(set(impact)) == 1:
-        reason = f"{'energy share' if len(set(share)) == 1 else impact_name + ' impact'} is the same for all {n} components"
+        undefined = f"{n} component(s) with both energy share and {impact_name} impact; a correlation needs at least {MIN_POINTS}"
+    elif len(set(xs)) == 1 or len(set(ys)) == 1:
+        undefined = f"{'energy share' if len(set(xs)) == 1 else impact_name + ' impact'} is the same for all {n} components"
     rows = []
     for method, test in METHODS.items():
-        if reason:
-            rows.append(Correlation(scope, impact_name, method, math.nan, math.nan, n, reason))
-        else:
-            result = test(share, impact)
-            rows.append(Correlation(scope, impact_name, method, float(result.statistic), _p_value(method, share, impact, result), n))
+        r, p, why = math.nan, math.nan, undefined
+        if not undefined:
+            result = test(xs, ys)
+            r = float(result.statistic)
+            if math.isfinite(r):
+                p = _p_value(method, xs, ys, result)
+            else:
+                r, why = math.nan, f"{method}'s r came out {r}: float arithmetic on these figures overflows or cancels"
+        rows.append(Correlation(scope, impact_name, method, r, p, n, "; ".join([*notes, *([why] if why else [])])))
     return rows
 
 

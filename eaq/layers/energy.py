@@ -105,18 +105,6 @@ def _outside(parts: dict[str, float | None], block_ops: float | None, whole: flo
     return {BLOCK_OPS: block_ops, MODEL_GLUE: whole - block_ops - sum(values)}  # type: ignore[arg-type]
 
 
-def _profiled_block_ops(parts: dict[str, float | None], blocks: dict[str, float | None], in_blocks: set[str]) -> float | None:
-    """The blocks' own ops as the profile sees them: the blocks' figures (each holding its components') minus
-    their components'. ``blocks`` may carry attribution's OUTSIDE entry too; it is no block: counted as one,
-    the blocks would sum to the whole pass and the glue come out as minus the components outside blocks (the
-    2026-11-24 H100 run: GPT-2's LM head, -3.6 J, and an attribution capture with blocks of 1.46)."""
-    whole_blocks = [v for k, v in blocks.items() if k != OUTSIDE]
-    inside = [v for k, v in parts.items() if k in in_blocks]
-    if any(v is None for v in [*whole_blocks, *inside]):
-        return None
-    return sum(whole_blocks) - sum(inside)  # type: ignore[arg-type]
-
-
 def _summed(values: dict[str, float | None]) -> float | None:
     return None if any(v is None for v in values.values()) else sum(values.values())  # type: ignore[arg-type]
 
@@ -220,6 +208,26 @@ def _graph_mismatch(graphed: bool, graph_s: float, kernels_s: float) -> list[str
     return [reason]
 
 
+def _profile_slowing(device: torch.device, times: PassTimes, window_s: float) -> list[str]:
+    """On a CPU, where the profiled pass ran slower than the window's: how much, since attribution's split is that pass's.
+
+    A CPU's profiler does its bookkeeping on the host that runs the ops, with every op, which weighs most on short
+    ops: the components' times and the shares split by them lean towards components of many short ops (bert-tiny-random
+    at 2x8 tokens, one thread: passes of 0.9-1.1 ms profiled against 0.65 ms unprofiled). And the profiled passes are
+    few, so a busy host's delays weigh on them whole: with two intra-op threads on two cores at a load average of 5-7,
+    a 4x8 layer norm took 10 ms a call instead of 13 us with one thread (waiting for its other thread, descheduled),
+    and bert-tiny-random's embeddings (batch 32 x 128) 13.5 ms a pass in a profile against 0.28 ms replayed alone (a
+    median). The warning goes to the log, and with energy measured to eaq.valid.notes. A GPU's kernel times hold none
+    of it, and a graphed window is checked against them instead (``_graph_mismatch``)."""
+    if device.type == "cuda" or times.host_s <= window_s:
+        return []
+    note = (f"attribution: the profiled pass took {times.host_s * 1e3:.3f} ms against {window_s * 1e3:.3f} ms per pass in the "
+            f"window ({times.host_s / window_s:.2f}x): on a CPU the profiler's bookkeeping with every op (short ones the most) "
+            "or other work on the host slowed it, so the components' times and the shares split by them are approximate")
+    log.warning(note)
+    return [note]
+
+
 def _graphs_tag(enabled: bool, eager: dict[str, str], total: int) -> str:
     """What ran as CUDA graphs, and what ran eagerly with the reason, for the tag eaq.layers.cuda_graphs."""
     if not enabled:
@@ -294,14 +302,14 @@ def measure_components(
         replay_check = check(replayed.window, energy, idle_w, settings.replay_min_s)
         reasons += [f"replay {replayed.type}: {r}" for r in replay_check.reasons]
         notes += [f"replay {replayed.type}: {n}" for n in replay_check.notes]
-    in_blocks = {c.name for c in components if c.block is not None}
+    notes += _profile_slowing(device, times, found.whole_s_per_pass)
+    block_s = sum(times.blocks.values())  # the blocks' own ops (each block's range less its components')
 
     def profiled(parts: dict[str, float | None], joules: float | None) -> dict[str, float | None]:
-        blocks_j = _split_or_none(joules, times.blocks, times.whole_s)
-        return _outside(parts, _profiled_block_ops(parts, blocks_j, in_blocks), joules)
+        return _outside(parts, joules * block_s / times.whole_s if joules is not None else None, joules)
 
     found.outside = OutsideWork(
-        time_s=_outside(times.components, _profiled_block_ops(times.components, times.blocks, in_blocks), times.whole_s),
+        time_s=_outside(times.components, block_s, times.whole_s),
         replay_j=_outside(found.replay_j, _summed(block_j), whole_j),
         replay_net_j=_outside(found.replay_net_j, _summed(block_net_j), whole_net_j),
         attribution_j=profiled(found.attribution_j, whole_j),
