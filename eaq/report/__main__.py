@@ -18,7 +18,7 @@ from mlflow.tracking import MlflowClient
 from eaq.errors import reported
 from eaq.report.aggregate import compact
 from eaq.report.build import build, log
-from eaq.tracking.redact import remember
+from eaq.tracking.redact import redact, remember
 from eaq.tracking.run_logger import TrackedRun
 
 
@@ -44,14 +44,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.log:
         client = MlflowClient(tracking_uri=args.uri)
         if args.sweep:
-            log(client, args.sweep, report)
+            run_id = args.sweep
+            log(client, run_id, report)
         else:
             experiment = client.get_experiment_by_name(args.experiment or "eaq")
             summary = TrackedRun(client, experiment.experiment_id, run_name="report", tags={"eaq.kind": "report"})
-            log(client, summary.run_id, report)
+            run_id = summary.run_id
+            log(client, run_id, report)
             summary.end("FINISHED")
+        print(logged_where(client, run_id))
     print(f"report: {report.html}")
     return 0
+
+
+def logged_where(client: MlflowClient, run_id: str) -> str:
+    """Where ``--log`` put the report, as a user finds it: the run's name and id and its experiment (in the MLflow UI,
+    the run list; a new ``report`` run each time without ``--sweep``), and the report's place among its artifacts."""
+    run = client.get_run(run_id)
+    experiment = client.get_experiment(run.info.experiment_id).name
+    return (f"logged onto run {run.info.run_name!r} ({run_id}) of experiment {experiment!r}: in the MLflow UI, its "
+            f"Artifacts tab, report/report.html ({redact(run.info.artifact_uri)}/report)")
 
 
 if __name__ == "__main__":

@@ -178,13 +178,22 @@ def uncounted(running: int, invalid: int) -> str:
     return "running" if running else "flagged invalid" if invalid else "failed"
 
 
+def _lacking(metric: str, sides: dict[str, pd.DataFrame]) -> str:
+    """Why the ratio of two sides that both have counted runs is empty: the sides (precision: its counted runs) none of
+    whose counted runs logged ``metric``, as energy "unavailable" on a machine without a sensor beside runs that had
+    one; an empty ratio with no note read as a bug of the report. "" where both sides have a value."""
+    names = [name for name, runs in sides.items() if runs[metric].isna().all()]
+    return f"no {metric} in the counted runs of {' and '.join(names)}" if names else ""
+
+
 def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.DataFrame:
     """Each configuration's mean over the same model, shape and compile mode in ``baseline``, with its interval.
 
     Where one side has no counted run (the baseline's runs failed, were flagged invalid or are still running, or it was
     not run for this model and shape; or the configuration's own runs), the configurations of that model and shape are
     still rows, their ratio and interval NaN and ``note`` saying why: a ratio missing from the file read as a precision
-    nobody swept. ``note`` is empty on every row with a ratio."""
+    nobody swept. So are those where both sides counted but one logged no value of the metric ("no energy_per_sample_mj
+    in the counted runs of fp32"). ``note`` is empty on every row with a ratio."""
     runs = benchmark_runs(frame)
     same = [k for k in CONFIG_KEYS if k != "precision"]
     rows = []
@@ -203,9 +212,10 @@ def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.D
                    uncounted(int(missing["running"].sum()), int(((missing["status"] == "FINISHED")
                                                                  & (missing["valid"] == "false")).sum()))))
             for metric in measured:
-                ratio, low, high = ratio_interval(mine[metric], base[metric]) if not note else (math.nan,) * 3
+                why = note or _lacking(metric, {precision: mine, baseline: base})
+                ratio, low, high = ratio_interval(mine[metric], base[metric]) if not why else (math.nan,) * 3
                 rows.append({**dict(zip(same, key)), "precision": precision, "baseline": baseline, "metric": metric,
-                             "ratio": ratio, "ci_low": low, "ci_high": high, "note": note})
+                             "ratio": ratio, "ci_low": low, "ci_high": high, "note": why})
     return pd.DataFrame(rows, columns=[*same, "precision", "baseline", "metric", "ratio", "ci_low", "ci_high", "note"])
 
 

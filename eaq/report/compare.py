@@ -6,7 +6,15 @@ answers it from MLflow alone. One row per model, sequence length, batch size, co
 mode and precision, averaged over trials (the count and the energy spread are shown, so a
 single trial is visible as one), with energy and latency relative to the baseline
 precision measured on the same model, shape and compile mode. A row without a baseline
-to compare with says so (empty), rather than comparing across shapes. As in the report,
+to compare with says so (empty in CSV; on screen, e.g. "no fp32 run"), rather than comparing across shapes.
+
+Each figure is the mean over trials of what each trial measured, as in the report's aggregates:
+``latency_ms`` of each trial's mean time per batch, ``samples_per_s`` of each trial's rate. Where
+trials differ, the mean of rates is not the rate of the mean time, and two precisions closer
+than their trials' spread can rank one way by latency and the other by throughput: each figure
+has its spread (``*_spread_pct``, (max - min) / mean over trials), so such a difference reads as
+within the noise, not as a contradiction. On screen, a figure a counted configuration lacks reads
+"not measured" (energy on a machine without a sensor), as in the report's summary. As in the report,
 runs flagged invalid (``eaq.valid=false``) count in the ``valid`` column only, not in the
 figures; an eager run's compiler settings (which did nothing) read as the defaults; forward
 and generation runs of one shape are told apart by ``workload.name`` where a store has both, and
@@ -63,8 +71,9 @@ def _spread_pct(values: pd.Series) -> float:
 NAMED = tuple(c.split(".", 1)[1] for c in COLUMNS)
 STATE = ("status", "running")
 # What compare() adds to a configuration's keys: its figures.
-FIGURES = ("precision.name", "trials", "latency_ms", "latency_vs_baseline_pct", "samples_per_s", "energy_mj_per_sample",
-           "energy_vs_baseline_pct", "energy_spread_pct", "roofline_efficiency", "quantized", "valid")
+FIGURES = ("precision.name", "trials", "latency_ms", "latency_vs_baseline_pct", "latency_spread_pct", "samples_per_s",
+           "throughput_spread_pct", "energy_mj_per_sample", "energy_vs_baseline_pct", "energy_spread_pct",
+           "roofline_efficiency", "quantized", "valid")
 
 
 def _settings(frame: pd.DataFrame) -> list[str]:
@@ -103,7 +112,9 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     table = grouped.agg(
         trials=("counted", "sum"),
         latency_ms=("latency_mean_ms", "mean"),
+        latency_spread_pct=("latency_mean_ms", _spread_pct),
         samples_per_s=("throughput_samples_per_s", "mean"),
+        throughput_spread_pct=("throughput_samples_per_s", _spread_pct),
         energy_mj_per_sample=("energy_per_sample_mj", "mean"),
         energy_spread_pct=("energy_per_sample_mj", _spread_pct),
         roofline_efficiency=("roofline_efficiency", "mean"),
@@ -117,7 +128,9 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     joined = table.merge(base, on=keys, how="left", suffixes=("", "_baseline"))  # keeps table's rows and order
     table["energy_vs_baseline_pct"] = (joined["energy_mj_per_sample"] / joined["energy_mj_per_sample_baseline"] - 1) * 100
     table["latency_vs_baseline_pct"] = (joined["latency_ms"] / joined["latency_ms_baseline"] - 1) * 100
-    table["quantized"] = [f"{q:.0f}/{n:.0f}" for q, n in zip(table.pop("quantized"), table.pop("linears"))]
+    # Empty (None) where no run logged its layers' counts, not "nan/nan".
+    table["quantized"] = [f"{q:.0f}/{n:.0f}" if q == q and n == n else None
+                          for q, n in zip(table.pop("quantized"), table.pop("linears"))]
     none = table["trials"] == 0
     if none.any():  # no counted run: why, in every figure ("not measured" would say a counted run lacked it)
         words = [uncounted(r, f) for r, f in zip(table.loc[none, "running"], table.loc[none, "flagged"])]
@@ -128,12 +141,40 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 
 # What a grid may show: the figures of compare()'s rows that are numbers.
-GRID_VALUES = ("latency_ms", "latency_vs_baseline_pct", "samples_per_s", "energy_mj_per_sample",
-               "energy_vs_baseline_pct", "energy_spread_pct", "roofline_efficiency")
+GRID_VALUES = ("latency_ms", "latency_vs_baseline_pct", "latency_spread_pct", "samples_per_s", "throughput_spread_pct",
+               "energy_mj_per_sample", "energy_vs_baseline_pct", "energy_spread_pct", "roofline_efficiency")
+# The figure a relative one (a spread, a percentage over the baseline) is of.
+FIGURE_OF = {"latency_spread_pct": "latency_ms", "throughput_spread_pct": "samples_per_s",
+             "energy_spread_pct": "energy_mj_per_sample", "latency_vs_baseline_pct": "latency_ms",
+             "energy_vs_baseline_pct": "energy_mj_per_sample"}
 
 
-def grid(table: pd.DataFrame, value: str, baseline: str) -> pd.DataFrame:
-    """compare()'s rows as model/shape x "precision mode" columns, the baseline's first.
+def spelled(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """compare()'s rows for the screen, each empty figure as the words of why: "not measured" (energy on a machine
+    without a sensor), a spread of "1 trial", a percentage over a baseline that has no run of this shape ("no fp32 run")
+    or that has none counted or did not measure the figure ("fp32 failed", "fp32 not measured"). A bare "nan" said none
+    of these. The CSV keeps them empty, for programs."""
+    keys = [c for c in table.columns if c not in FIGURES]
+    shown = table.astype({c: object for c in (*GRID_VALUES, "quantized")})
+    base = table.loc[table["precision.name"] == baseline, [*keys, *set(FIGURE_OF.values())]]
+    theirs = table[keys].merge(base, on=keys, how="left", indicator=True).set_index(table.index)  # table's rows and order
+    for column in (*GRID_VALUES, "quantized"):
+        empty = shown[column].isna()
+        own = FIGURE_OF.get(column, column)
+        words = pd.Series("not measured", index=table.index, dtype=object)
+        if column.endswith("_spread_pct"):
+            words = words.mask(table[own].notna() & (table["trials"] == 1), "1 trial")
+        elif column.endswith("_vs_baseline_pct"):
+            of_base = theirs[own].map(lambda v: v if isinstance(v, str) else "not measured")  # a word: none counted
+            words = words.mask(table[own].notna(), (f"{baseline} " + of_base).where(theirs["_merge"] == "both",
+                                                                                     f"no {baseline} run"))
+        shown.loc[empty, column] = words[empty]
+    return shown
+
+
+def grid(table: pd.DataFrame, value: str, baseline: str, missing: str | None = None) -> pd.DataFrame:
+    """compare()'s rows as model/shape x "precision mode" columns, the baseline's first; a precision and mode not run in
+    a row's shape reads ``missing`` (empty where None).
 
     Compiler settings that are the same for every row are left out of the row labels.
     """
@@ -144,7 +185,7 @@ def grid(table: pd.DataFrame, value: str, baseline: str) -> pd.DataFrame:
     order = sorted(wide.columns, key=lambda c: (c[0] != baseline, c[0], c[1] != "eager"))
     wide = wide[order]
     wide.columns = [f"{precision} {mode}" for precision, mode in order]
-    return wide.reset_index()
+    return (wide if missing is None else wide.astype(object).fillna(missing)).reset_index()
 
 
 @reported()
@@ -165,8 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--baseline {args.baseline} has no runs in these stores; precisions found: {', '.join(found)}.", file=sys.stderr)
         return 2
     table = compare(runs, args.baseline)
+    if not args.csv:
+        table = spelled(table, args.baseline)
     if args.grid:
-        table = grid(table, args.grid, args.baseline)
+        table = grid(table, args.grid, args.baseline, missing=None if args.csv else "not run")
     if not args.csv:  # a column holding "failed" beside numbers is text to tabulate, which would print them unrounded
         table = table.apply(lambda column: column.map(lambda v: f"{v:.4g}" if isinstance(v, float) and v == v else v)
                             if column.dtype == object else column)

@@ -14,6 +14,7 @@ import math
 import re
 from pathlib import Path
 import tempfile
+import textwrap
 
 import matplotlib
 
@@ -70,10 +71,17 @@ class Figure:
     note: str = ""
 
 
-def save(fig: plt.Figure, out: Path, name: str, title: str) -> Figure:
-    """PNG at 300 DPI for papers and the HTML, SVG for editing; the figure is closed (a sweep draws dozens)."""
+# The share of a figure's width its panels take where a legend of the whole figure stands right of them.
+LEGEND_ROOM = 0.9
+
+
+def save(fig: plt.Figure, out: Path, name: str, title: str, right: float = 1.0) -> Figure:
+    """PNG at 300 DPI for papers and the HTML, SVG for editing; the figure is closed (a sweep draws dozens).
+
+    Laid out first, the panels within the left ``right`` of the figure: tight_layout puts them where their labels
+    fit, and would otherwise take back the room a figure's own legend was given (subplots_adjust)."""
     out.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, right, 1))
     png, svg = out / f"{_file_name(name)}.png", out / f"{_file_name(name)}.svg"
     fig.savefig(png, dpi=DPI)
     fig.savefig(svg)
@@ -104,17 +112,53 @@ def _not_measured(ax: Axes, label: str) -> None:
     ax.set_yticks([])
 
 
-def with_variants(rows: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` (one model's configurations) with a ``variant`` column: the precision and how it ran, in words.
+# A setting (eaq.report.frame.setting: the device, dataset, protocol or weights' source, where runs differ in them)
+# longer than this many characters is named by a number in a figure's labels and spelled out under the figure: inline,
+# a protocol's parameters made labels wider than their panels, which ran over the next panel and which matplotlib could
+# not lay out ("Tight layout not applied").
+SETTING_INLINE = 24
+# Characters of the 7-point text under a figure per inch of its width, with room to spare (DejaVu Sans averages ~17).
+CHARS_PER_INCH = 15
+
+
+def setting_keys(rows: pd.DataFrame) -> dict[str, str]:
+    """Each setting of ``rows`` (configurations) as a figure's labels name it: itself where every one is short; else
+    nothing where it is the only one, or "[1]", "[2]", ... in sorted order; ``spell_out`` writes those out under the
+    figure."""
+    settings = sorted({s for s in rows["setting"].dropna() if s})
+    if all(len(s) <= SETTING_INLINE for s in settings):
+        return {s: s for s in settings}
+    return {s: f"[{i}]" if len(settings) > 1 else "" for i, s in enumerate(settings, 1)}
+
+
+def spell_out(fig: plt.Figure, drawn: pd.DataFrame) -> None:
+    """Under the figure, the settings of the configurations it ``drawn`` (``with_variants``' rows) that its labels name
+    by number, each wrapped to the figure's width; nothing where none is numbered."""
+    named = drawn.loc[drawn["setting_key"] != drawn["setting"], ["setting", "setting_key"]].drop_duplicates()
+    lines = [f"{key or 'every configuration:'} {setting}"
+             for setting, key in named.sort_values("setting").itertuples(index=False)]
+    if lines:
+        width = int(fig.get_figwidth() * CHARS_PER_INCH)
+        text = "\n".join(textwrap.fill(line, width, subsequent_indent="    ", break_on_hyphens=False) for line in lines)
+        fig.supxlabel(text, x=0.01, ha="left", fontsize=7)
+
+
+def with_variants(rows: pd.DataFrame, keys: dict[str, str] | None = None) -> pd.DataFrame:
+    """``rows`` (one model's configurations) with a ``variant`` column: the precision and how it ran, in words, and
+    ``setting_key``, its setting as the words name it.
 
     Within one model and batch size a precision can have several configurations (eager and compiled,
     with and without CUDA graphs, other compiler settings, sequence lengths, workloads): each is its
     own bar, point or line, never drawn over another. The words name only what is not the default,
-    so a sweep of precisions alone reads as the precisions' names."""
+    so a sweep of precisions alone reads as the precisions' names. A setting is named as ``keys`` names it
+    (default: ``setting_keys(rows)``), so a long one is a number ``spell_out`` writes out under the figure."""
     several_lengths = rows["seq_len"].nunique() > 1
+    keys = setting_keys(rows) if keys is None else keys
+    rows = rows.assign(setting_key=rows["setting"].map(lambda setting: keys.get(setting, "")))
 
     def variant(row: pd.Series) -> str:
-        return " ".join([str(row["precision"]), *([f"s{int(row['seq_len'])}"] if several_lengths else []), *mode_words(row)])
+        named = {**row, "setting": row["setting_key"]}
+        return " ".join([str(row["precision"]), *([f"s{int(row['seq_len'])}"] if several_lengths else []), *mode_words(named)])
 
     return rows.assign(variant=rows.apply(variant, axis=1) if not rows.empty else pd.Series(dtype=str))
 
@@ -175,8 +219,8 @@ def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper right", title="batch size", fontsize=8)
     fig.suptitle(f"{model}: mean over trials, 95% CI error bars" + (f" ({ONE_TRIAL})" if _single_trials(rows, plotted) else ""))
-    fig.subplots_adjust(right=0.9)
-    return save(fig, out, f"overview_{model}", f"{model}: overview")
+    spell_out(fig, rows)
+    return save(fig, out, f"overview_{model}", f"{model}: overview", right=LEGEND_ROOM)
 
 
 def _scatter_ci(ax: Axes, rows: pd.DataFrame, x: str, y: str) -> None:
@@ -218,8 +262,10 @@ def tradeoff(configs: pd.DataFrame, model: str, out: Path) -> Figure:
     if speed is None:
         return Figure(title, note=f"no throughput measured for {model}: speed vs quality not drawn.")
     fig, ax = plt.subplots(figsize=(7, 5))
-    _scatter_ci(ax, rows[rows[speed].notna() & rows[quality].notna()], speed, quality)
+    drawn = rows[rows[speed].notna() & rows[quality].notna()]
+    _scatter_ci(ax, drawn, speed, quality)
     ax.set_title(title)
+    spell_out(fig, drawn)
     return save(fig, out, f"tradeoff_{model}", title)
 
 
@@ -271,9 +317,10 @@ def pareto(configs: pd.DataFrame, model: str, out: Path) -> Figure:
             ax.plot(front[energy], front[quality], "k--", lw=1, label="Pareto front")
             ax.legend(fontsize=8)
         ax.set_title(" ".join([f"batch {scope['batch_size']:.0f}", *([f"s{scope['seq_len']:.0f}"] if several["seq_len"] else []),
-                               *([str(scope["workload"])] if several["workload"] else []), str(scope["setting"])]).strip(),
+                               *([str(scope["workload"])] if several["workload"] else []), sub["setting_key"].iloc[0]]).strip(),
                      fontsize=9)
     fig.suptitle(title)
+    spell_out(fig, pd.concat([sub for _, sub in panels]))
     return save(fig, out, f"pareto_{model}", title)
 
 
@@ -303,6 +350,7 @@ def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
         ax.set_ylabel(LABELS[metric])
         ax.legend(title="precision (and how it ran)", fontsize=8)
     fig.suptitle(title)
+    spell_out(fig, rows)
     return save(fig, out, f"batch_{model}", title)
 
 
@@ -310,11 +358,13 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
     """Model against model: energy per sample (latency where energy was not measured) per precision and way it ran."""
     title = "model vs model"
     if configs["model"].nunique() < 2:
-        return Figure(title, note="one model in these runs: no model comparison.")
+        return Figure(title, note="fewer than two models with a counted run in these runs: no model comparison.")
     metric = measured(configs, "energy") or measured(configs, "latency") or "latency_mean_ms"
     fig, ax = plt.subplots(figsize=(8, 4.5))
     names = sorted(configs["model"].unique())
-    rows = pd.concat([with_variants(group) for _, group in configs.groupby("model")])  # each model's own sequence lengths
+    # Each model's own sequence lengths; the settings numbered alike across models, as one legend names them.
+    keys = setting_keys(configs)
+    rows = pd.concat([with_variants(group, keys) for _, group in configs.groupby("model")])
     variants = sorted(rows["variant"].unique())
     width = 0.8 / len(variants)
     for i, variant in enumerate(variants):
@@ -330,6 +380,7 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
     ax.set_ylabel(LABELS[metric])
     ax.legend(title="precision (and how it ran)", fontsize=8)
     ax.set_title(title)
+    spell_out(fig, rows)
     return save(fig, out, "models", title)
 
 
@@ -371,17 +422,39 @@ def _by_workload(model: str, configs: pd.DataFrame, ups: pd.DataFrame) -> list[t
             for kind in sorted(kinds.unique())]
 
 
+def uncounted_note(rows: pd.DataFrame) -> str | None:
+    """Why configurations (``wide``'s rows, with their counts) have no figure at all: none of their runs counted, and
+    how many failed, were flagged invalid or are still running; None where some run counted.
+
+    Drawn anyway, such a model's overview was six panels of "not measured" and its other figures were left out as
+    if its data were synthetic, when its runs had failed."""
+    counts = rows[["runs", "failed", "invalid", "running"]].sum()
+    if counts["runs"] > counts["failed"] + counts["invalid"] + counts["running"]:
+        return None
+    why = ", ".join(f"{int(counts[c])} {word}" for c, word in (("failed", "failed"), ("invalid", "flagged invalid"),
+                                                              ("running", "still running")) if counts[c])
+    return f"none of its {int(counts['runs'])} runs counted ({why}); \"Runs that did not count\" in report.html says why."
+
+
 def study(frame: pd.DataFrame, table: pd.DataFrame, baseline: str, out: Path, client: MlflowClient,
           layer_figures: Callable[[], list[Figure]], trace_run: str | None = None) -> list[Figure]:
-    """Every figure of the report, in reading order, per model where it applies."""
+    """Every figure of the report, in reading order, per model where it applies.
+
+    A model (or a workload of one) none of whose runs counted gets one note instead of its figures, and is not in the
+    model comparison: with no counted run, every figure would be empty for that reason alone."""
     configs = wide(table)
     ups = speed_up(frame, baseline)
     figures: list[Figure] = []
+    drawn = []
     for model in sorted(configs["model"].unique()):
         for name, rows, up in _by_workload(model, configs, ups):
+            if (note := uncounted_note(rows[rows["model"] == name])) is not None:
+                figures.append(Figure(f"{name}: figures", note=note))
+                continue
+            drawn.append(model)
             figures += [overview(rows, up, name, baseline, out), tradeoff(rows, name, out), pareto(rows, name, out),
                         batch_scaling(rows, name, out)]
-    figures.append(models(configs, out))
+    figures.append(models(configs[configs["model"].isin(drawn)], out))
     figures += layer_figures()
     benchmarks = frame[frame["kind"] == "benchmark"]
     if trace_run is not None:

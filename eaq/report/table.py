@@ -52,6 +52,15 @@ PRESETS: dict[str, tuple[str, ...]] = {
                  "metrics.latency_std_ms", "metrics.window_iterations", "metrics.poll_coverage"),
 }
 DEFAULT_COLUMNS = PRESETS["default"]
+# The kind of run (``workload.name``) each preset's metrics describe, and the runs it lists: a forward pass's latency per
+# batch, energy per sample and window are never logged by a generation run, nor generation's per-token figures by a
+# forward run, so a run of the other kind was a row of empty cells beside defaults (workload.new_tokens 128) that
+# buried the runs asked for. ``--columns``, and a preset not named here, list every run.
+WORKLOADS = {"default": "forward", "energy": "forward", "precision": "forward", "generate": "generate", "front": "forward",
+             "overhead": "forward"}
+WORKLOAD = "params.workload.name"
+# The preset that lists each kind of run (the first of WORKLOADS), named where another preset leaves such runs out.
+LISTED_BY = {workload: next(p for p, w in WORKLOADS.items() if w == workload) for workload in WORKLOADS.values()}
 
 
 def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str, ...] = DEFAULT_COLUMNS,
@@ -103,12 +112,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--columns", nargs="*", help="MLflow columns (params.x, metrics.y, tags.z); overrides --preset")
     parser.add_argument("--csv", action="store_true")
     args = parser.parse_args(argv)
-    table = runs_table(args.uri, args.experiment, tuple(args.columns or PRESETS[args.preset]))
+    columns = tuple(args.columns or PRESETS[args.preset])
+    workload = None if args.columns else WORKLOADS.get(args.preset)
+    table = runs_table(args.uri, args.experiment, columns if workload is None else (*columns, WORKLOAD))
     if table.empty:
         print(f"no finished benchmark runs in experiment {args.experiment!r} at {' '.join(args.uri)}", file=sys.stderr)
         return 1
+    if workload is not None:
+        table, others = of_workload(table, workload, keep=WORKLOAD in columns)
+        if not others.empty:  # on stderr: --csv output stays a table
+            left = ", ".join(f"{n} {kind} run{'s' * (n != 1)}"
+                             + (f" (--preset {LISTED_BY[kind]} lists them)" if kind in LISTED_BY else "")
+                             for kind, n in others.value_counts().sort_index().items())
+            print(f"--preset {args.preset} lists {workload} runs only; left out: {left}", file=sys.stderr)
+        if table.empty:
+            return 1
     print(table.to_csv(index=False) if args.csv else table.to_markdown(index=False, floatfmt=".4g"))
     return 0
+
+
+def of_workload(table: pd.DataFrame, workload: str, keep: bool) -> tuple[pd.DataFrame, pd.Series]:
+    """``runs_table``'s rows of one workload, and the workload of each other row; runs logged before the workload group
+    existed (no ``workload.name``) were forward passes. Its column is dropped unless ``keep``."""
+    column = WORKLOAD.split(".", 1)[1]
+    ran = table[column].fillna("forward") if column in table else pd.Series("forward", index=table.index)
+    mine = table[ran == workload]
+    return (mine if keep or column not in mine else mine.drop(columns=column)), ran[ran != workload]
 
 
 if __name__ == "__main__":
