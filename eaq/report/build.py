@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 import hashlib
 import math
-import os
 from pathlib import Path
 import shlex
 import time
@@ -22,10 +21,6 @@ from eaq.errors import EaqError
 from eaq.report import aggregate, figures, frame as frames, front, html, layers
 from eaq.rerun import logged_command
 from eaq.tracking.redact import redact, redact_folder
-
-# The report downloads a small artifact per configuration (its overrides, a trace, layer CSVs); MLflow's
-# progress bar for each would bury the sweep's closing table on stderr. A user's own setting wins.
-os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 # The aggregates logged on a sweep's parent run, named <metric>/<configuration>/<stat>: the MLflow UI (3.17)
 # groups a run's charts by the part before the last "/", one section per metric and configuration holding
