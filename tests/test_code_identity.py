@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,35 @@ def test_files_are_hashed_by_contents_alike_everywhere(tmp_path: Path) -> None:
     cfg = EaqConfig()
     cfg.precision.name, cfg.precision.plan = "mixed", str(plan)
     assert peaks._settings(cfg)["plan_sha256"] == expected
+
+
+def test_a_model_folder_is_hashed_by_its_files_and_one_that_changes_while_it_is_walked_is_no_error(tmp_path: Path) -> None:
+    """A folder given as a model (``/tmp`` by mistake) where other processes make and remove folders while the resume
+    hash walks it: the run must get as far as saying in one sentence that it is no model folder (a traceback in CI)."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    before = read_files({"model": {"name_or_path": str(model)}}, tmp_path)
+    (model / "config.json").write_text('{"n_layer": 2}')
+    assert read_files({"model": {"name_or_path": str(model)}}, tmp_path) != before  # the size changed
+
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    stop = threading.Event()
+
+    def churn() -> None:  # another process's temporary folders, made and removed
+        while not stop.is_set():
+            for i in range(20):
+                (busy / f"t{i}" / "x").mkdir(parents=True, exist_ok=True)
+                (busy / f"t{i}" / "x" / "f").write_text("x")
+            shutil.rmtree(busy, ignore_errors=True)
+            busy.mkdir(exist_ok=True)
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        for _ in range(300):
+            read_files({"model": {"name_or_path": str(busy)}}, tmp_path)
+    finally:
+        stop.set()
+        thread.join()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +43,25 @@ def _identity(path: Path) -> str | None:
         except OSError:  # unreadable here: the run says so when it reads it
             return None
     if path.is_dir():
-        files = sorted((str(f.relative_to(path)), (st := f.stat()).st_size, st.st_mtime_ns) for f in path.rglob("*") if f.is_file())
-        return hashlib.sha256(json.dumps(files).encode()).hexdigest()
+        return hashlib.sha256(json.dumps(_listing(path)).encode()).hexdigest()
     return None
+
+
+def _listing(folder: Path) -> list[tuple[str, int, int]]:
+    """(name, size, modification time) of each file under ``folder``, sorted. A file or folder that goes while it is
+    walked is left out: a folder other processes write in (``/tmp`` given as a model by mistake, whose run then fails
+    in one sentence) made the walk raise, and the run fail with a traceback before it could say so."""
+    listing = []
+    for parent, _, names in os.walk(folder):  # a subfolder that vanished is skipped (os.walk's errors are ignored)
+        for name in names:
+            file = Path(parent) / name
+            try:
+                st = file.stat()
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                listing.append((str(file.relative_to(folder)), st.st_size, st.st_mtime_ns))
+    return sorted(listing)
 
 
 def read_files(resolved: dict[str, Any], launched_from: str | Path) -> dict[str, str]:
