@@ -464,7 +464,8 @@ def validate(
     obj = OmegaConf.to_object(cfg)
     if not isinstance(obj, EaqConfig):  # composed without the schema (should not happen)
         raise ConfigError("the config was not composed on eaq's schema; launch through `python -m eaq.run`.")
-    if not obj.model.name_or_path:
+    if not obj.model.name_or_path and (obj.model.weights != "random" or not obj.model.tokenizer):
+        # Random weights read only their tokenizer from it, and model.tokenizer can name that instead.
         raise ConfigError(
             f"model={obj.model.name} has no model.name_or_path: give a Hugging Face id or a folder saved with "
             "save_pretrained, e.g. `model=hub model.name_or_path=gpt2 model.head=causal_lm model.name=gpt2`."

@@ -3,8 +3,10 @@
 A and B are MLflow run ids, run names, or job folders (the folder a run wrote, holding
 ``config.yaml`` and ``env.json``). Prints the resolved-config differences by group, then
 the environment differences, and exits 0 when the measurement-relevant configuration is
-identical (two trials of one configuration are), 1 when it differs (``--env``: environment differences count too), 2 when a run
-cannot be found. ``--sweep PARENT`` shows which keys vary across a sweep's runs.
+identical (two trials of one configuration are), 1 when it differs (``--env``: environment
+differences count too, and so does an environment a failed run never recorded, which cannot
+be shown to be the same), 2 when a run cannot be found. ``--sweep PARENT`` shows which keys
+vary across a sweep's runs.
 Reads only job folders and MLflow, never a model.
 """
 

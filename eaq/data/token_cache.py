@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from transformers import PreTrainedTokenizerBase
 
 from eaq.files import cached, code_identity
@@ -45,6 +45,6 @@ class TokenCache:
     def get(self, compute: Callable[[], dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
         start = time.perf_counter()
         tensors, self.hit = cached(self.path, load_file, lambda: {k: v.contiguous() for k, v in compute().items()},
-                                   save_file)
+                                   lambda value, tmp: tmp.write_bytes(save(value)))
         self.seconds = time.perf_counter() - start
         return tensors

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 
 from eaq.files import cached, code_identity
 
@@ -57,7 +57,7 @@ def reference_key(**settings: object) -> str:
 def cached_reference(cache_dir: str | Path, key: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
     path = Path(cache_dir) / f"fp32-reference-{key}.safetensors"
     outputs, hit = cached(path, lambda found: load_file(found)["outputs"], lambda: compute().contiguous(),
-                          lambda value, tmp: save_file({"outputs": value}, tmp))
+                          lambda value, tmp: tmp.write_bytes(save({"outputs": value})))
     if hit:
         log.info("fp32 reference from cache %s", path)
     return outputs

@@ -123,12 +123,14 @@ CHARS_PER_INCH = 15
 
 def setting_keys(rows: pd.DataFrame) -> dict[str, str]:
     """Each setting of ``rows`` (configurations) as a figure's labels name it: itself where every one is short; else
-    nothing where it is the only one, or "[1]", "[2]", ... in sorted order; ``spell_out`` writes those out under the
-    figure."""
+    nothing where it is the only one and no configuration lacks one (a run that recorded no value, an older eaq's, has
+    the setting "": unnamed, the two would share a label), or "[1]", "[2]", ... in sorted order; ``spell_out`` writes
+    those out under the figure."""
     settings = sorted({s for s in rows["setting"].dropna() if s})
     if all(len(s) <= SETTING_INLINE for s in settings):
         return {s: s for s in settings}
-    return {s: f"[{i}]" if len(settings) > 1 else "" for i, s in enumerate(settings, 1)}
+    alone = len(settings) == 1 and bool(rows["setting"].fillna("").ne("").all())
+    return {s: "" if alone else f"[{i}]" for i, s in enumerate(settings, 1)}
 
 
 def spell_out(fig: plt.Figure, drawn: pd.DataFrame) -> None:

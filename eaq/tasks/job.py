@@ -190,7 +190,7 @@ def record_ended_job(cfg: DictConfig, reason: str) -> str:
 
 def _skipped_for(client: MlflowClient, experiment_id: str, digest: str, folder: Path) -> str | None:
     """The FINISHED run of config hash ``digest`` that a job of the sweep in ``folder`` was skipped for, if any."""
-    skipped = skipped_runs(folder)
+    skipped = set(skipped_runs(folder))
     if not skipped:
         return None
     where = f"tags.`eaq.config_hash` = '{digest}' and attributes.status = 'FINISHED'"

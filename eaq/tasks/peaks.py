@@ -65,4 +65,7 @@ def cached(cfg: EaqConfig) -> bool:
     """Whether the peak a run of ``cfg`` here will compare against is in the cache (as recorded by ``remember``)."""
     record = _record_path(cfg, _settings(cfg))
     name = read_cached(record, lambda found: str(json.loads(found.read_text())["calibration"]))
-    return name is not None and (Path(cfg.paths.cache_dir) / name).exists()
+    # Read as the run will read it (eaq.measure.roofline.load_calibration, whose torch this process does without): a
+    # file cut short is measured by the run, inside its job, unless the sweep measures it ahead.
+    calibration = Path(cfg.paths.cache_dir) / name if name is not None else None
+    return calibration is not None and read_cached(calibration, lambda found: json.loads(found.read_text())) is not None

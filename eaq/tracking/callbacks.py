@@ -84,10 +84,11 @@ def record_skip(client: MlflowClient, folder: str | Path, run_id: str) -> None:
         client.set_tag(parent, REUSED_TAG + run_id, redact(client.get_run(run_id).info.run_name))  # as every record
 
 
-def skipped_runs(folder: str | Path) -> set[str]:
-    """The runs the sweep's jobs in ``folder`` were skipped for, as ``record_skip`` left them."""
+def skipped_runs(folder: str | Path) -> list[str]:
+    """The run each skipped job of the sweep in ``folder`` was skipped for, as ``record_skip`` left them (two jobs of
+    one configuration, two entries)."""
     path = Path(folder) / SKIPPED_FILE
-    return set(path.read_text().split()) if path.exists() else set()
+    return path.read_text().split() if path.exists() else []
 
 
 def parent_run_id(folder: str | Path) -> str | None:

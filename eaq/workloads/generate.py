@@ -29,7 +29,8 @@ import inspect
 from collections.abc import Callable
 
 import torch
-from transformers import DynamicCache, PretrainedConfig, StaticCache
+from torch import nn
+from transformers import DynamicCache, PretrainedConfig, PreTrainedModel, StaticCache
 
 from eaq.errors import ConfigError
 
@@ -94,6 +95,15 @@ def cache_bytes(cache: DynamicCache | StaticCache) -> int:
     return sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values) if t is not None)
 
 
+def cache_argument(model: Callable[..., object]) -> str:
+    """The name the model's forward takes its KV cache by: ``cache`` since transformers 5.2x, where ``past_key_values``
+    warns on every call (and goes in 5.40); ``past_key_values`` before. Read from the transformers model inside
+    ``model``, as a model of its own code names it: a wrapper's forward (autocast's, ``*args, **kwargs``) names none."""
+    modules = model.modules() if isinstance(model, nn.Module) else ()
+    inner = next((m for m in modules if isinstance(m, PreTrainedModel)), model)
+    return "cache" if "cache" in inspect.signature(getattr(inner, "forward", inner)).parameters else "past_key_values"
+
+
 class Generator:
     """Greedy generation of ``new_tokens`` tokens: ``model`` runs prefill, ``runner`` (the model, or it compiled) decode."""
 
@@ -111,10 +121,7 @@ class Generator:
         """``generation_config``: the model's (``model.generation_config``), whose end-of-sequence ids are masked too."""
         check_generation(config, seq_len, new_tokens, static)
         self.model, self.runner, self.config = model, runner, config
-        # The forward's KV-cache argument: ``cache`` since transformers 5.2x, where ``past_key_values`` warns on every
-        # call (and goes in 5.40); ``past_key_values`` before. Read from the model, as a model of its own code names it.
-        forward = inspect.signature(getattr(model, "forward", model)).parameters
-        self.cache_arg = "cache" if "cache" in forward else "past_key_values"
+        self.cache_arg = cache_argument(model)
         self.seq_len, self.new_tokens, self.static = seq_len, new_tokens, static
         self.positions = torch.arange(seq_len + new_tokens, device=device)
         self.eos = torch.tensor(eos_ids(config.vocab_size, config, generation_config), dtype=torch.long, device=device)
