@@ -169,15 +169,15 @@ def record_ended_job(cfg: DictConfig, reason: str) -> str:
     for existing in found:
         if existing.info.status == "RUNNING":
             end_run(client, existing.info.run_id, "FAILED", error)
+    digest = config_hash(resolved, hydra_cfg.runtime.cwd) if not found else ""  # files read once, where needed
     if any(existing.info.status == "FINISHED" for existing in found):  # ended after its run did, in its teardown
         status = "finished"
-    elif not found and (skipped := _skipped_for(client, experiment_id, config_hash(resolved, hydra_cfg.runtime.cwd),
-                                                 folder)):
+    elif not found and (skipped := _skipped_for(client, experiment_id, digest, folder)):
         log.info("%s: ended after resume skipped it for run %s (%s)", name, skipped, redact(reason))
         status = "skipped"
     else:
         if not found:
-            run = _new_run(client, experiment_id, resolved, config_hash(resolved, hydra_cfg.runtime.cwd), {})
+            run = _new_run(client, experiment_id, resolved, digest, {})
             try:
                 run.log_params(flatten(resolved))
             finally:
