@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAST, all_runs, run_eaq
+from eaq.report.compare import COLUMNS as COMPARE_COLUMNS, compare, main as compare_main
 from eaq.report.table import PRESETS, runs_table
 
 NO_QUALITY = "dataset is synthetic token ids: no quality figures for meaningless text"
@@ -68,7 +69,7 @@ def test_fidelity_is_off_by_default_and_its_reference_never_mixes_with_text(out:
     assert len(set(cache.glob("fp32-reference-*")) - text_references) == 1
 
 
-def test_generation_on_synthetic_ids_logs_generated_token_agreement(out: Path) -> None:
+def test_generation_on_synthetic_ids_logs_generated_token_agreement(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
     done = run_eaq(out, "-m", "precision=fp32,int8", "model=gpt2_tiny_random", "workload=generate", "workload.new_tokens=6",
                    "dataset=synthetic", "dataset.max_samples=4", "trials=quick", "batch_size=2", "seq_len=16", "isolate=false",
                    "trials.fidelity_on_synthetic=true")
@@ -77,3 +78,13 @@ def test_generation_on_synthetic_ids_logs_generated_token_agreement(out: Path) -
     fp32, int8 = _quality(runs["fp32"]), _quality(runs["int8"])
     assert fp32["quality_generated_match_rate"] == 1.0 and fp32["quality_top1_agreement_with_fp32"] == 1.0
     assert 0 <= int8["quality_generated_match_rate"] <= 1 and "quality_top1_agreement_with_fp32" in int8
+    # compare answers a generation sweep in its own figures, per output token: generation has no per-batch latency, and
+    # its rows read "not measured" in every figure before.
+    table = compare(runs_table([f"sqlite:///{out}/mlflow.db"], columns=COMPARE_COLUMNS), "fp32").set_index("precision.name")
+    assert "latency_ms" not in table and "energy_mj_per_sample" not in table  # no forward run: no forward column
+    rate = {p: runs[p].data.metrics["time_per_output_token_mean_ms"] for p in runs}
+    assert table["ms_per_token"].to_dict() == pytest.approx(rate)
+    assert table.loc["int8", "latency_vs_baseline_pct"] == pytest.approx((rate["int8"] / rate["fp32"] - 1) * 100)
+    assert table.loc["int8", "ttft_ms"] > 0 and table.loc["int8", "tokens_per_s"] > 0
+    assert compare_main(["--uri", f"sqlite:///{out}/mlflow.db", "--baseline", "fp32", "--grid", "latency_ms"]) == 2
+    assert "--grid latency_ms is a figure of forward runs" in capsys.readouterr().err

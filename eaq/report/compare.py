@@ -13,7 +13,10 @@ Each figure is the mean over trials of what each trial measured, as in the repor
 trials differ, the mean of rates is not the rate of the mean time, and two precisions closer
 than their trials' spread can rank one way by latency and the other by throughput: each figure
 has its spread (``*_spread_pct``, (max - min) / mean over trials), so such a difference reads as
-within the noise, not as a contradiction. On screen, a figure a counted configuration lacks reads
+within the noise, not as a contradiction. Generation runs have no time per batch: their rows carry
+what a served LM is paid by (time to first token ``ttft_ms``, ``ms_per_token``, ``tokens_per_s``,
+``energy_mj_per_token`` and decode's ``bandwidth_fraction``), and their spreads and ratios to the
+baseline are of the per-token figures; a store without generation runs has no such columns. On screen, a figure a counted configuration lacks reads
 "not measured" (energy on a machine without a sensor), as in the report's summary. As in the report,
 runs flagged invalid (``eaq.valid=false``) count in the ``valid`` column only, not in the
 figures; an eager run's compiler settings (which did nothing) read as the defaults; forward
@@ -54,9 +57,15 @@ COLUMNS = (
     "params.compile_pattern_matcher", "params.cuda_graphs", "params.workload.name", "params.workload.new_tokens", "params.dataset.name",
     "params.sampler.name", "tags.eaq.env.device_name", "params.model.name_or_path", "tags.eaq.precision.plan_sha256",
     "params.precision.name", "params.trial", "tags.eaq.data.sha256", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
-    "metrics.energy_per_sample_mj", "metrics.roofline_efficiency", "metrics.quantized_linear_layers",
-    "metrics.linear_layers", "tags.eaq.valid",
+    "metrics.energy_per_sample_mj", "metrics.roofline_efficiency", "metrics.time_to_first_token_mean_ms",
+    "metrics.time_per_output_token_mean_ms", "metrics.decode_tokens_per_s", "metrics.decode_energy_per_token_mj",
+    "metrics.decode_bandwidth_fraction", "metrics.quantized_linear_layers", "metrics.linear_layers", "tags.eaq.valid",
 )
+# A figure of a run's own workload, the one its spread and its ratio to the baseline are of: per batch for a forward
+# pass, per output token for generation (which has no per-batch latency).
+OWN = {"latency": ("latency_mean_ms", "time_per_output_token_mean_ms"),
+       "rate": ("throughput_samples_per_s", "decode_tokens_per_s"),
+       "energy": ("energy_per_sample_mj", "decode_energy_per_token_mj")}
 
 
 def _spread_pct(values: pd.Series) -> float:
@@ -71,9 +80,14 @@ def _spread_pct(values: pd.Series) -> float:
 NAMED = tuple(c.split(".", 1)[1] for c in COLUMNS)
 STATE = ("status", "running")
 # What compare() adds to a configuration's keys: its figures.
-FIGURES = ("precision.name", "trials", "latency_ms", "latency_vs_baseline_pct", "latency_spread_pct", "samples_per_s",
-           "throughput_spread_pct", "energy_mj_per_sample", "energy_vs_baseline_pct", "energy_spread_pct",
-           "roofline_efficiency", "quantized", "valid")
+FIGURES = ("precision.name", "trials", "latency_ms", "ttft_ms", "ms_per_token", "latency_vs_baseline_pct",
+           "latency_spread_pct", "samples_per_s", "tokens_per_s", "throughput_spread_pct", "energy_mj_per_sample",
+           "energy_mj_per_token", "energy_vs_baseline_pct", "energy_spread_pct", "roofline_efficiency",
+           "bandwidth_fraction", "quantized", "valid")
+# The figures of one workload only: a row of the other reads blank there on screen, and a store without the workload
+# has no such column.
+FORWARD_ONLY = ("latency_ms", "samples_per_s", "energy_mj_per_sample", "roofline_efficiency")
+GENERATION_ONLY = ("ttft_ms", "ms_per_token", "tokens_per_s", "energy_mj_per_token", "bandwidth_fraction")
 
 
 def _settings(frame: pd.DataFrame) -> list[str]:
@@ -103,71 +117,104 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     runs["precision.name"] = plan_names(runs["precision.name"], runs["eaq.precision.plan_sha256"])  # as the report names plans
     keys = [k for k in KEYS if runs[k].notna().any()] + [k for k in ("workload.name", *SETTING, DATA, *_settings(runs))
                                                          if runs[k].nunique() > 1]
+    for name, (forward, generated) in OWN.items():
+        runs[f"own_{name}"] = runs[forward].where(~generating, runs[generated])
     # All NaN (float) where no run was flagged; a run that did not finish was checked by nothing (None: not in "valid").
     runs = runs.assign(valid=runs["eaq.valid"].astype(object).fillna("").where(finished, None))
     runs = runs.assign(counted=finished & (runs["valid"] != "false"), flagged=finished & (runs["valid"] == "false"))
-    figures = ["latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj", "roofline_efficiency"]
+    figures = ["roofline_efficiency", "decode_bandwidth_fraction", "time_to_first_token_mean_ms",
+               *(m for pair in OWN.values() for m in pair), *(f"own_{name}" for name in OWN)]
     runs.loc[~runs["counted"], figures] = float("nan")  # flagged runs count for nothing, as in the report
-    grouped = runs.groupby([*keys, "precision.name"], dropna=False, sort=True)
+    # Grouped by workload always (a configuration is of one workload), shown as a key only where the stores hold two.
+    grouped = runs.groupby([*dict.fromkeys([*keys, "workload.name"]), "precision.name"], dropna=False, sort=True)
     table = grouped.agg(
         trials=("counted", "sum"),
         latency_ms=("latency_mean_ms", "mean"),
-        latency_spread_pct=("latency_mean_ms", _spread_pct),
+        ttft_ms=("time_to_first_token_mean_ms", "mean"),
+        ms_per_token=("time_per_output_token_mean_ms", "mean"),
+        latency_spread_pct=("own_latency", _spread_pct),
         samples_per_s=("throughput_samples_per_s", "mean"),
-        throughput_spread_pct=("throughput_samples_per_s", _spread_pct),
+        tokens_per_s=("decode_tokens_per_s", "mean"),
+        throughput_spread_pct=("own_rate", _spread_pct),
         energy_mj_per_sample=("energy_per_sample_mj", "mean"),
-        energy_spread_pct=("energy_per_sample_mj", _spread_pct),
+        energy_mj_per_token=("decode_energy_per_token_mj", "mean"),
+        energy_spread_pct=("own_energy", _spread_pct),
         roofline_efficiency=("roofline_efficiency", "mean"),
+        bandwidth_fraction=("decode_bandwidth_fraction", "mean"),
+        own_latency=("own_latency", "mean"),
+        own_energy=("own_energy", "mean"),
         quantized=("quantized_linear_layers", "max"),
         linears=("linear_layers", "max"),
         valid=("valid", lambda v: f"{(v == 'true').sum()}/{v.count()}" if (v.dropna() != "").any() else ""),
         running=("running", "sum"),
         flagged=("flagged", "sum"),
     ).reset_index()
-    base = table.loc[table["precision.name"] == baseline, [*keys, "energy_mj_per_sample", "latency_ms"]]
+    base = table.loc[table["precision.name"] == baseline, [*keys, "own_energy", "own_latency"]]
     joined = table.merge(base, on=keys, how="left", suffixes=("", "_baseline"))  # keeps table's rows and order
-    table["energy_vs_baseline_pct"] = (joined["energy_mj_per_sample"] / joined["energy_mj_per_sample_baseline"] - 1) * 100
-    table["latency_vs_baseline_pct"] = (joined["latency_ms"] / joined["latency_ms_baseline"] - 1) * 100
+    table["energy_vs_baseline_pct"] = (joined["own_energy"] / joined["own_energy_baseline"] - 1) * 100
+    table["latency_vs_baseline_pct"] = (joined["own_latency"] / joined["own_latency_baseline"] - 1) * 100
     # Empty (None) where no run logged its layers' counts, not "nan/nan".
     table["quantized"] = [f"{q:.0f}/{n:.0f}" if q == q and n == n else None
                           for q, n in zip(table.pop("quantized"), table.pop("linears"))]
     none = table["trials"] == 0
-    if none.any():  # no counted run: why, in every figure ("not measured" would say a counted run lacked it)
-        words = [uncounted(r, f) for r, f in zip(table.loc[none, "running"], table.loc[none, "flagged"])]
+    generation = table["workload.name"].str.startswith("generate")
+    if none.any():  # no counted run: why, in every figure of its workload ("not measured" would say a counted run lacked it)
+        words = pd.Series([uncounted(r, f) for r, f in zip(table["running"], table["flagged"])], index=table.index)
         for column in (c for c in FIGURES if c not in ("precision.name", "trials", "valid")):
+            other = (generation if column in FORWARD_ONLY else ~generation if column in GENERATION_ONLY
+                     else pd.Series(False, index=table.index))
             table[column] = table[column].astype(object)
-            table.loc[none, column] = words
-    return table[[*keys, *FIGURES]]
+            table.loc[none & ~other, column] = words[none & ~other]
+    # A workload the stores do not hold has no columns; the other's figures of a row are left empty.
+    absent = (GENERATION_ONLY if not generation.any() else ()) + (FORWARD_ONLY if generation.all() else ())
+    return table[[*keys, *(c for c in FIGURES if c not in absent)]]
 
 
 # What a grid may show: the figures of compare()'s rows that are numbers.
-GRID_VALUES = ("latency_ms", "latency_vs_baseline_pct", "latency_spread_pct", "samples_per_s", "throughput_spread_pct",
-               "energy_mj_per_sample", "energy_vs_baseline_pct", "energy_spread_pct", "roofline_efficiency")
-# The figure a relative one (a spread, a percentage over the baseline) is of.
-FIGURE_OF = {"latency_spread_pct": "latency_ms", "throughput_spread_pct": "samples_per_s",
-             "energy_spread_pct": "energy_mj_per_sample", "latency_vs_baseline_pct": "latency_ms",
-             "energy_vs_baseline_pct": "energy_mj_per_sample"}
+GRID_VALUES = ("latency_ms", "ttft_ms", "ms_per_token", "latency_vs_baseline_pct", "latency_spread_pct", "samples_per_s",
+               "tokens_per_s", "throughput_spread_pct", "energy_mj_per_sample", "energy_mj_per_token",
+               "energy_vs_baseline_pct", "energy_spread_pct", "roofline_efficiency", "bandwidth_fraction")
+# The figures a relative one (a spread, a percentage over the baseline) is of: a forward row's, else a generation row's.
+FIGURE_OF = {"latency_spread_pct": ("latency_ms", "ms_per_token"), "throughput_spread_pct": ("samples_per_s", "tokens_per_s"),
+             "energy_spread_pct": ("energy_mj_per_sample", "energy_mj_per_token"),
+             "latency_vs_baseline_pct": ("latency_ms", "ms_per_token"),
+             "energy_vs_baseline_pct": ("energy_mj_per_sample", "energy_mj_per_token")}
+
+
+def _own(table: pd.DataFrame, column: str) -> pd.Series:
+    """Each row's figure that ``column`` (a relative one, or a figure itself) is of: its workload's, where compare()
+    has that column (a row holds one workload's figures, or the words of why it has none)."""
+    own = [c for c in FIGURE_OF.get(column, (column,)) if c in table]
+    return table[own].bfill(axis=1).iloc[:, 0] if own else pd.Series(float("nan"), index=table.index)
 
 
 def spelled(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """compare()'s rows for the screen, each empty figure as the words of why: "not measured" (energy on a machine
     without a sensor), a spread of "1 trial", a percentage over a baseline that has no run of this shape ("no fp32 run")
     or that has none counted or did not measure the figure ("fp32 failed", "fp32 not measured"). A bare "nan" said none
-    of these. The CSV keeps them empty, for programs."""
+    of these; a figure of the other workload (a generation row's latency per batch) is left empty. The CSV keeps them
+    empty, for programs."""
     keys = [c for c in table.columns if c not in FIGURES]
-    shown = table.astype({c: object for c in (*GRID_VALUES, "quantized")})
-    base = table.loc[table["precision.name"] == baseline, [*keys, *set(FIGURE_OF.values())]]
+    columns = [c for c in (*GRID_VALUES, "quantized") if c in table]
+    shown = table.astype({c: object for c in columns})
+    owned = pd.DataFrame({c: _own(table, c) for c in FIGURE_OF}, index=table.index)
+    base = table[keys].join(owned).loc[table["precision.name"] == baseline]
     theirs = table[keys].merge(base, on=keys, how="left", indicator=True).set_index(table.index)  # table's rows and order
-    for column in (*GRID_VALUES, "quantized"):
+    generation = (table["workload.name"].str.startswith("generate") if "workload.name" in table
+                  else pd.Series(False, index=table.index))
+    for column in columns:
         empty = shown[column].isna()
-        own = FIGURE_OF.get(column, column)
+        own = owned[column] if column in owned else table[column]
         words = pd.Series("not measured", index=table.index, dtype=object)
         if column.endswith("_spread_pct"):
-            words = words.mask(table[own].notna() & (table["trials"] == 1), "1 trial")
+            words = words.mask(own.notna() & (table["trials"] == 1), "1 trial")
         elif column.endswith("_vs_baseline_pct"):
-            of_base = theirs[own].map(lambda v: v if isinstance(v, str) else "not measured")  # a word: none counted
-            words = words.mask(table[own].notna(), (f"{baseline} " + of_base).where(theirs["_merge"] == "both",
-                                                                                     f"no {baseline} run"))
+            of_base = theirs[column].map(lambda v: v if isinstance(v, str) else "not measured")  # a word: none counted
+            words = words.mask(own.notna(), (f"{baseline} " + of_base).where(theirs["_merge"] == "both",
+                                                                               f"no {baseline} run"))
+        other = generation if column in FORWARD_ONLY else ~generation if column in GENERATION_ONLY else None
+        if other is not None:
+            words = words.mask(other, "")
         shown.loc[empty, column] = words[empty]
     return shown
 
@@ -206,8 +253,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--baseline {args.baseline} has no runs in these stores; precisions found: {', '.join(found)}.", file=sys.stderr)
         return 2
     table = compare(runs, args.baseline)
+    if args.grid and args.grid not in table:
+        print(f"--grid {args.grid} is a figure of {'generation' if args.grid in GENERATION_ONLY else 'forward'} runs, "
+              f"which these stores do not hold; figures they have: {', '.join(c for c in GRID_VALUES if c in table)}.",
+              file=sys.stderr)
+        return 2
     if not args.csv:
         table = spelled(table, args.baseline)
+    if args.grid and "workload.name" in table and (args.grid in GENERATION_ONLY or args.grid in FORWARD_ONLY):
+        # the rows of the figure's workload: the other's would be rows of empty cells
+        table = table[table["workload.name"].str.startswith("generate") == (args.grid in GENERATION_ONLY)]
     if args.grid:
         table = grid(table, args.grid, args.baseline, missing=None if args.csv else "not run")
     if not args.csv:  # a column holding "failed" beside numbers is text to tabulate, which would print them unrounded
