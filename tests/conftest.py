@@ -27,10 +27,12 @@ CONF = REPO / "conf"
 FAST = ["model=bert_tiny_random", "trials=quick", "batch_size=4", "seq_len=32"]
 
 
-def run_eaq(output_dir: Path, *overrides: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    """``python -m eaq.run`` in a fresh process, writing everything under ``output_dir``."""
+def run_eaq(output_dir: Path, *overrides: str, timeout: int = 600,
+            environ: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m eaq.run`` in a fresh process, writing everything under ``output_dir``; ``environ`` its environment
+    in place of this one's."""
     cmd = [sys.executable, "-m", "eaq.run", *overrides, f"paths.output_dir={output_dir}"]
-    env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    env = (os.environ if environ is None else environ) | {"PYTHONUNBUFFERED": "1"}
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
 
 

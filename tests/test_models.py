@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import time
 from pathlib import Path
 
 import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from conftest import FAST, all_runs, run_eaq
+from conftest import FAST, all_runs, free_port, run_eaq
 from eaq.config import ModelConfig
 from eaq.errors import ModelLoadError
 from eaq.models import load_model, resolve_location
@@ -27,6 +30,31 @@ def test_local_folder_runs_through_the_cli(saved_model: Path, out: Path) -> None
     (run,) = all_runs(out)
     assert run.info.status == "FINISHED" and run.info.run_name.startswith("local-bert-fp32")
     assert run.data.tags["eaq.model_source"] == str(saved_model)
+
+
+def test_a_hub_id_where_the_hub_cannot_be_reached_is_read_from_the_local_cache_at_once(saved_model: Path, out: Path,
+                                                                                       tmp_path: Path) -> None:
+    """Offline, a hub id met huggingface_hub's five retries, about 50 s of "Retrying in 8s", before the run could say
+    it was not found; a model downloaded before is in the local cache and must still load."""
+    revision = "0" * 40
+    repo = tmp_path / "hf" / "hub" / "models--some-org--tiny-bert"
+    shutil.copytree(saved_model, repo / "snapshots" / revision)  # the hub cache's layout, as a download leaves it
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    # No offline switch (the tests' own) and no proxy: a hub whose host refuses connections, as a machine without
+    # internet has it.
+    kept = {k: v for k, v in os.environ.items()
+            if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") and not k.lower().endswith("_proxy")}
+    environ = kept | {"HF_HOME": str(tmp_path / "hf"), "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
+    cached = run_eaq(out, *FAST, "model=hub", "model.name_or_path=some-org/tiny-bert", "model.name=cached", environ=environ)
+    assert cached.returncode == 0, cached.stderr[-3000:]
+    assert "cannot be reached from here: hub ids are read from the local cache" in cached.stderr
+    started = time.monotonic()
+    missing = run_eaq(out, *FAST, "model=hub", "model.name_or_path=some-org/not-cached", "model.name=x", environ=environ)
+    assert missing.returncode == 2 and "Retrying" not in missing.stderr
+    assert ("could not load 'some-org/not-cached': it is not a local folder and the hub (127.0.0.1) cannot be reached "
+            "from here and the local cache does not have it") in missing.stderr
+    assert time.monotonic() - started < 40  # the retries alone took 50 s
 
 
 def test_packaged_minilm_has_real_weights() -> None:

@@ -8,14 +8,19 @@ transformers config with seeded random weights, for speed and energy work; runs 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
 import logging
+import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 import torch
+from huggingface_hub import constants as hub_constants
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -107,7 +112,7 @@ def _load_tokenizer(location: str) -> PreTrainedTokenizerBase:
     if _looks_local(resolved):
         resolved = _check_local(resolved, "the tokenizer folder")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(resolved)
+        tokenizer = AutoTokenizer.from_pretrained(resolved, **_hub_options(resolved))
     except OSError as exc:
         raise ModelLoadError(_not_found(location)) from exc
     if tokenizer.pad_token is None:  # GPT-2 style tokenizers: pad with end-of-text, masked out anyway
@@ -115,9 +120,44 @@ def _load_tokenizer(location: str) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
+# Seconds to wait for the hub's host to answer: a connection takes well under a second where there is internet.
+HUB_PROBE_S = 5.0
+# Settings that send the hub's traffic through a proxy: the hub's host cannot be tried directly then.
+PROXY_SETTINGS = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY", "http_proxy")
+
+
+@functools.cache
+def _hub_unreachable() -> str | None:
+    """The hub's host where a connection to it fails from here, else None (reached, already offline, or behind a
+    proxy, which cannot be tried directly). Tried once per process.
+
+    Without it a hub id on a machine without internet met huggingface_hub's five retries, with a warning each: about
+    50 s of "Retrying in 8s" before the run could say it was not found. Where the hub cannot be reached the id is read
+    from the local cache alone (``local_files_only``), which loads a model downloaded before and fails at once otherwise.
+    """
+    if hub_constants.HF_HUB_OFFLINE or any(os.environ.get(name) for name in PROXY_SETTINGS):
+        return None
+    endpoint = urlparse(hub_constants.ENDPOINT)
+    host = endpoint.hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, endpoint.port or (80 if endpoint.scheme == "http" else 443)), HUB_PROBE_S).close()
+    except OSError:
+        log.info("the hub (%s) cannot be reached from here: hub ids are read from the local cache", host)
+        return host
+    return None
+
+
+def _hub_options(location: str) -> dict[str, bool]:
+    """``from_pretrained``'s options for ``location``: the local cache alone for a hub id where the hub is unreachable."""
+    return {"local_files_only": True} if not _looks_local(location) and _hub_unreachable() else {}
+
+
 def _not_found(location: str) -> str:
+    host = None if _looks_local(location) else _hub_unreachable()
+    why = (f"the hub ({host}) cannot be reached from here and the local cache does not have it" if host else
+           "the hub is unreachable or does not have it")
     return (
-        f"could not load {location!r}: it is not a local folder and the hub is unreachable or does not have it; "
+        f"could not load {location!r}: it is not a local folder and {why}; "
         f"download it where there is internet (`hf download {location} --local-dir DIR`) and pass model.name_or_path=DIR."
     )
 
@@ -136,7 +176,8 @@ def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedCon
         fields = dict(cfg.architecture)
         return AutoConfig.for_model(fields.pop("model_type"), **fields)
     try:
-        return AutoConfig.from_pretrained(location or _location(cfg))
+        location = location or _location(cfg)
+        return AutoConfig.from_pretrained(location, **_hub_options(location))
     except OSError as exc:
         raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
 
@@ -247,7 +288,7 @@ def load_model(
                     f"{cfg.name_or_path!r} is a quantized checkpoint ({method}); eaq applies each precision to the float "
                     "model itself: pass the unquantized model it was made from."
                 )
-            model = auto_class.from_pretrained(location, dtype=torch.float32)
+            model = auto_class.from_pretrained(location, dtype=torch.float32, **_hub_options(location))
         except OSError as exc:
             raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
         source = location
