@@ -162,6 +162,9 @@ class TrialsConfig:
 
 # How a layers plan learns what lowering a component saves (LayersConfig.saving).
 PLAN_SAVINGS = ("assumed", "measured", "compiled")
+# The float formats a layers run's model can start from (a plan's base, eaq.precision.mixed.BASES): components are
+# lowered from one of them to layers.target; a quantized or autocast model has no float components to lower.
+LAYER_BASES = ("fp32", "fp16", "bf16")
 
 
 @dataclass
@@ -181,15 +184,16 @@ class LayersConfig:
     # Profiled passes (outside every window) whose time shares split the whole-model window.
     profile_passes: int = 3
     # Impact on the data: lower each component to ``target`` (sensitivity), skip its
-    # residual branch (ablation); both need real text (not dataset=synthetic).
+    # residual branch (ablation); on synthetic ids the drift from the unchanged model only (no accuracy or perplexity).
     impact: bool = True
     ablation: bool = True
     target: str = "int8"
-    # Float format of the model impact and the plan start from (null: the device's base dtype:
-    # fp32 on a CPU, bf16 on a GPU).
+    # Float format of the model impact and the plan start from, one of LAYER_BASES (null: the device's base dtype:
+    # fp32 on a CPU, bf16 on a GPU, fp16 before Ampere).
     base: str | None = None
     # Choose and write a mixed-precision plan (layers/plan.yaml) within the quality budget:
-    # budget in accuracy_points | perplexity_pct | impact (null: 0.5 points, 1% perplexity or 0.01 impact).
+    # budget in accuracy_points | perplexity_pct | impact (null: 0.5 points for a classifier on labelled data, 1%
+    # perplexity for a causal LM on raw text, else 0.01 impact).
     plan: bool = True
     budget: str | None = None
     budget_limit: float | None = None
@@ -499,6 +503,11 @@ def validate(
     _positive("layers.profile_passes", obj.layers.profile_passes)
     _positive("layers.replay_min_s", obj.layers.replay_min_s, 0)
     _one_of("layers.saving", obj.layers.saving, PLAN_SAVINGS)
+    if obj.layers.base is not None and obj.layers.base not in LAYER_BASES:
+        raise ConfigError(
+            f"layers.base={obj.layers.base} is not a float format: the base is the model components are lowered from "
+            f"(to layers.target); use one of {', '.join(LAYER_BASES)}, or null for the device's."
+        )
     if obj.compile and obj.trials.warmup_iters < 1:
         raise ConfigError("compile=true needs trials.warmup_iters of at least 1: the first pass compiles the model, outside the window.")
     if not obj.compile_pattern_matcher and not obj.compile and not (obj.task == "layers" and obj.layers.saving == "compiled"):

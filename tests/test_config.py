@@ -64,6 +64,9 @@ def test_unknown_key_fails_at_composition() -> None:
         ("dataset.perplexity_stride=300", "dataset.perplexity_stride=300 is larger than seq_len=128"),
         ("dataset.hub=glue", "dataset.hub='glue' is not name[:config]:split"),
         ("dataset.hub=glue::validation", "dataset.hub='glue::validation' is not name[:config]:split"),
+        # a quantized or autocast base has no float components to lower: a bare KeyError ('int8') once the model loaded
+        ("layers.base=int8", "layers.base=int8 is not a float format"),
+        ("layers.base=amp_bf16", "use one of fp32, fp16, bf16, or null for the device's"),
     ],
 )
 def test_bad_values_fail_validation_with_one_sentence(override: str, message: str) -> None:
@@ -207,3 +210,23 @@ def test_every_preset_has_only_keys_of_the_schema() -> None:
         for option in sorted(group.glob("*.yaml")):
             cfg = _compose("paths.root=/x", f"{group.name}={option.stem}")
             assert not _unknown_keys(cfg), (group.name, option.stem, _unknown_keys(cfg))
+
+
+def test_layers_bases_are_the_plans_bases() -> None:
+    from eaq.config import LAYER_BASES
+    from eaq.precision.mixed import BASES
+
+    assert set(LAYER_BASES) == set(BASES)
+
+
+@pytest.mark.parametrize(("overrides", "kind"), [
+    (["model=gpt2_tiny_random"], "impact"),  # sentences: no perplexity (the default budget was refused as unmeasurable)
+    (["model=gpt2_tiny_random", "dataset=synthetic"], "impact"),
+    (["model=gpt2_tiny_random", "dataset=wikitext2"], "perplexity_pct"),
+    (["model=minilm_sst2", "dataset=sst2"], "accuracy_points"),
+])
+def test_the_default_plan_budget_is_one_the_runs_data_can_measure(overrides: list[str], kind: str) -> None:
+    from eaq.tasks.layers import _budget
+
+    cfg = validate(_compose("paths.root=/x", "task=layers", *overrides))
+    assert _budget(cfg, labelled=cfg.dataset.name == "sst2").kind == kind

@@ -79,11 +79,13 @@ class Budget:
         return f"{BUDGETS[self.kind]} at most {self.limit:g}"
 
 
-def default_budget(head: str, labelled: bool) -> Budget:
-    """0.5 accuracy points for labelled classifiers, 1% perplexity for causal LMs, else 0.01 impact."""
+def default_budget(head: str, labelled: bool, raw: bool) -> Budget:
+    """0.5 accuracy points for classifiers on labelled data, 1% perplexity for causal LMs on raw text (``raw``), else
+    0.01 impact: the budget in the figure the run can measure, as each budget REQUIRES (a causal LM on sentences or
+    synthetic ids has no perplexity, and the default was refused as one the data cannot measure)."""
     if head == "sequence_classification" and labelled:
         return Budget("accuracy_points", 0.5)
-    if head == "causal_lm":
+    if head == "causal_lm" and raw:
         return Budget("perplexity_pct", 1.0)
     return Budget("impact", 0.01)
 

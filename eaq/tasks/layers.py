@@ -58,7 +58,7 @@ def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
     needs labels and perplexity needs raw text, else the plan would fail after all the impact work."""
     kind, limit = cfg.layers.budget, cfg.layers.budget_limit
     if kind is None and limit is None:
-        budget = default_budget(cfg.model.head, labelled)
+        budget = default_budget(cfg.model.head, labelled, cfg.dataset.kind == "raw")
     elif kind not in BUDGETS or limit is None:
         raise ConfigError(
             f"layers.budget={kind} layers.budget_limit={limit}: set both, the budget to one of {', '.join(BUDGETS)} "
