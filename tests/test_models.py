@@ -57,6 +57,15 @@ def test_a_hub_id_where_the_hub_cannot_be_reached_is_read_from_the_local_cache_a
     assert time.monotonic() - started < 40  # the retries alone took 50 s
 
 
+@pytest.mark.parametrize("head", ["sequence_classification", "causal_lm"])
+def test_a_checkpoint_without_the_heads_weights_is_refused_naming_the_head_it_has(saved_model: Path, head: str) -> None:
+    """transformers draws a missing head at random (each trial's seed another): a base encoder loaded as a classifier
+    reported a random head's accuracy as the pretrained model's."""
+    with pytest.raises(ModelLoadError, match=rf"has no weights for \d+ parameter\(s\) of a model.head={head} model .*"
+                                             r"it was saved as BertModel: use model.head=embedding"):
+        load_model(ModelConfig(name="x", name_or_path=str(saved_model), head=head))
+
+
 def test_packaged_minilm_has_real_weights() -> None:
     loaded = load_model(ModelConfig())
     assert loaded.model.config.model_type == "bert" and loaded.model.config.num_hidden_layers == 6

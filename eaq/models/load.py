@@ -239,6 +239,27 @@ def output_classes(model: torch.nn.Module) -> int:
     return model.classifier.out_features if isinstance(model, EmbeddingClassifier) else model.config.num_labels
 
 
+# What a checkpoint's saved class (config.json's ``architectures``) ends with, and the model.head that loads it whole.
+SAVED_HEADS = (("ForSequenceClassification", "sequence_classification"), ("ForCausalLM", "causal_lm"),
+               ("LMHeadModel", "causal_lm"), ("Model", "embedding"))
+
+
+def _missing_weights(cfg: ModelConfig, missing: list[str], config: PretrainedConfig) -> str:
+    """Why a checkpoint without weights for some of the model's parameters is refused, and what loads it whole.
+
+    transformers draws such parameters at random with a warning in its load report: a base encoder loaded as a
+    classifier gets a random head, which each trial's seed draws anew, and its accuracy would be reported as the
+    pretrained model's."""
+    saved = next(iter(getattr(config, "architectures", None) or []), None)
+    head = next((h for suffix, h in SAVED_HEADS if saved and saved.endswith(suffix)), None)
+    names = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+    fits = (f"it was saved as {saved}: use model.head={head}" if head and head != cfg.head
+            else "pass a checkpoint trained for it")
+    return (f"{cfg.name_or_path!r} has no weights for {len(missing)} parameter(s) of a model.head={cfg.head} model "
+            f"({names}), which transformers would draw at random: {fits}, or model.weights=random for speed and "
+            "energy work on random weights.")
+
+
 def load_tokenizer(cfg: ModelConfig) -> PreTrainedTokenizerBase:
     """The model's tokenizer alone, so that a run can make its inputs, and refuse data too short for them, before the
     weights load (a 7B's take minutes). Pretrained weights' folder is checked first: a missing model folder is named
@@ -288,9 +309,12 @@ def load_model(
                     f"{cfg.name_or_path!r} is a quantized checkpoint ({method}); eaq applies each precision to the float "
                     "model itself: pass the unquantized model it was made from."
                 )
-            model = auto_class.from_pretrained(location, dtype=torch.float32, **_hub_options(location))
+            model, loading = auto_class.from_pretrained(location, dtype=torch.float32, output_loading_info=True,
+                                                        **_hub_options(location))
         except OSError as exc:
             raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
+        if missing := sorted(loading["missing_keys"]):
+            raise ModelLoadError(_missing_weights(cfg, missing, model.config))
         source = location
     if cfg.classifier_head:
         model = EmbeddingClassifier(model, load_head(_head_path(cfg.classifier_head), model.config.hidden_size))
