@@ -2,8 +2,9 @@
 
 A and B are MLflow run ids, run names, or job folders (the folder a run wrote, holding
 ``config.yaml`` and ``env.json``). Prints the resolved-config differences by group, then
-the environment differences, and exits 0 when the measurement-relevant configuration is
-identical (two trials of one configuration are), 1 when it differs (``--env``: environment
+the files the runs read (plan, data, local model: by contents, where the config names them by path),
+then the environment differences, and exits 0 when the measurement-relevant configuration and the
+files read are identical (two trials of one configuration are), 1 when they differ (``--env``: environment
 differences count too, and so does an environment a failed run never recorded, which cannot
 be shown to be the same), 2 when a run cannot be found. ``--sweep PARENT`` shows which keys
 vary across a sweep's runs.
@@ -131,9 +132,27 @@ def compare(a: str, b: str, client: MlflowClient, count_env: bool) -> int:
     if unrecorded:
         print(f"environment: not recorded for {' and '.join(unrecorded)} (a run that failed before its end); not compared")
         return int(bool(config_diff) or count_env)
+    files_diff = _files_differences(a, env_a.pop("read_files", None), b, env_b.pop("read_files", None))
     env_diff = differences(comparable_env(env_a), comparable_env(env_b))
     _print_grouped("environment", env_diff)
-    return int(bool(config_diff) or (count_env and bool(env_diff)))
+    return int(bool(config_diff) or bool(files_diff) or (count_env and bool(env_diff)))
+
+
+def _files_differences(a: str, files_a: dict[str, str] | None, b: str, files_b: dict[str, str] | None) -> bool:
+    """Print how the files the runs read differ (a plan, data file, local model, tokenizer or head, each by its
+    identity: a file's contents, a folder's files' names, sizes and times); whether they do. The config names them by
+    path, so a plan edited between two runs of one path read as the same measurement, which resume and the report
+    know it is not. A run recorded before eaq kept them (env.json without ``read_files``) is said to be, not compared."""
+    unrecorded = [ref for ref, files in ((a, files_a), (b, files_b)) if files is None]
+    if unrecorded:
+        print(f"files read: not recorded for {' and '.join(unrecorded)} (an older eaq's run); not compared")
+        return False
+    assert files_a is not None and files_b is not None
+    diffs = differences(files_a, files_b)
+    print(f"files read: {'the same' if not diffs else f'{len(diffs)} difference(s)'}")
+    for setting, (left, right) in diffs.items():  # 16 hex digits, as the tags hold a plan's and the data's
+        print(f"    {setting}: {(left or '(none)')[:16]} -> {(right or '(none)')[:16]}")
+    return bool(diffs)
 
 
 def sweep(parent: str, client: MlflowClient) -> int:

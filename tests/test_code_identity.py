@@ -110,7 +110,7 @@ def test_resume_says_when_it_measures_again_a_configuration_other_code_measured(
 
 def test_each_run_records_which_code_ran() -> None:
     # env.json (and eaq.diff, which compares it) says whether two runs ran the same code.
-    assert capture({}, "x")["eaq_code"] == code_identity()
+    assert capture({}, "x", {})["eaq_code"] == code_identity()
 
 
 def test_files_are_hashed_by_contents_alike_everywhere(tmp_path: Path) -> None:

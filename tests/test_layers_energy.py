@@ -14,14 +14,15 @@ import yaml
 from omegaconf import OmegaConf
 from torch import nn
 from transformers import (
-    AutoConfig, AutoModelForCausalLM, AutoModelForSequenceClassification, T5Config, T5EncoderModel, T5ForSequenceClassification,
+    AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSequenceClassification, T5Config, T5EncoderModel,
+    T5ForSequenceClassification,
 )
 
 from eaq.config import ModelConfig
 from eaq.layers.components import TYPES, Component, find_blocks, find_components
 from eaq.errors import DeviceError
 from eaq.layers import attribution as attribution_module
-from eaq.layers.attribution import OUTSIDE, PassTimes, profile_times
+from eaq.layers.attribution import OUTSIDE, PassTimes, component_flops, profile_times
 from eaq.layers.plan import split_type_savings
 from eaq.layers import energy as energy_module
 from eaq.layers import replay as replay_module
@@ -38,7 +39,7 @@ from eaq.measure.samplers import NoSampler, wait_for_sample
 from eaq.layers.tables import COMPONENT_COLUMNS, IMPACT_DETAIL_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_COLUMNS, TYPE_SAVING_COLUMNS, Impacts, component_rows, energy_shares, type_rows
 from eaq.metrics import METRIC_NAMES, documented_tag
 from conftest import FAST, all_runs, run_eaq, store
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 from transformers import masking_utils
 from fake_nvml import FakeNvml
 from eaq.models import load_model
@@ -73,6 +74,15 @@ HUB_TINY = {
                         num_attention_heads=4, num_key_value_heads=4, q_lora_rank=16, kv_lora_rank=16, qk_rope_head_dim=4,
                         qk_nope_head_dim=4, v_head_dim=8, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
                         first_k_dense_replace=1, n_group=1, topk_group=1),
+    # Norms inside the attention and FFN that no name rule listed: BitNet's sub-norms before the output projections,
+    # StableLM-2's per-head query/key norms (q_layernorm.norms.<head>).
+    "bitnet": dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2),
+    "stablelm": dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                     num_key_value_heads=2, qk_layernorm=True),
+    # A mixture of experts under block_sparse_moe (as in every GraniteMoE variant), not mlp.
+    "granitemoe": dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2),
 }
 
 
@@ -119,6 +129,39 @@ def test_gpt2_and_bert_names_land_where_the_docs_say() -> None:
     assert bert["block.0.layer_norm"].modules == ("encoder.layer.0.attention.output.LayerNorm", "encoder.layer.0.output.LayerNorm")
     assert bert["block.0.ffn"].roots == ("encoder.layer.0.intermediate", "encoder.layer.0.output.dense")
     assert bert["head"].modules == ("pooler.dense",)
+
+
+def test_a_norm_inside_an_attention_or_ffn_module_is_part_of_it_and_a_residual_norm_is_not() -> None:
+    """BitNet's attn_sub_norm and ffn_sub_norm and StableLM-2's per-head q_layernorm.norms.<i> were layer norms: the
+    attention's (FFN's) roots shrank to its projections, and the rotary embedding and attention product (the
+    activation) ran in no component."""
+    for kind, norms in (("bitnet", {"attention": ["self_attn.attn_sub_norm"], "ffn": ["mlp.ffn_sub_norm"]}),
+                        ("stablelm", {"attention": [f"self_attn.{n}_layernorm.norms.{h}" for n, heads in (("q", 4), ("k", 2))
+                                                    for h in range(heads)], "ffn": []})):
+        found = {c.name: c for c in find_components(tiny(kind))}
+        for block in (0, 1):
+            layer = f"model.layers.{block}"
+            assert found[f"block.{block}.attention"].roots == (f"{layer}.self_attn",), kind
+            assert found[f"block.{block}.ffn"].roots == (f"{layer}.mlp",), kind
+            for kind_of, inside in norms.items():
+                assert {f"{layer}.{n}" for n in inside} <= set(found[f"block.{block}.{kind_of}"].modules), kind
+            assert found[f"block.{block}.layer_norm"].modules == (f"{layer}.input_layernorm", f"{layer}.post_attention_layernorm")
+    # ALBERT's attention module holds the residual add and its norm after it, named bare: a layer norm, so the
+    # attention's roots stop before the residual add (zeroing the whole module would zero the residual stream).
+    albert = AutoModel.from_config(AutoConfig.for_model("albert", vocab_size=64, embedding_size=16, hidden_size=32,
+                                                        intermediate_size=64, num_hidden_layers=2, num_attention_heads=4))
+    layer = "encoder.albert_layer_groups.0.albert_layers.0"
+    found = {c.name: c for c in find_components(albert)}
+    assert f"{layer}.attention.LayerNorm" in found["block.0.layer_norm"].modules
+    assert f"{layer}.attention" not in found["block.0.attention"].roots
+
+
+def test_a_mixture_of_experts_under_block_sparse_moe_is_the_ffn() -> None:
+    found = {c.name: c for c in find_components(tiny("granitemoe"))}
+    assert "other" not in {c.type for c in found.values()}
+    ffn = found["block.0.ffn"]
+    assert ffn.roots == ("model.layers.0.block_sparse_moe",)  # one branch, router and experts: ablation zeroes it whole
+    assert ffn.modules == ("model.layers.0.block_sparse_moe.router", "model.layers.0.block_sparse_moe.experts")
 
 
 @pytest.mark.parametrize("cls", [T5EncoderModel, T5ForSequenceClassification])
@@ -388,6 +431,42 @@ def test_a_block_whose_module_is_a_components_root_is_no_block_and_no_range_clos
     with torch.inference_mode():
         times = profile_times(model, components, lambda: model(x), CPU, passes=2, blocks=[block])
     assert times.blocks == {"block.0": 0.0} and times.components["block.0.other"] > 0
+
+
+class _OpenRanges(attribution_module.record_function):
+    """torch's profiler range, counting those entered and not yet exited."""
+
+    open = 0
+
+    def __enter__(self) -> object:
+        type(self).open += 1
+        return super().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        type(self).open -= 1
+        super().__exit__(*exc)
+
+
+def test_a_root_that_raises_leaves_no_flop_counter_on_the_dispatch_stack_and_no_range_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The counter and the ranges were exited by the root's forward hook alone, which a forward that raises never
+    reaches: the FLOP counter stayed on torch's dispatch stack, counting every op the process ran after."""
+    model = nn.Sequential(nn.Linear(8, 8))
+    components = find_components(model)
+    wrong = torch.randn(2, 5)  # not 8 features: the Linear raises inside its root
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        component_flops(model, components, lambda: model(wrong))
+    assert _get_current_dispatch_mode_stack() == []
+    # Profiling: the unprofiled pass and the profiler's warm-up pass run, the first counted pass raises.
+    monkeypatch.setattr(attribution_module, "record_function", _OpenRanges)
+    inputs = iter([torch.randn(2, 8), torch.randn(2, 8), wrong])
+    with torch.inference_mode(), pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        profile_times(model, components, lambda: model(next(inputs)), CPU, passes=2)
+    assert _OpenRanges.open == 0
+    assert next(inputs, None) is None  # it failed where meant to, in a pass with the component's range open
+    # And the counter still counts when nothing fails.
+    assert component_flops(model, components, lambda: model(torch.randn(2, 8))) == {"block.0.other": 2 * 2 * 8 * 8}
 
 
 class _WaitsOnTheHost(nn.Module):
@@ -828,8 +907,9 @@ def test_task_layers_refuses_what_its_components_cannot_run_before_loading(out: 
 @pytest.mark.parametrize(
     ("overrides", "needs"),
     [
-        # A causal LM's default budget is perplexity, which needs raw text: the shipped sentences are not.
-        (["model=gpt2_tiny_random"], "a causal LM (model.head=causal_lm) on raw text"),
+        # Perplexity needs raw text: the shipped sentences are not (the default there is an impact budget).
+        (["model=gpt2_tiny_random", "layers.budget=perplexity_pct", "layers.budget_limit=1"],
+         "a causal LM (model.head=causal_lm) on raw text"),
         # Labels alone do not make accuracy: an embedding model on SST-2 has no class to be right about.
         (["model=minilm", "dataset=sst2", "layers.budget=accuracy_points", "layers.budget_limit=0.5"],
          "a sequence classifier (model.head=sequence_classification) on labelled data"),

@@ -4,6 +4,7 @@ chosen under a quality budget: tiny random-weight models on the real shared data
 from __future__ import annotations
 
 import copy
+import csv
 import math
 import os
 from pathlib import Path
@@ -26,7 +27,7 @@ from eaq.layers.impact import (
     sensitivity,
 )
 from eaq.layers.plan import Budget, choose_plan, rank
-from eaq.layers.tables import Impacts
+from eaq.layers.tables import Impacts, type_metrics, write_csv
 from eaq.models import load_model
 from eaq.precision.mixed import apply_plan, layer_formats, load_plan, save_plan
 
@@ -241,10 +242,54 @@ def test_causal_lm_impact_has_token_kl_and_perplexity_change(causal_lm) -> None:
     assert all(i.kl > 0 and i.perplexity_delta_pct is not None and i.perplexity_delta_pct != 0 for i in found.values())
 
 
+def test_a_change_that_makes_the_outputs_nan_has_infinite_impact_and_is_written_and_counted_as_such(
+    classifier, tmp_path: Path,
+) -> None:
+    """A component lowered to fp16 whose activations overflow made the outputs NaN: its KL and impact were NaN, which
+    the tables write as not measured (an empty cell, no metric) and the correlation left out unsaid."""
+    model, components, data = classifier
+    loud = copy.deepcopy(model)
+    with torch.no_grad():  # block 1's FFN activations past fp16's largest value (65504); fp32 carries them
+        loud.bert.encoder.layer[1].intermediate.dense.weight.mul_(1e5)
+    reference = run_outputs(loud, data)
+    assert torch.isfinite(reference.values).all()
+    found = sensitivity(loud, each(components), data, CPU, target="fp16", reference=reference)
+    broken = found["block.1.ffn"]
+    assert broken.kl == broken.impact == math.inf
+    assert broken.accuracy_delta_points is not None and math.isfinite(broken.accuracy_delta_points)
+    assert all(math.isfinite(i.impact) for n, i in found.items() if n != "block.1.ffn")
+    row = {"type": "ffn", **Impacts({"ffn": broken}, {}).columns("ffn")}
+    assert type_metrics([row])["sensitivity_impact_ffn"] == math.inf
+    with write_csv(tmp_path / "types.csv", tuple(row), [row]).open() as f:
+        written = next(csv.DictReader(f))
+    assert (written["sensitivity_kl"], written["sensitivity_impact"]) == ("inf", "inf")
+    impacts = {"sensitivity": {n: i.impact for n, i in found.items()}}
+    share = {c.name: float(linear_macs(loud, c)) for c in components}
+    every = {r.method: r for r in correlations({c.name: c.type for c in components}, share, impacts) if r.scope == "all"}
+    assert every["spearman"].n == len(found) - 1
+    assert every["spearman"].reason.startswith("1 component(s) left out: energy share or sensitivity impact not finite")
+    # Outputs of the unchanged model that are not finite leave nothing to measure against: refused, with what to do.
+    overflowing = run_outputs(lowered(loud, linears(loud, components), "fp16", "fp32", CPU), data)
+    with pytest.raises(ConfigError, match=r"unchanged model's outputs are not finite .*layers\.base=fp32"):
+        compare("block.1.ffn", "sensitivity", overflowing, reference, data.head)
+
+
+def test_a_causal_lm_whose_outputs_went_nan_has_infinite_kl_and_perplexity_change(causal_lm) -> None:
+    model, components, data = causal_lm
+    reference = run_outputs(model, data)
+    broken = copy.deepcopy(model)
+    with torch.no_grad():  # block 0's MLP writes infinities into the residual stream: every later norm gives NaN
+        broken.transformer.h[0].mlp.c_proj.bias.fill_(math.inf)
+    changed = run_outputs(broken, data)
+    assert math.isnan(changed.perplexity)
+    found = compare("block.0.ffn", "ablation", reference, changed, data.head)
+    assert found.kl == found.impact == found.perplexity_delta_pct == math.inf
+
+
 def test_correlation_is_scipys_with_exact_p_values_for_few_points_and_nan_with_a_reason_below_three() -> None:
     types = {"a1": "attention", "a2": "attention", "f1": "ffn", "f2": "ffn", "f3": "ffn"}
     share = {"a1": 0.1, "a2": 0.2, "f1": 0.3, "f2": 0.15, "f3": 0.25}
-    impact = {"a1": 1.0, "a2": 2.0, "f1": 4.0, "f2": 1.5, "f3": 3.0, "x": math.nan}  # a NaN impact is no point
+    impact = {"a1": 1.0, "a2": 2.0, "f1": 4.0, "f2": 1.5, "f3": 3.0, "x": math.nan}  # a NaN impact is no point, counted
     rows = {(r.scope, r.method): r for r in correlations(types | {"x": "ffn"}, share | {"x": 0.2}, {"sensitivity": impact})}
     assert rows[("all", "spearman")].r == pytest.approx(1.0) and rows[("all", "spearman")].n == 5
     from scipy import stats
@@ -256,6 +301,7 @@ def test_correlation_is_scipys_with_exact_p_values_for_few_points_and_nan_with_a
     assert rows[("all", "spearman")].p_value == pytest.approx(2 / 120)
     assert stats.spearmanr(list(share.values()), [impact[c] for c in share]).pvalue < 1e-6
     assert rows[("ffn", "pearson")].n == 3 and not math.isnan(rows[("ffn", "pearson")].r)
+    assert rows[("ffn", "pearson")].reason == "1 component(s) left out: energy share or sensitivity impact not finite"
     assert rows[("ffn", "spearman")].p_value == pytest.approx(2 / 6)  # f1 > f3 > f2 in both: a perfect order of 3
     # Beyond EXACT_MAX points, scipy's own p-value.
     many = {f"c{i}": "ffn" for i in range(EXACT_MAX + 2)}
@@ -276,6 +322,16 @@ def test_a_figure_that_is_not_finite_is_left_out_and_said_and_an_r_that_is_not_f
     for method, row in rows.items():
         assert (row.r, row.p_value, row.n) == (finite[method].r, finite[method].p_value, 4)
         assert row.reason == "1 component(s) left out: energy share or sensitivity impact not finite"
+    # A NaN impact is a figure gone wrong as an infinite one is (an impact not measured is absent): both counted.
+    types = {f"c{i}": "ffn" for i in range(5)}
+    share = {c: 0.1 * (i + 1) for i, c in enumerate(types)}
+    impact = {"c0": 1.0, "c1": 3.0, "c2": 2.0, "c3": math.nan, "c4": math.inf}
+    for row in correlations(types, share, {"sensitivity": impact}):
+        assert row.n == 3 and row.reason == "2 component(s) left out: energy share or sensitivity impact not finite"
+    # An energy share of NaN is none measured (no basis to share by): out of the scope, unsaid.
+    unshared = correlations(types, dict.fromkeys(types, math.nan), {"sensitivity": impact})
+    assert {(r.n, r.reason) for r in unshared} == {(0, "0 component(s) with both energy share and sensitivity impact; "
+                                                       "a correlation needs at least 3")}
     # Finite figures whose sums overflow: no r, no p, and why.
     huge = {r.method: r for r in correlate([1.0, 2.0, 3.0, 4.0], [1e308, 1.5e308, 1.7e308, 1.79e308], "all", "ablation")}
     assert math.isnan(huge["pearson"].r) and math.isnan(huge["pearson"].p_value)

@@ -85,7 +85,7 @@ def test_a_data_file_edited_under_the_same_path_gets_a_new_reference_and_new_fig
     assert first_run.data.tags["eaq.data.source"] == second_run.data.tags["eaq.data.source"] == str(data)
 
 
-def test_a_tokenizer_edited_under_the_same_path_gets_a_new_reference(out: Path, tmp_path: Path) -> None:
+def test_a_tokenizer_edited_under_the_same_path_gets_a_new_reference(out: Path, tmp_path: Path, capsys) -> None:
     """The fp32 reference is keyed by the token ids' own key (the tokenizer's vocabulary), not the tokenizer's path."""
     import json
 
@@ -108,7 +108,15 @@ def test_a_tokenizer_edited_under_the_same_path_gets_a_new_reference(out: Path, 
     assert second.returncode == 0, second.stderr[-2000:]
     assert len(list((out / "cache").glob("tokens-*"))) == 2  # the token ids changed
     assert len(list((out / "cache").glob("fp32-reference-*"))) == 2
-    assert sorted(all_runs(out), key=lambda r: r.info.start_time)[1].data.tags["eaq.quality.source"] == "computed in this run"
+    first, edited = sorted(all_runs(out), key=lambda r: r.info.start_time)
+    assert edited.data.tags["eaq.quality.source"] == "computed in this run"
+    # eaq.diff compared the configs, which name the folder by its path: "identical", exit 0, for two tokenizers.
+    from eaq.diff import main as diff_main
+
+    capsys.readouterr()
+    assert diff_main([first.info.run_id, edited.info.run_id, "--uri", f"sqlite:///{out}/mlflow.db"]) == 1
+    shown = capsys.readouterr().out
+    assert "configuration: identical" in shown and "files read: 1 difference(s)" in shown and "model.tokenizer: " in shown
 
 
 def test_quality_figures_are_computed_again_under_another_torchao(out: Path) -> None:

@@ -39,7 +39,8 @@ def test_rerun_reproduces_and_diff_tells_what_differs(out: Path, capsys) -> None
 
     capsys.readouterr()
     assert diff_main([str(original), str(again), "--uri", uri]) == 0
-    assert "configuration: identical" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "configuration: identical" in shown and "files read: the same" in shown
 
     by_name = {r.info.run_name: r.info.run_id for r in all_runs(out)}
     assert diff_main([str(original), by_name["bert-tiny-random-fp32-b8-t1"], "--uri", uri]) == 1
@@ -85,7 +86,8 @@ def test_rerun_composes_a_named_configs_job_from_that_config_again(out: Path, tm
     again = next(f for f in _job_folders(out) if f != original)
     capsys.readouterr()
     assert diff_main([str(original), str(again), "--uri", uri]) == 0
-    assert "configuration: identical" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "configuration: identical" in shown and "files read: the same" in shown
 
 
 def test_environment_is_captured_and_secrets_never_land(out: Path, monkeypatch) -> None:
@@ -113,12 +115,12 @@ def test_each_run_records_the_packages_installed_at_its_end(tmp_path: Path, monk
     site = tmp_path / "site"
     site.mkdir()
     monkeypatch.syspath_prepend(str(site))
-    before = capture({}, "x")["pip_freeze"]
-    assert capture({}, "x")["pip_freeze"] == before and "eaq-installed-midway==1.0" not in before
+    before = capture({}, "x", {})["pip_freeze"]
+    assert capture({}, "x", {})["pip_freeze"] == before and "eaq-installed-midway==1.0" not in before
     (site / "eaq_installed_midway-1.0.dist-info").mkdir()
     (site / "eaq_installed_midway-1.0.dist-info" / "METADATA").write_text("Name: eaq-installed-midway\nVersion: 1.0\n")
     os.utime(site, ns=(0, 0))  # changed whatever the file system's clock resolution: only "changed" counts
-    assert capture({}, "x")["pip_freeze"] == sorted([*before, "eaq-installed-midway==1.0"])
+    assert capture({}, "x", {})["pip_freeze"] == sorted([*before, "eaq-installed-midway==1.0"])
 
 
 def test_resume_measures_again_a_configuration_whose_finished_runs_were_all_flagged_invalid(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ say how much slower than the window's pass it ran (eaq.layers.energy).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -73,6 +74,38 @@ def _ranges_inside(event: FunctionEvent) -> Iterator[FunctionEvent]:
             yield from _ranges_inside(child)
 
 
+@contextmanager
+def _each_root_call_in(
+    model: nn.Module, components: list[Component], opening: Callable[[Component], AbstractContextManager],
+    closed: Callable[[Component, AbstractContextManager], None] = lambda *_: None,
+) -> Iterator[None]:
+    """Every call of every root runs inside the context ``opening(component)`` gives, exited when the call returns and
+    then handed to ``closed``. A root whose forward raises never reaches its forward hook: whatever is still open when
+    the block ends, by an error or not, is exited then, innermost first, so that no FLOP counter is left on torch's
+    dispatch stack (counting every later op of the process) and no profiler range is left open."""
+    opened: dict[str, list[AbstractContextManager]] = {}  # per root: ranges opened on one module close innermost first
+    order: list[AbstractContextManager] = []  # all that are open, in the order they opened
+
+    def enter(component: Component, root: str, *_: object) -> None:
+        context = opening(component)
+        context.__enter__()
+        opened.setdefault(root, []).append(context)
+        order.append(context)
+
+    def leave(component: Component, root: str) -> None:
+        context = opened[root].pop()
+        order.remove(context)
+        context.__exit__(None, None, None)
+        closed(component, context)
+
+    try:
+        with around_roots(model, components, enter, leave):
+            yield
+    finally:
+        for context in reversed(order):
+            context.__exit__(None, None, None)
+
+
 def profile_times(
     model: nn.Module, components: list[Component], forward: Callable[[], object], device: torch.device, passes: int = 3,
     blocks: list[Component] | None = None,
@@ -81,24 +114,14 @@ def profile_times(
     range per component and per block; mean per pass. Each range counts its own time: less that of the ranges inside it
     (a block's, its components'), so no time counts twice."""
     forward()
-    # Ranges opened on one module (a block whose module is also a component's root) close innermost first. The blocks
-    # are hooked first, so that their ranges open first and hold their components'.
-    open_ranges: dict[str, list[record_function]] = {}
-
-    def enter(component: Component, root: str, *_: object) -> None:
-        opened = record_function(_PREFIX + component.name)
-        opened.__enter__()
-        open_ranges.setdefault(root, []).append(opened)
-
-    def leave(_: Component, root: str) -> None:
-        open_ranges[root].pop().__exit__(None, None, None)
-
     # On a CPU one profiled pass runs first and is not counted: a range's time is host time there, and the first pass
     # of every profiler session runs the profiler's own set-up with its ops (bert-tiny-random at 2x8 tokens, one
     # thread: 1.7-2.7 ms against 0.9-1.1 ms for each pass after it, in every session); a GPU's kernel times hold none.
     warmup = 0 if device.type == "cuda" else 1
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with around_roots(model, [*(blocks or []), *components], enter, leave), profile(activities=activities) as prof:
+    # The blocks are hooked first, so that their ranges open first and hold their components'.
+    ranges = _each_root_call_in(model, [*(blocks or []), *components], lambda c: record_function(_PREFIX + c.name))
+    with profile(activities=activities) as prof, ranges:
         for _ in range(warmup + passes):
             with record_function(_WHOLE):
                 forward()
@@ -133,18 +156,11 @@ def profile_times(
 def component_flops(model: nn.Module, components: list[Component], forward: Callable[[], object]) -> dict[str, int]:
     """FLOPs each component runs in one pass of ``forward`` (torch's FLOP counter, per root call)."""
     counts = {c.name: 0 for c in components}
-    active: dict[str, FlopCounterMode] = {}
 
-    def enter(_: Component, root: str, *__: object) -> None:
-        active[root] = FlopCounterMode(display=False)
-        active[root].__enter__()
-
-    def leave(component: Component, root: str) -> None:
-        mode = active.pop(root)
-        mode.__exit__(None, None, None)
+    def closed(component: Component, mode: FlopCounterMode) -> None:
         counts[component.name] += mode.get_total_flops()
 
-    with torch.inference_mode(), around_roots(model, components, enter, leave):
+    with torch.inference_mode(), _each_root_call_in(model, components, lambda _: FlopCounterMode(display=False), closed):
         forward()
     return counts
 

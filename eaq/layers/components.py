@@ -16,16 +16,23 @@ usual conventions, checked in this order:
    a ``pooler`` anywhere (eaq's MiniLM + linear classifier keeps BERT's pooler at ``encoder.pooler``).
 3. ``layer_norm``: a class whose name contains ``LayerNorm``/``RMSNorm``/``GroupNorm``,
    or a last segment like ``layer_norm``, ``LayerNorm``, ``ln_1``, ``ln_f``, ``norm``; but a
-   norm applied inside the attention's own ``forward``, between its projections and the
-   attention product, is attention: a query/key norm (``q_norm``, ``k_norm``, ``q_layernorm``:
-   Qwen3, Gemma3, OLMo2) or a low-rank projection's norm (``q_a_layernorm``, ``kv_a_layernorm``:
-   DeepSeek-V2/V3). As a layer norm it would leave the attention module two owners, and its roots
-   only the projections, with the rotary embedding and attention product outside every component.
+   norm inside an attention or FFN module (below a segment rule 4 or 5 names; the nearest such
+   segment says which) is part of that branch's own ``forward``, so it is that attention or FFN:
+   a query/key norm (``q_norm``, ``k_layernorm``: Qwen3, Gemma3, OLMo2; StableLM-2's per-head
+   ``q_layernorm.norms.0``), a low-rank projection's norm (``q_a_layernorm``: DeepSeek-V2/V3), a
+   sub-norm before the output projection (BitNet's ``attn_sub_norm``, ``ffn_sub_norm``). As a layer
+   norm it would leave the attention (FFN) module two owners, and its roots only the projections,
+   with the rotary embedding and attention product (activation) outside every component. Except
+   a norm named bare, ``LayerNorm``, ``layer_norm``, ``norm`` or ``ln`` (BERT's
+   ``attention.output.LayerNorm``, ALBERT's ``attention.LayerNorm``, XLNet's ``ff.layer_norm``):
+   that is the sub-layer's norm of the residual stream, run after the residual add its module
+   also holds, and stays a layer norm, so that the branch's roots stop before the residual add.
 4. ``attention``: a segment containing ``attn`` or ``attention``.
 5. ``ffn``: a segment containing ``mlp``, ``ffn``, ``intermediate``, ``feed_forward``,
-   ``DenseReluDense`` or ``DenseGatedActDense`` (T5), or ``output`` inside a block (BERT's
-   ``output.dense``, after rule 4 took ``attention.output``), or a block's ``fc1``/``fc2`` (OPT
-   keeps its feed-forward layers in the block itself).
+   ``DenseReluDense`` or ``DenseGatedActDense`` (T5), ``moe`` or ``expert`` (a mixture of experts'
+   block, GraniteMoE's ``block_sparse_moe``: its router and experts), or ``output``
+   inside a block (BERT's ``output.dense``, after rule 4 took ``attention.output``), or a block's
+   ``fc1``/``fc2`` (OPT keeps its feed-forward layers in the block itself).
 6. ``other``: everything else.
 
 The block is the first all-digit segment of the name (``encoder.layer.3...``,
@@ -58,9 +65,9 @@ HEAD_SEGMENTS = frozenset({"classifier", "pre_classifier", "lm_head", "pooler", 
                            "classification_head"})
 _NORM_CLASS = re.compile(r"(LayerNorm|RMSNorm|GroupNorm)")
 _NORM_NAME = re.compile(r"^(.*layer_?norm.*|ln_?\w*|.*_ln|norm\w*|.*_norm)$")
-_FFN_SEGMENT = re.compile(r"(mlp|ffn|intermediate|feed_forward|densereludense|densegatedactdense)")
-# Norms inside an attention's forward: on queries and keys, or on a low-rank projection (DeepSeek's q_a_layernorm).
-_ATTENTION_NORM = re.compile(r"^(q|k|kv|query|key)(_a)?_?(norm|layer_?norm|ln)$")
+_FFN_SEGMENT = re.compile(r"(mlp|ffn|intermediate|feed_forward|densereludense|densegatedactdense|moe|expert)")
+# A norm inside an attention or FFN module named only as a norm: the sub-layer's norm of the residual stream (rule 3).
+_RESIDUAL_NORM = frozenset({"layernorm", "layer_norm", "norm", "ln"})
 _FFN_LAYER = re.compile(r"^fc_?[12]$")
 
 
@@ -79,17 +86,30 @@ def _block(segments: list[str]) -> int | None:
     return next((int(s) for s in segments if s.isdigit()), None)
 
 
+def _names_attention(segment: str) -> bool:
+    return "attn" in segment or "attention" in segment
+
+
+def _branch_holding(segments: list[str]) -> str | None:
+    """"attention" or "ffn": the type of the nearest module above this one that rule 4 or 5 names by its segment,
+    if that holds it as part of its branch, not as its norm of the residual stream (rule 3); else None."""
+    for i in range(len(segments) - 2, -1, -1):
+        kind = "attention" if _names_attention(segments[i]) else "ffn" if _FFN_SEGMENT.search(segments[i]) else None
+        if kind is not None:
+            return None if _RESIDUAL_NORM.intersection(segments[i + 1:]) else kind
+    return None
+
+
 def classify(name: str, module: nn.Module) -> str:
     """The type of one parameterised module, by the rules in this module's docstring."""
     segments = name.lower().split(".")
-    attention = any("attn" in s or "attention" in s for s in segments)
+    attention = any(_names_attention(s) for s in segments)
     if (isinstance(module, nn.Embedding) and not attention) or any("embed" in s or s in ("wte", "wpe") for s in segments):
         return "embeddings"
     if segments[0] in HEAD_SEGMENTS or "pooler" in segments:
         return "head"
-    if (_NORM_CLASS.search(type(module).__name__) or _NORM_NAME.match(segments[-1])) and not (
-            attention and _ATTENTION_NORM.match(segments[-1])):
-        return "layer_norm"
+    if _NORM_CLASS.search(type(module).__name__) or _NORM_NAME.match(segments[-1]):
+        return _branch_holding(segments) or "layer_norm"
     if attention:
         return "attention"
     in_block = _block(segments) is not None

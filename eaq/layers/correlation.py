@@ -5,8 +5,10 @@ component type, for each impact (sensitivity, ablation). A scope with fewer than
 components that have both figures, or where either figure is constant, has no defined
 correlation: r and p are NaN and ``reason`` says why, instead of failing the run. A figure
 that is not finite (an infinite KL divergence: the changed model gave an outcome the
-unchanged one predicts zero probability) is no point of a linear fit: its component is left
-out, and ``reason`` says how many were.
+unchanged one predicts zero probability, or its outputs went NaN; an impact given as NaN) is no
+point of a linear fit: its component is left out, and ``reason`` says how many were. Only a
+figure not measured is left out unsaid: an impact absent (a layer norm has no ablation), or an
+energy share of NaN (``eaq.layers.tables.energy_shares``: no basis to share by).
 
 p-values: scipy's large-sample ones (t distribution, Spearman's too) are far too small for
 the few components of a per-type scope (a perfect rank order of 3 gives p = 0, where 1 in 3
@@ -92,11 +94,12 @@ def correlations(
     types: dict[str, str], share: dict[str, float], impacts: dict[str, dict[str, float]]
 ) -> list[Correlation]:
     """Every scope and impact: ``types`` and ``share`` per component name, ``impacts`` as
-    {"sensitivity": {component: score}, "ablation": {...}}. Components missing either
-    figure (no energy, not ablatable) are left out of that pair's scope."""
+    {"sensitivity": {component: score}, "ablation": {...}}. Components with either figure not
+    measured (no energy share, not ablatable) are left out of that pair's scope; an impact
+    that is there but not finite, NaN included, is counted in its scope's reason."""
     rows = []
     for impact_name, scores in impacts.items():
-        names = [c for c in types if c in scores and c in share and not math.isnan(share[c]) and not math.isnan(scores[c])]
+        names = [c for c in types if c in scores and c in share and not math.isnan(share[c])]
         scopes = {"all": names} | {t: [c for c in names if types[c] == t] for t in dict.fromkeys(types[c] for c in names)}
         for scope, members in scopes.items():
             rows.extend(correlate([share[c] for c in members], [scores[c] for c in members], scope, impact_name))

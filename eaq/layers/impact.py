@@ -27,11 +27,17 @@ Each is compared with the unchanged model on the same batches (``compare``):
   have no distribution, ``1 - mean cosine`` of the pooled embeddings. Zero when the
   outputs are unchanged, growing with how far predictions move; unlike accuracy it does
   not saturate or hide changes that happen not to flip a label on a small data set.
+
+A change whose outputs are not finite (NaN or infinite: a float16 overflow) broke the model: its ``kl`` and ``impact``
+are infinite, and so is its ``perplexity_delta_pct`` where its perplexity came out NaN. NaN would read as "not measured"
+(an empty cell, no metric) and drop out of the correlation unsaid. Outputs of the unchanged model that are not finite
+leave nothing to measure a change against: ``compare`` refuses them.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -122,6 +128,14 @@ def run_outputs(model: nn.Module, data: EvalData) -> Outputs:
 
 def compare(name: str, method: str, reference: Outputs, changed: Outputs, head: str, layers: tuple[str, ...] = ()) -> Impact:
     """The changed model against the reference; see the module docstring for each figure."""
+    not_finite = (~torch.isfinite(reference.values)).sum().item()
+    if not_finite:
+        raise ConfigError(
+            f"the unchanged model's outputs are not finite ({not_finite} of {reference.values.numel()} values NaN or "
+            "infinite: its float format overflows on this model and data), so no change can be measured against them; "
+            "set layers.base=fp32 (or bf16, which has fp32's range)."
+        )
+    broken = not torch.isfinite(changed.values).all().item()
     if head == "embedding":
         cosine = fidelity(head, changed.values, reference.values)["quality_cosine_to_fp32_mean"]
         kl, agreement, impact = None, None, max(1.0 - cosine, 0.0)
@@ -131,12 +145,14 @@ def compare(name: str, method: str, reference: Outputs, changed: Outputs, head: 
         # KL is never negative; float rounding can give -1e-9 for identical outputs.
         kl, agreement = max(drift["quality_kl_from_fp32"], 0.0), drift["quality_agreement_with_fp32"]
         impact = kl
+    if broken:  # the KL or cosine of a NaN row is NaN: "not measured", where the change broke the model
+        kl, impact = (None if kl is None else math.inf), math.inf
     acc = None
     if reference.accuracy is not None and changed.accuracy is not None:
         acc = 100.0 * (changed.accuracy - reference.accuracy)
     ppl = None
     if reference.perplexity is not None and changed.perplexity is not None:
-        ppl = 100.0 * (changed.perplexity / reference.perplexity - 1.0)
+        ppl = math.inf if math.isnan(changed.perplexity) else 100.0 * (changed.perplexity / reference.perplexity - 1.0)
     return Impact(name, method, kl, agreement, acc, ppl, impact, layers)
 
 

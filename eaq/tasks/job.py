@@ -28,7 +28,7 @@ from eaq.files import from_launch_folder
 from eaq.slots import gpu_slot, pin_device_order
 from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
-from eaq.tracking.flatten import config_hash, flatten
+from eaq.tracking.flatten import config_hash, flatten, read_files
 from eaq.tracking.run_logger import PARENT_TAG, TrackedRun, end_run
 from eaq.tracking.store import open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip, skipped_runs, sweep_dir
@@ -232,6 +232,7 @@ def run_job(cfg: DictConfig) -> str:
         sys.exit(2)
 
     digest = config_hash(resolved, hydra_cfg.runtime.cwd)
+    files = read_files(resolved, hydra_cfg.runtime.cwd)  # as the run starts, as the hash reads them
     # Where the run will be, as far as it can be told before it starts: resume reuses only a run measured there, and
     # the run carries it from its start, so a run that fails before its end still says which device it was on.
     spec = str(resolved.get("device", "auto"))
@@ -286,7 +287,7 @@ def run_job(cfg: DictConfig) -> str:
         result.metrics["phase_ahead_s"] = ahead_s
         run.log_metrics(result.metrics)
         run.set_tags(result.tags)
-        env = capture(result.device, digest)
+        env = capture(result.device, digest, files)
         (output_dir / ENV_FILE).write_text(json.dumps(env, indent=2, sort_keys=True, default=str))
         run.log_artifact(output_dir / ENV_FILE)
         run.set_tags(summary_tags(env))

@@ -104,10 +104,13 @@ def redacted_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
     return {k: (REDACTED if SECRET_NAME.search(k) else redact(v)) for k, v in sorted(environ.items())}
 
 
-def capture(device: dict[str, Any], config_hash: str) -> dict[str, Any]:
-    """Environment facts, credentials redacted; ``device`` comes from the task, which knows torch and the GPU."""
+def capture(device: dict[str, Any], config_hash: str, read_files: dict[str, str]) -> dict[str, Any]:
+    """Environment facts, credentials redacted; ``device`` comes from the task, which knows torch and the GPU;
+    ``read_files``: the identities of the files the run read (eaq.tracking.flatten.read_files), which the config
+    names by path only: ``python -m eaq.diff`` tells two runs of one plan path edited between them apart by them."""
     return redact_tree({
         "config_hash": config_hash,
+        "read_files": read_files,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "hostname": platform.node(),
