@@ -176,7 +176,7 @@ def sweep(parent: str, client: MlflowClient) -> int:
 
 @reported()
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].strip("`"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("runs", nargs="*", help="two run ids, run names or job folders")
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking store")
     parser.add_argument("--env", action="store_true", help="environment differences also make the exit code 1")

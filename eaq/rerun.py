@@ -59,7 +59,7 @@ def _read(folder: Path) -> list[str]:
 
 @reported()
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].strip("`"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("run", help="job folder, run id or run name")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, applied after the logged ones")
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking store")

@@ -126,12 +126,14 @@ def test_an_empty_plan_runs_the_base_and_says_so(caplog: pytest.LogCaptureFixtur
 def test_a_plan_naming_a_missing_or_unfit_layer_is_refused_before_running() -> None:
     model = load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    plan = Plan("fp32", {"encoder.layer.9.output.dense": "int8", "encoder.layer.0.output.LayerNorm": "int8"})
+    plan = Plan("fp32", {"encoder.layer.9.output.dense": "int8", "encoder.layer.0.output.LayerNorm": "int8",
+                         "embeddings.word_embeddings": "int8"})
     with pytest.raises(UnsupportedPrecisionError) as error:
         apply_plan(model, CPU, plan)
     message = str(error.value)
     assert "layer encoder.layer.9.output.dense does not exist in this model" in message
     assert "layer encoder.layer.0.output.LayerNorm cannot run int8: it is a LayerNorm, not a Linear layer" in message
+    assert "layer embeddings.word_embeddings cannot run int8: it is an Embedding, not a Linear layer" in message
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # nothing was changed
 
 

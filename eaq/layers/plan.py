@@ -131,7 +131,7 @@ def split_type_savings(members: dict[str, list[str]], saved: dict[str, float], c
 
 def _figure(value: float) -> float:
     """Six significant digits for the plan's meta: a KL-scale loss of 3e-10 must not read 0.0 (as six decimals did)."""
-    return float(f"{value:.6g}")
+    return float(f"{value:.6g}") + 0.0  # + 0.0: a loss of -0.0 (an improvement rounded) reads 0.0
 
 
 def choose_plan(

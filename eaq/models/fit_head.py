@@ -52,7 +52,7 @@ def fit(features: torch.Tensor, labels: torch.Tensor, l2: float = 1e-4, steps: i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].strip("`"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--train", default="../shared/data/sst2/train.tsv")
     parser.add_argument("--out", default=str(Path(__file__).parent / "heads" / "minilm_sst2.safetensors"))
     args = parser.parse_args()

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import socket
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -31,6 +32,7 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+from transformers.utils import logging as transformers_logging
 
 from eaq.config import ModelConfig
 from eaq.models.conv1d import convert_conv1d
@@ -279,6 +281,8 @@ def load_model(
     took seconds of every run of a GPU sweep. The same seed gives other weights on another device.
     ``tokenizer``: the one ``load_tokenizer`` gave already (the inputs were made with it), used instead of a second.
     """
+    if not sys.stderr.isatty():  # a log or a sweep's output: transformers' weight-loading bar is a line per redraw there
+        transformers_logging.disable_progress_bar()
     # An embedding encoder carrying a classifier head loads as the encoder, then is wrapped.
     auto_class = AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]
     # Random weights read nothing from name_or_path but, when text needs one, its tokenizer.

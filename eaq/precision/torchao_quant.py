@@ -60,7 +60,8 @@ class TorchaoQuant:
         """Why the format's kernel cannot take ``module`` (the shape rule), or None: layers it cannot take stay in
         the base dtype, and a mixed plan that lists one is refused with this reason."""
         if not isinstance(module, nn.Linear):
-            return f"it is a {type(module).__name__}, not a Linear layer"
+            kind = type(module).__name__
+            return f"it is {'an' if kind[0] in 'AEIOU' else 'a'} {kind}, not a Linear layer"
         if module.in_features % ALIGNMENT or module.out_features % ALIGNMENT:
             return f"its shape {module.in_features}x{module.out_features} is not in multiples of {ALIGNMENT}"
         if module.in_features % self.group:

@@ -25,7 +25,7 @@ from eaq.tracking.run_logger import TrackedRun
 @reported(status=1)
 def main(argv: list[str] | None = None) -> int:
     """Build the report; exit 1 with one sentence when there is nothing to report."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].strip("`"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="the MLflow store")
     scope = parser.add_mutually_exclusive_group()
     scope.add_argument("--sweep", help="a sweep's parent run id: report its runs")

@@ -237,7 +237,7 @@ def grid(table: pd.DataFrame, value: str, baseline: str, missing: str | None = N
 
 @reported()
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--uri", nargs="+", default=["sqlite:///outputs/mlflow.db"], help="one or more MLflow stores")
     parser.add_argument("--experiment", default="eaq")
     parser.add_argument("--baseline", default="bf16", help="the precision every other one is compared with")

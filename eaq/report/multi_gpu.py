@@ -40,7 +40,7 @@ def side_by_side(one: pd.DataFrame, two: pd.DataFrame, metric: str = METRIC) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--one", required=True, help="MLflow URI of the sweep on one GPU")
     parser.add_argument("--two", required=True, help="MLflow URI of the same sweep on two GPUs")
     parser.add_argument("--one-wall-s", type=float, required=True, help="wall time of the sweep on one GPU, seconds")

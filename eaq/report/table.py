@@ -105,7 +105,7 @@ def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str,
 
 @reported()
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--uri", nargs="+", default=["sqlite:///outputs/mlflow.db"], help="one or more MLflow stores")
     parser.add_argument("--experiment", default="eaq")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="default", help="a named set of columns")

@@ -22,7 +22,7 @@ from torch import nn
 from eaq.config import EaqConfig, protocol_seconds
 from eaq.data import Examples
 from eaq.device import describe_device, draw_key, resolve_device
-from eaq.errors import ConfigError
+from eaq.errors import ConfigError, UnsupportedPrecisionError
 from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components
 from eaq.layers.energy import ComponentEnergy, Settings, measure_components, measure_passes, without_cache, without_full_mask
@@ -51,6 +51,15 @@ from eaq.tasks.result import TaskResult
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # Replay windows, when left null and energy is measured: ~30 updates of a ~100 ms sensor.
 REPLAY_MIN_S = 3.0
+
+
+def _runs_here(setting: str, name: str, device: torch.device) -> None:
+    """Refuse a format of ``setting`` that does not exist or cannot run for real on ``device``, naming the setting:
+    precision's own sentence says "precision=fp8", which the user did not write."""
+    try:
+        get_precision(name, device)
+    except UnsupportedPrecisionError as exc:
+        raise UnsupportedPrecisionError(f"{setting}={name}: {exc}") from exc
 
 
 def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
@@ -230,9 +239,9 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
             "precision.kernel_check, or check the precision's kernels with task=benchmark."
         )
     base = cfg.layers.base or FLOAT_NAMES[base_dtype(device)]
-    get_precision(base, device)  # the impact model's format must run here too
+    _runs_here("layers.base", base, device)  # the impact model's format must run here too
     if cfg.layers.impact:
-        get_precision(cfg.layers.target, device)  # and the format components are lowered to
+        _runs_here("layers.target", cfg.layers.target, device)  # and the format components are lowered to
         if cfg.layers.target in LAYER_FORMATS and (mismatch := base_refusal(cfg.layers.target, base, device)):
             raise ConfigError(
                 f"layers.target={cfg.layers.target} cannot lower components of the layers.base={base} model: {mismatch}; "

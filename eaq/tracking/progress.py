@@ -106,6 +106,7 @@ class SweepProgress(Callback):
         self.ran_s: list[float] = []
         self.run_name = ""
         self.run_started = self.phase_started = 0.0
+        self.phase_name = ""  # the phase the run in progress is in
         self.bar: tqdm | None = None
         self.line: tqdm | None = None
         self._stdout: TextIO | None = None
@@ -152,6 +153,7 @@ class SweepProgress(Callback):
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         self.run_name = str(config.get("run_name", ""))
         self.run_started = time.perf_counter()
+        self.phase_name = ""
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         ok = job_return.status == JobStatus.COMPLETED and job_return.return_value in self.counts
@@ -214,10 +216,13 @@ class SweepProgress(Callback):
             tqdm.write(line, file=self.stream)
 
     def phase(self, name: str) -> None:
-        self.phase_started = time.perf_counter()
+        # The same phase entered again straight after itself (the sampler started, then its first sample awaited)
+        # is one phase to a reader: a plain line each time printed it twice.
+        again = name == self.phase_name
+        self.phase_started, self.phase_name = time.perf_counter(), name
         if self.line is not None:
             self.line.set_description_str(f"  {self.run_name}: {name}")
-        else:
+        elif not again:
             self._print(self._done() + 1, f"{self.run_name}: {name}")
 
     def _done(self) -> int:
