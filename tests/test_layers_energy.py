@@ -877,6 +877,9 @@ def test_task_layers_in_a_multirun_under_one_parent(out: Path) -> None:
     gpt2 = next(r for r in children if r.data.params["model.name"] == "gpt2-tiny-random")
     assert gpt2.data.tags["eaq.layers.impact"] == "not measured: layers.impact=false"
     assert gpt2.data.metrics["energy_share_head"] > 0
+    # The sweep's answer on screen: its capture ratios (an empty line stood where a benchmark sweep's table goes).
+    shown = done.stdout.split("layer analysis: capture ratio per method", 1)[-1]
+    assert "| gpt2-tiny-random-fp32-b2-s16 " in shown and "| time " in shown, done.stdout[-3000:]
 
 
 def test_task_layers_refuses_a_compiled_model_before_loading(out: Path) -> None:

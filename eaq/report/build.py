@@ -43,6 +43,8 @@ class Report:
     html: Path
     table: pd.DataFrame
     figures: list[figures.Figure]
+    # The layer analysis' capture ratios (layers.capture_table): a table, or the note that there is no layers run.
+    capture: pd.DataFrame | str
 
 
 def report_command(uri: str, sweep: str | None, experiment: str | None, out: Path) -> str:
@@ -103,7 +105,7 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
                        [*_commands(client, frame), "# this report:", report_command(uri, sweep, experiment, out)])
     path = out / "report.html"
     path.write_text(page)
-    return Report(out, path, table, drawn)
+    return Report(out, path, table, drawn, capture)
 
 
 def _fitting(label: str, room: int) -> str:

@@ -69,6 +69,11 @@ class SweepReportCallback(Callback):
                 traceback.print_exception(error)
             print(f"sweep report: not built: {redact(str(error))}", file=sys.stderr)
             return
-        print(compact(report.table).to_markdown(index=False))
+        summary = compact(report.table)
+        if not summary.empty:  # a sweep of layers runs alone has no benchmark figure: no empty table
+            print(summary.to_markdown(index=False))
+        if not isinstance(report.capture, str):
+            print("layer analysis: capture ratio per method, components only and with blocks (mean ± 95% CI half-width)")
+            print(report.capture.to_markdown(index=False))
         print(f"sweep report: {report.html} (also on the parent run's artifacts, report/report.html)")
         print(f"full report again: {report_command(uri, parent, None, Path(config.paths.output_dir) / 'report')}")
