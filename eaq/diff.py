@@ -49,7 +49,7 @@ def _find_run(client: MlflowClient, ref: str):
     runs = client.search_runs(experiments, filter_string=f"attributes.run_name = '{ref}'", order_by=["attributes.start_time DESC"])
     if not runs:
         raise EaqError(f"{ref!r} is neither a job folder nor a run id or run name in the store; pass one of those.")
-    if len(runs) > 1:  # a name leaves out the sequence length, dataset and weights, and repeats across sweeps
+    if len(runs) > 1:  # a name leaves out the task, sequence length, dataset and weights, and repeats across sweeps
         others = ", ".join(r.info.run_id for r in runs[1:6]) + (", ..." if len(runs) > 6 else "")
         print(f"note: {ref!r} names {len(runs)} runs; using the newest, {runs[0].info.run_id}; pass a run id to take "
               f"another ({others})", file=sys.stderr)
