@@ -794,6 +794,10 @@ def test_task_layers_with_measured_savings_plans_from_both_precisions_costs(out:
     assert plan["meta"]["saving"].startswith("measured")
     # Exactly the components with a Linear layer int8 takes (attention, FFN, head) that it made cheaper.
     cheaper = {r["component"] for r in saving if float(r["saving_per_pass"]) > 0 and r["type"] in ("attention", "ffn", "head")}
+    # The target's layers per component: those it can lower have some; embeddings and norms, unchanged by it, none.
+    layers = {r["type"]: int(r["target_layers"]) for r in saving}
+    assert layers["embeddings"] == layers["layer_norm"] == 0 and layers["attention"] > 0 and layers["ffn"] > 0
+    assert {r["component"] for r in saving if int(r["target_layers"])} >= cheaper
     assert set(plan["meta"].get("components", [])) == cheaper
     assert bool(plan["layers"]) == bool(cheaper) and (cheaper or "so none is lowered" in plan["meta"]["saving"])
     assert plan["meta"]["saving"] in run.data.tags["eaq.layers.plan"] and "lowerable components cheaper in int8" in plan["meta"]["saving"]

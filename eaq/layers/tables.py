@@ -40,7 +40,10 @@ OUTSIDE_COLUMNS = ("entry", "basis", "time_ms_per_pass", "energy_replay_mj_per_p
                    "energy_replay_net_mj_per_pass", "energy_attribution_net_mj_per_pass")
 CORRELATION_COLUMNS = ("scope", "impact", "method", "r", "p_value", "n", "reason")
 # layers.saving=measured: each component's cost per pass in the plan's base and target, and the difference.
-SAVING_COLUMNS = ("component", "type", "basis", "unit", "base_per_pass", "target_per_pass", "saving_per_pass")
+# ``target_layers``: the component's Linear layers the target takes; 0 where it leaves the component as it is, whose
+# saving is then the two measurements' noise, the yardstick for the others'.
+SAVING_COLUMNS = ("component", "type", "target_layers", "basis", "unit", "base_per_pass", "target_per_pass",
+                  "saving_per_pass")
 # layers.saving=compiled: the whole compiled pass in the base (measured first and last: the mean, and how far
 # it moved), and with each type's lowerable layers in the target (layers: quantized Linear layers of that pass).
 TYPE_SAVING_COLUMNS = ("type", "layers", "basis", "unit", "base_per_pass", "base_drift", "lowered_per_pass", "saving_per_pass",
@@ -96,11 +99,14 @@ def energy_shares(components: list[Component], energy: ComponentEnergy) -> tuple
     return {n: v / total for n, v in found[0].items()}, basis
 
 
-def saving_rows(components: list[Component], base: dict[str, float], target: dict[str, float], basis: str) -> list[Row]:
-    """One row per component, in SAVING_COLUMNS: costs in mJ (energy bases) or ms (time) per pass."""
+def saving_rows(components: list[Component], layers: dict[str, int], base: dict[str, float], target: dict[str, float],
+                basis: str) -> list[Row]:
+    """One row per component, in SAVING_COLUMNS: costs in mJ (energy bases) or ms (time) per pass; ``layers``: each
+    component's Linear layers the target takes."""
     unit = "ms" if basis == "time" else "mJ"
     return [
-        {"component": c.name, "type": c.type, "basis": basis, "unit": unit, "base_per_pass": base[c.name] * 1e3,
+        {"component": c.name, "type": c.type, "target_layers": layers[c.name], "basis": basis, "unit": unit,
+         "base_per_pass": base[c.name] * 1e3,
          "target_per_pass": target[c.name] * 1e3, "saving_per_pass": (base[c.name] - target[c.name]) * 1e3}
         for c in components
     ]

@@ -285,6 +285,8 @@ def _measured_saving(
     """``layers.saving=measured``: the components measured again with the target applied uniformly (the run's own
     measurement is the base's). Returns each component's cost in the base and its saving (base - target), in the
     same unit, and their basis. Writes layers/plan_saving.csv; tags the target windows' validity."""
+    # Counted before the target is applied (in place): which components it changes at all.
+    layers = {c.name: len(lowerable(fp32_model, [c], cfg.layers.target, device)) for c in components}
     target_model = get_precision(cfg.layers.target, device).apply(fp32_model.to(device), device)
     lowered = measure_components(target_model, components, lambda: target_model(**inputs), device, sampler, settings, cfg.batch_size)
     both, basis = component_costs(components, energy, lowered)
@@ -296,7 +298,7 @@ def _measured_saving(
     cost, cost_target = both
     tags |= {f"eaq.layers.saving.{key.removeprefix('eaq.')}": value for key, value in lowered.tags.items()
              if key in ("eaq.energy", "eaq.valid", "eaq.valid.reasons", "eaq.valid.notes", "eaq.layers.cuda_graphs")}
-    write_csv(folder / "plan_saving.csv", SAVING_COLUMNS, saving_rows(components, cost, cost_target, basis))
+    write_csv(folder / "plan_saving.csv", SAVING_COLUMNS, saving_rows(components, layers, cost, cost_target, basis))
     return cost, {name: cost[name] - cost_target[name] for name in cost}, basis
 
 
