@@ -152,7 +152,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("sweep_runs_failed", "count", "Sweep parent runs: child runs that did not finish."),
     # Pattern, not one name (eaq/report/build.py): <metric> is latency_mean_ms, throughput_samples_per_s,
     # energy_per_sample_mj or a quality_* metric; the MLflow UI charts each <metric>/<configuration> as one section.
-    Metric("<metric>/<configuration>/<stat>", "unit of <metric>", "Sweep parent runs (and eaq.kind=report runs): trials aggregated per configuration (model-precision-b<batch>-s<seq>[-compiled[-untuned][-no-pattern-matcher]][-graphs][-gen<tokens>]); <stat> is mean, ci95_low, ci95_high (Student t 95% interval of the mean, absent with one trial) or n (valid finished trials). Absent for a metric no run measured."),
+    Metric("<metric>/<configuration>/<stat>", "unit of <metric>", "Sweep parent runs (and eaq.kind=report runs): trials aggregated per configuration (model-precision-b<batch>-s<seq>[-compiled[-untuned][-no-pattern-matcher]][-graphs][-gen<tokens>][-<setting>], the setting where runs differ in device, dataset, sampler, weights or another parameter); <stat> is mean, ci95_low, ci95_high (Student t 95% interval of the mean, absent with one trial) or n (valid finished trials). Absent for a metric no run measured."),
     # task=layers (eaq/layers): per-component tables are the artifacts layers/*.csv.
     Metric("layers_whole_model_time_ms", "ms", "task=layers: time of one whole-model forward pass in its window (the one attribution splits)."),
     Metric("layers_time_capture_ratio", "1", "task=layers: share of a profiled pass's time inside components (the rest: residual adds, activations, glue between modules)."),

@@ -146,7 +146,7 @@ def test_a_report_logged_again_onto_a_run_shows_its_own_figures(tmp_path: Path) 
     for mean in (12.0, 10.0):
         out = tmp_path / f"report-{mean}"
         out.mkdir()
-        log(client, run.run_id, Report(out, out / "report.html", pd.DataFrame([config | {"mean": mean}]), []))
+        log(client, run.run_id, Report(out, out / "report.html", pd.DataFrame([config | {"mean": mean}]), [], ""))
         time.sleep(0.01)
     assert client.get_run(run.run_id).data.metrics["latency_mean_ms/m-fp32-b4-s32/mean"] == 10.0
 
@@ -162,7 +162,7 @@ def test_the_report_logged_onto_a_run_carries_no_credential(tmp_path: Path) -> N
     out = tmp_path / "report"
     out.mkdir()
     (out / "runs.csv").write_text("run_id,artifact_uri\nabc,https://user:hunter2@store.example/eaq\n")
-    log(client, run.run_id, Report(out, out / "report.html", pd.DataFrame(columns=["metric"]), []))
+    log(client, run.run_id, Report(out, out / "report.html", pd.DataFrame(columns=["metric"]), [], ""))
     logged = Path(client.download_artifacts(run.run_id, "report/runs.csv", str(tmp_path / "back"))).read_text()
     assert "hunter2" not in logged and "https://user:<redacted>@store.example/eaq" in logged
 

@@ -619,3 +619,40 @@ def test_a_long_setting_beside_a_configuration_without_one_keeps_a_label_of_its_
     long = "trials.warmup_rule=pairs trials.idle_s=5"
     assert setting_keys(pd.DataFrame({"setting": ["", long]})) == {long: "[1]"}
     assert setting_keys(pd.DataFrame({"setting": [long, long]})) == {long: ""}
+
+
+def test_equal_quality_over_unequal_trial_counts_is_equal_and_a_non_finite_one_is_the_worst(tmp_path: Path) -> None:
+    """0.7 averaged over three trials was 0.6999999999999998: bf16, as accurate as fp32 at half the energy, ranked
+    "beyond the front" of fp32 instead of dominating it. A perplexity logged as NaN (outputs overflowed) read as "not
+    measured", and its precision as the cheapest."""
+    from eaq.report.front import verdicts
+
+    uri, client, experiment = _store(tmp_path)
+    for precision, energies in (("fp32", [10.0, 10.1]), ("bf16", [5.0, 5.1, 4.9])):
+        for trial, energy in enumerate(energies, 1):
+            _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": str(trial)},
+                 {"energy_per_sample_mj": energy, "quality_accuracy": 0.7})
+    for precision, perplexity, energy in (("fp32", 30.0, 10.0), ("fp16", float("nan"), 4.0), ("bf16", 31.0, 5.0)):
+        for trial in (1, 2):
+            _log(client, experiment, {**BASE, "model.name": "lm", "precision.name": precision, "trial": str(trial),
+                                      "dataset.name": "wikitext2"},
+                 {"energy_per_sample_mj": energy + trial / 10, "quality_perplexity": perplexity})
+    frame = load(uri, experiment="eaq")
+    found = verdicts(frame).set_index("configuration")
+    assert found.loc["m-fp32-b8-s32-sst2", "verdict"].startswith("dominated") and found.loc["m-fp32-b8-s32-sst2", "versus"] == "m-bf16-b8-s32-sst2"
+    summary = compact(aggregate(frame)).set_index("configuration")
+    assert summary.loc["m-bf16-b8-s32-sst2", "quality_accuracy"] == "0.7 (same in every trial)"
+    assert summary.loc["lm-fp16-b8-s32-wikitext2", "quality_perplexity"] == "non-finite"
+    # the worst perplexity: bf16 is no longer "dominated" by a precision whose outputs broke
+    assert not found.loc["lm-bf16-b8-s32-wikitext2", "verdict"].startswith("dominated")
+    assert found.loc["lm-fp16-b8-s32-wikitext2", "verdict"].startswith("on the front")  # the cheapest and the worst
+
+
+def test_model_vs_model_compares_every_precision_at_one_batch_size() -> None:
+    """fp32 at its largest batch (32) was drawn beside int8 at its own (1): int8 read 3x dearer, cheaper at batch 1."""
+    from eaq.report.figures import at_largest_batch
+
+    rows = pd.DataFrame({"model": ["a", "a", "a", "b"], "variant": ["fp32", "fp32", "int8", "fp32"],
+                         "batch_size": [1.0, 32.0, 1.0, 8.0]})
+    kept, largest = at_largest_batch(rows)
+    assert kept["batch_size"].tolist() == [32.0, 8.0] and largest.to_dict() == {"a": 32.0, "b": 8.0}

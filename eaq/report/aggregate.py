@@ -28,8 +28,6 @@ QUALITY = ("quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mea
 # A generation run's figures, where a forward run has latency and energy per sample.
 GENERATION = ("time_to_first_token_mean_ms", "time_per_output_token_mean_ms", "decode_tokens_per_s",
               "decode_energy_per_token_mj", "prefill_energy_per_prefill_mj")
-# Quality figures where less is better (the rest: more is better).
-LOWER_IS_BETTER = {"quality_perplexity", "quality_kl_from_fp32"}
 STATS = ("n", "mean", "std", "ci_low", "ci_high", "cv", "runs", "invalid", "failed", "running")
 
 
@@ -43,9 +41,11 @@ def t_interval(values: pd.Series, level: float = LEVEL) -> tuple[int, float, flo
     n = len(values)
     if n == 0:
         return 0, math.nan, math.nan, math.nan, math.nan
+    if values.nunique() == 1:  # one figure n times (a reused quality): itself, no spread; 0.7 averaged thrice is
+        # 0.6999999999999998 with a spread of 1e-16, which ranked it below 0.7 (one trial fewer) on the front
+        value = float(values.iloc[0])
+        return (1, value, math.nan, math.nan, math.nan) if n == 1 else (n, value, 0.0, value, value)
     mean = float(values.mean())
-    if n == 1:
-        return 1, mean, math.nan, math.nan, math.nan
     std = float(values.std(ddof=1))
     half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * std / math.sqrt(n)
     return n, mean, std, mean - half, mean + half
@@ -244,13 +244,22 @@ def config_label(row: pd.Series | dict) -> str:
     return re.sub(r"[^A-Za-z0-9_.]+", "-", "-".join(words)).strip("-")
 
 
-def format_ci(mean: float, low: float, high: float) -> str:
-    """``mean ± half-width`` with 4 significant digits; "not measured" for a missing figure, never 0."""
+# Significant digits of a quality figure on screen: int8's cosine of 0.9999999222 read "1", as fp32's, beside a front
+# that called int8 dominated (eaq.report.front shows as many).
+QUALITY_DIGITS = 10
+
+
+def format_ci(mean: float, low: float, high: float, digits: int = 4) -> str:
+    """``mean ± half-width``, the mean with ``digits`` significant digits and the half-width with 4; "not measured"
+    for a missing figure, never 0; "non-finite" for a quality figure a run logged as not a number (eaq.report.frame
+    reads it as the worst value)."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "not measured"
+    if math.isinf(mean):
+        return "non-finite"
     if low is None or math.isnan(low):
-        return f"{mean:.4g} (1 trial)"
-    return f"{mean:.4g} ± {(high - low) / 2:.4g}"
+        return f"{mean:.{digits}g} (1 trial)"
+    return f"{mean:.{digits}g} ± {(high - low) / 2:.4g}"
 
 
 # What a configuration is ranked by, in order of preference: energy where a sensor measured it, else time.
@@ -324,13 +333,15 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
             if metric in QUALITY and metric != quality[scope]:
                 continue  # another scope's figure: blank, not "not measured"
             stat = by_metric.loc[metric] if metric in by_metric.index else None
-            row[metric] = none or format_ci(*(stat[["mean", "ci_low", "ci_high"]] if stat is not None else (math.nan,) * 3))
+            digits = QUALITY_DIGITS if metric in QUALITY else 4
+            row[metric] = none or format_ci(*(stat[["mean", "ci_low", "ci_high"]] if stat is not None else (math.nan,) * 3),
+                                            digits)
             if stat is not None and 1 < stat["n"] < trials:  # a mean over fewer trials than the row's says so
                 row[metric] += f" ({stat['n']} trials)"
-            elif metric in QUALITY and stat is not None and stat["n"] > 1 and stat["std"] == 0:
+            elif metric in QUALITY and stat is not None and stat["n"] > 1 and stat["std"] == 0 and math.isfinite(stat["mean"]):
                 # One evaluation read by every trial (trials.reuse_quality), or the same computed again: no spread to
                 # show, which "± 0" would read as a precise measurement (it says nothing of the data's sampling error).
-                row[metric] = f"{stat['mean']:.4g} (same in every trial)"
+                row[metric] = f"{stat['mean']:.{QUALITY_DIGITS}g} (same in every trial)"
         cost, best = ranked[scope]
         row[f"{cost.removesuffix('_mj').removesuffix('_ms')}_vs_best"] = none or _versus_best(by_metric, cost, best)
         rows.append(row)

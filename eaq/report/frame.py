@@ -10,6 +10,7 @@ runs too, because the report must say how many of each configuration did not fin
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from mlflow.exceptions import MlflowException
@@ -71,6 +72,8 @@ TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_re
         "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id",
         "eaq.env.device_name": "device_name", "eaq.precision.plan_sha256": "plan_sha256"}
 KINDS = ("benchmark", "layers")
+# Quality figures where less is better (the rest: more is better).
+LOWER_IS_BETTER = {"quality_perplexity", "quality_kl_from_fp32"}
 # MLflow's statuses of a run under way. A run whose process was killed without a chance to mark it (SIGKILL, a lost
 # host) stays RUNNING for good: it counts as running only while its sweep does (column ``running``), else as failed.
 UNDER_WAY = ("RUNNING", "SCHEDULED")
@@ -187,6 +190,13 @@ def ended_parents(client: MlflowClient, parents: set[str]) -> set[str]:
     return ended
 
 
+def _worst(quality: str) -> float:
+    """The worst value of a quality figure (per LOWER_IS_BETTER): what a run that logged it as not a number measured.
+    Outputs gone non-finite (fp16 overflowing) give a NaN perplexity or cosine; read as a figure the run lacked, the
+    broken precision was "not measured" on quality and ranked best on energy."""
+    return math.inf if quality in LOWER_IS_BETTER else -math.inf
+
+
 def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
     """One row per run: ids, configuration, status, validity tags, env tags and every documented metric.
 
@@ -204,6 +214,8 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
         params |= settings.keys()
         row |= settings
         row |= {name: value for name, value in run.data.metrics.items() if name in METRIC_NAMES}
+        row |= {name: _worst(name) for name, value in run.data.metrics.items()
+                if name.startswith("quality_") and not math.isfinite(value)}
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:

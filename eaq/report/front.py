@@ -35,10 +35,10 @@ import pandas as pd
 
 from eaq.errors import reported
 from eaq.report.aggregate import (
-    COSTS, LOWER_IS_BETTER, QUALITY, aggregate, benchmark_runs, counted, config_label, first_measured, quality_metric,
+    COSTS, QUALITY, QUALITY_DIGITS, aggregate, benchmark_runs, counted, config_label, first_measured, quality_metric,
     ratio_interval, wide,
 )
-from eaq.report.frame import CONFIG_KEYS, SCOPE_KEYS, load
+from eaq.report.frame import CONFIG_KEYS, LOWER_IS_BETTER, SCOPE_KEYS, load
 
 COLUMNS = ("configuration", "cost", "cost_mean", "quality", "quality_mean", "verdict", "versus", "ratio", "ratio_ci_low",
            "ratio_ci_high")
@@ -108,13 +108,13 @@ def _verdict(point: pd.Series, points: pd.DataFrame, trials: dict[str, pd.Series
 def shown(found: pd.DataFrame) -> pd.DataFrame:
     """The verdicts for reading: quality to ten significant digits (an int8 cosine of 0.99999992 read "1" beside fp32's
     1 at four, under a verdict that fp32's quality is strictly better), the rest as they are."""
-    return found.assign(quality_mean=[f"{v:.10g}" if v == v else "" for v in found["quality_mean"]])
+    return found.assign(quality_mean=[f"{v:.{QUALITY_DIGITS}g}" if v == v else "" for v in found["quality_mean"]])
 
 
 def markdown(found: pd.DataFrame) -> str:
     """The verdicts as a Markdown table, quality as ``shown`` writes it (tabulate would read its digits back as a
     number and round them to four)."""
-    return shown(found).to_markdown(index=False, floatfmt=[".10g" if c == "quality_mean" else ".4g" for c in found.columns])
+    return shown(found).to_markdown(index=False, floatfmt=[f".{QUALITY_DIGITS}g" if c == "quality_mean" else ".4g" for c in found.columns])
 
 
 @reported()
