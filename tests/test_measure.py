@@ -46,6 +46,14 @@ def test_timed_loop_honours_iterations_and_minimum_duration() -> None:
     assert time.perf_counter() - start >= 0.2 and len(longer) > 5
 
 
+def test_work_between_steps_runs_before_each_and_is_in_no_steps_time() -> None:
+    # A decode window's return to the prefilled cache after each sequence was timed as the next sequence's first step.
+    order: list[str] = []
+    latencies = run_timed(lambda _: order.append("step"), [None], CPU, iters=3, min_duration_s=0,
+                          between=lambda: (order.append("between"), time.sleep(0.05)))
+    assert order == ["between", "step"] * 3 and max(latencies) < 0.05
+
+
 def test_window_times_its_body_between_syncs() -> None:
     sampler = NoSampler()
     sampler.start()

@@ -22,11 +22,14 @@ def run_timed(
     min_duration_s: float,
     label: str = "measure",
     whole: int = 1,
+    between: Callable[[], object] | None = None,
 ) -> list[float]:
     """Run ``step`` over ``inputs`` cyclically, ``iters`` times at least and for ``min_duration_s`` at least.
 
     The loop ends only after a multiple of ``whole`` iterations: a decode window covers
     whole sequences, so early and late positions (short and long KV caches) weigh equally.
+    ``between``: work before each iteration that is not the step's (a decode window going back to the prefilled
+    cache after each whole sequence): outside every iteration's time, inside the window that encloses the loop.
     Returns per-iteration latencies in seconds.
     """
     use_events = device.type == "cuda"
@@ -38,6 +41,8 @@ def run_timed(
     i = 0
     while i < iters or time.perf_counter() - start < min_duration_s or i % whole:
         batch = inputs[i % len(inputs)]
+        if between is not None:
+            between()
         if use_events:
             begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             begin.record()

@@ -104,7 +104,7 @@ def measure_generate(
                     "cuda_graphs=false."
                 )
             decoder.replay_with(graph.run)
-        recorded = WARMUP_CALLS + 1 if graphs else 0  # the eager steps before the capture, and the captured one
+        recorded = WARMUP_CALLS if graphs else 0  # the eager steps before the capture (the capture records, runs none)
         lengths = 0 if generator.static else decoder.steps
         for _ in range(lengths):  # every cache length once (module docstring); a static cache has one
             decoder.step()
@@ -112,7 +112,8 @@ def measure_generate(
         warm_decode = replace(settled, iterations=settled.iterations + lengths + recorded, duration_s=time.perf_counter() - first)
         decoder.restart()
     with phases("window"), MeasurementWindow(device, sampler) as decode_window:
-        decode_latencies = run_timed(decoder.step, [None], device, iters, min_window_s, label="decode", whole=decoder.steps)
+        decode_latencies = run_timed(decoder.step, [None], device, iters, min_window_s, label="decode", whole=decoder.steps,
+                                     between=decoder.ready)
         decode_window.iterations = len(decode_latencies)
     assert prefill_window.result is not None and decode_window.result is not None
     return GenerateWindows(
