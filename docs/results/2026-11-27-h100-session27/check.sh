@@ -27,7 +27,8 @@ tokenizer, folder = sys.argv[1], sys.argv[2]
 BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                      intermediate_size=64)).save_pretrained(folder)
 for f in __import__("pathlib").Path(tokenizer).iterdir():
-    shutil.copy(f, folder)
+    if f.name != "config.json":  # the tokenizer folder holds MiniLM's model config too: the model's own stays
+        shutil.copy(f, folder)
 print("transformers", transformers.__version__)
 try:
     load_model(ModelConfig(name="x", name_or_path=folder, head="sequence_classification"))
@@ -58,4 +59,5 @@ for r in runs:
           + " ".join(f"{k}={m.get(k, float('nan')):.4g}" for k in keys))
 PY
 done
-rm -f "$out"/*.db "$out"/*.tgz  # the stores stay on the device: a call returns a few files
+cat "$out"/log-generate-*.txt > "$out/logs.txt" && rm -f "$out"/log-generate-*.txt
+rm -f "$out"/*.db "$out"/*.tgz  # the stores stay on the device: a call returns a few files (8 at most)
