@@ -656,3 +656,15 @@ def test_model_vs_model_compares_every_precision_at_one_batch_size() -> None:
                          "batch_size": [1.0, 32.0, 1.0, 8.0]})
     kept, largest = at_largest_batch(rows)
     assert kept["batch_size"].tolist() == [32.0, 8.0] and largest.to_dict() == {"a": 32.0, "b": 8.0}
+
+
+def test_a_report_reads_every_run_of_an_experiment_page_after_page(tmp_path: Path, monkeypatch) -> None:
+    """One search returned 50000 runs at most: a larger experiment was reported in part, silently."""
+    from eaq.tracking import run_logger
+
+    uri, client, experiment = _store(tmp_path)
+    for trial in range(1, 6):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": str(trial)},
+             {"latency_mean_ms": 1.0})
+    monkeypatch.setattr(run_logger, "PAGE", 2)  # pages of 2 runs: 3 searches
+    assert len(load(uri, experiment="eaq")) == 5

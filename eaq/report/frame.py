@@ -20,7 +20,7 @@ import pandas as pd
 from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
 from eaq.tracking.flatten import NOT_MEASUREMENT
-from eaq.tracking.run_logger import PARENT_TAG, sweep_runs
+from eaq.tracking.run_logger import PARENT_TAG, every_run, sweep_runs
 from eaq.tracking.store import read_store
 
 # The configuration of a run: what a row of an aggregate is keyed by (trial is what varies within one).
@@ -101,7 +101,7 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
         if found is None:
             names = ", ".join(e.name for e in client.search_experiments())
             raise EaqError(f"--experiment {name}: not in {uri}; experiments there: {names or 'none'}.")
-        runs = client.search_runs([found.experiment_id], max_results=50000)
+        runs = every_run(client, [found.experiment_id])
     return [r for r in runs if r.data.tags.get("eaq.kind") in KINDS]
 
 

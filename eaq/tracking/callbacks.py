@@ -201,14 +201,12 @@ class MlflowSweepCallback(Callback):
 
     @fail_loudly("closing the sweep's MLflow parent run")
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from eaq.tracking.run_logger import PARENT_TAG
+        from eaq.tracking.run_logger import PARENT_TAG, every_run
 
         if self.parent is None:
             return
         client = self.parent.client
-        children = client.search_runs(  # MLflow returns 1000 runs unless asked for more: a sweep may hold more
-            [self.parent.run.info.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{self.parent.run_id}'", max_results=50000
-        )
+        children = every_run(client, [self.parent.run.info.experiment_id], f"tags.`{PARENT_TAG}` = '{self.parent.run_id}'")
         failed = [r for r in children if r.info.status != "FINISHED"]
         self.parent.log_metrics({"sweep_runs": len(children), "sweep_runs_failed": len(failed)})
         self.parent.end("FAILED" if failed else "FINISHED")

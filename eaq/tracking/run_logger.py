@@ -28,14 +28,29 @@ CONFIG_FILE = "config.yaml"
 ENV_FILE = "env.json"
 
 
+# Runs MLflow returns per page at most (its SQL store's limit).
+PAGE = 50000
+
+
+def every_run(client: MlflowClient, experiment_ids: list[str], where: str = "") -> list[Run]:
+    """Every run of the experiments matching ``where``, page after page: one search returns 1000 runs unless asked for
+    more and PAGE at most, and an experiment holding more was cut off silently (a report of part of it)."""
+    runs: list[Run] = []
+    token = None
+    while True:
+        page = client.search_runs(experiment_ids, filter_string=where, max_results=PAGE, page_token=token)
+        runs.extend(page)
+        if not (token := page.token):
+            return runs
+
+
 def sweep_runs(client: MlflowClient, parent: Run) -> list[Run]:
     """A sweep's runs: its children and the runs resume reused for it (``REUSED_TAG`` tags on the parent), once each."""
     wheres = [f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'"]
     reused = [tag.removeprefix(REUSED_TAG) for tag in parent.data.tags if tag.startswith(REUSED_TAG)]
     wheres += ["attributes.run_id IN ({})".format(", ".join(f"'{i}'" for i in reused[start:start + 100]))
                for start in range(0, len(reused), 100)]
-    found = {run.info.run_id: run for where in wheres  # MLflow returns 1000 runs unless asked for more
-             for run in client.search_runs([parent.info.experiment_id], filter_string=where, max_results=50000)}
+    found = {run.info.run_id: run for where in wheres for run in every_run(client, [parent.info.experiment_id], where)}
     return list(found.values())
 
 
