@@ -632,7 +632,8 @@ def test_equal_quality_over_unequal_trial_counts_is_equal_and_a_non_finite_one_i
         for trial, energy in enumerate(energies, 1):
             _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": str(trial)},
                  {"energy_per_sample_mj": energy, "quality_accuracy": 0.7})
-    for precision, perplexity, energy in (("fp32", 30.0, 10.0), ("fp16", float("nan"), 4.0), ("bf16", 31.0, 5.0)):
+    for precision, perplexity, energy in (("fp32", 30.0, 10.0), ("fp16", float("nan"), 4.0), ("bf16", 31.0, 5.0),
+                                          ("int8", float("inf"), 4.5)):  # inf: stored as the largest float
         for trial in (1, 2):
             _log(client, experiment, {**BASE, "model.name": "lm", "precision.name": precision, "trial": str(trial),
                                       "dataset.name": "wikitext2"},
@@ -642,7 +643,7 @@ def test_equal_quality_over_unequal_trial_counts_is_equal_and_a_non_finite_one_i
     assert found.loc["m-fp32-b8-s32-sst2", "verdict"].startswith("dominated") and found.loc["m-fp32-b8-s32-sst2", "versus"] == "m-bf16-b8-s32-sst2"
     summary = compact(aggregate(frame)).set_index("configuration")
     assert summary.loc["m-bf16-b8-s32-sst2", "quality_accuracy"] == "0.7 (same in every trial)"
-    assert summary.loc["lm-fp16-b8-s32-wikitext2", "quality_perplexity"] == "non-finite"
+    assert summary.loc["lm-fp16-b8-s32-wikitext2", "quality_perplexity"] == summary.loc["lm-int8-b8-s32-wikitext2", "quality_perplexity"] == "non-finite"
     # the worst perplexity: bf16 is no longer "dominated" by a precision whose outputs broke
     assert not found.loc["lm-bf16-b8-s32-wikitext2", "verdict"].startswith("dominated")
     assert found.loc["lm-fp16-b8-s32-wikitext2", "verdict"].startswith("on the front")  # the cheapest and the worst

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAST, all_runs, run_eaq
-from eaq.report.compare import COLUMNS as COMPARE_COLUMNS, compare, main as compare_main
+from eaq.report.compare import COLUMNS as COMPARE_COLUMNS, compare, main as compare_main, spelled
 from eaq.report.table import PRESETS, runs_table
 
 NO_QUALITY = "dataset is synthetic token ids: no quality figures for meaningless text"
@@ -86,5 +86,8 @@ def test_generation_on_synthetic_ids_logs_generated_token_agreement(out: Path, c
     assert table["ms_per_token"].to_dict() == pytest.approx(rate)
     assert table.loc["int8", "latency_vs_baseline_pct"] == pytest.approx((rate["int8"] / rate["fp32"] - 1) * 100)
     assert table.loc["int8", "ttft_ms"] > 0 and table.loc["int8", "tokens_per_s"] > 0
+    # On screen, a per-token figure no run measured says so (energy on this CPU), not a blank of another workload's.
+    shown = spelled(table.reset_index(), "fp32").set_index("precision.name")
+    assert shown.loc["int8", "energy_mj_per_token"] == "not measured" and shown.loc["int8", "energy_vs_baseline_pct"] == "not measured"
     assert compare_main(["--uri", f"sqlite:///{out}/mlflow.db", "--baseline", "fp32", "--grid", "latency_ms"]) == 2
     assert "--grid latency_ms is a figure of forward runs" in capsys.readouterr().err

@@ -13,11 +13,11 @@ import hashlib
 import importlib
 import json
 import logging
-import os
-import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+import urllib.error
+import urllib.request
 from urllib.parse import urlparse
 
 import torch
@@ -122,29 +122,30 @@ def _load_tokenizer(location: str) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
-# Seconds to wait for the hub's host to answer: a connection takes well under a second where there is internet.
+# Seconds to wait for the hub to answer one request: well under a second where there is internet.
 HUB_PROBE_S = 5.0
-# Settings that send the hub's traffic through a proxy: the hub's host cannot be tried directly then.
-PROXY_SETTINGS = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY", "http_proxy")
 
 
 @functools.cache
 def _hub_unreachable() -> str | None:
-    """The hub's host where a connection to it fails from here, else None (reached, already offline, or behind a
-    proxy, which cannot be tried directly). Tried once per process.
+    """The hub's host where one request to it (a HEAD of its endpoint, through the proxy the environment names, as the
+    hub library's requests go) gets no answer from here, else None (answered, or already offline). Tried once per
+    process. A connection alone is not an answer: a firewall that accepts every connection and drops the traffic
+    passed a TCP probe, and the retries followed.
 
     Without it a hub id on a machine without internet met huggingface_hub's five retries, with a warning each: about
     50 s of "Retrying in 8s" before the run could say it was not found. Where the hub cannot be reached the id is read
     from the local cache alone (``local_files_only``), which loads a model downloaded before and fails at once otherwise.
     """
-    if hub_constants.HF_HUB_OFFLINE or any(os.environ.get(name) for name in PROXY_SETTINGS):
+    if hub_constants.HF_HUB_OFFLINE:
         return None
-    endpoint = urlparse(hub_constants.ENDPOINT)
-    host = endpoint.hostname or "huggingface.co"
     try:
-        socket.create_connection((host, endpoint.port or (80 if endpoint.scheme == "http" else 443)), HUB_PROBE_S).close()
-    except OSError:
-        log.info("the hub (%s) cannot be reached from here: hub ids are read from the local cache", host)
+        urllib.request.urlopen(urllib.request.Request(hub_constants.ENDPOINT, method="HEAD"), timeout=HUB_PROBE_S).close()
+    except urllib.error.HTTPError:  # an answer, if not a welcome one: the hub is there
+        return None
+    except (OSError, ValueError) as error:  # no route, refused, timed out, TLS failed; ValueError: not a URL
+        host = urlparse(hub_constants.ENDPOINT).hostname or hub_constants.ENDPOINT
+        log.info("the hub (%s) cannot be reached from here (%s): hub ids are read from the local cache", host, error)
         return host
     return None
 
@@ -242,8 +243,9 @@ def output_classes(model: torch.nn.Module) -> int:
 
 
 # What a checkpoint's saved class (config.json's ``architectures``) ends with, and the model.head that loads it whole.
+# A masked LM's encoder is an embedding model (its pooler aside, which embeddings never read).
 SAVED_HEADS = (("ForSequenceClassification", "sequence_classification"), ("ForCausalLM", "causal_lm"),
-               ("LMHeadModel", "causal_lm"), ("Model", "embedding"))
+               ("LMHeadModel", "causal_lm"), ("ForMaskedLM", "embedding"), ("Model", "embedding"))
 
 
 def _missing_weights(cfg: ModelConfig, missing: list[str], config: PretrainedConfig) -> str:
@@ -317,7 +319,10 @@ def load_model(
                                                         **_hub_options(location))
         except OSError as exc:
             raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
-        if missing := sorted(loading["missing_keys"]):
+        # An encoder's pooler, which a checkpoint saved for masked LM (roberta-base) lacks: embeddings and eaq's
+        # classifier head mean-pool the last hidden states, and never read it.
+        pooled = cfg.head == "embedding" or bool(cfg.classifier_head)
+        if missing := sorted(k for k in loading["missing_keys"] if not (pooled and k.startswith("pooler."))):
             raise ModelLoadError(_missing_weights(cfg, missing, model.config))
         source = location
     if cfg.classifier_head:

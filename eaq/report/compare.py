@@ -200,8 +200,9 @@ def spelled(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
     owned = pd.DataFrame({c: _own(table, c) for c in FIGURE_OF}, index=table.index)
     base = table[keys].join(owned).loc[table["precision.name"] == baseline]
     theirs = table[keys].merge(base, on=keys, how="left", indicator=True).set_index(table.index)  # table's rows and order
+    # One workload in the stores (no workload column): its own figures' columns are the ones compare() kept.
     generation = (table["workload.name"].str.startswith("generate") if "workload.name" in table
-                  else pd.Series(False, index=table.index))
+                  else pd.Series(not any(c in table for c in FORWARD_ONLY), index=table.index))
     for column in columns:
         empty = shown[column].isna()
         own = owned[column] if column in owned else table[column]

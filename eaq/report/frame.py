@@ -11,6 +11,7 @@ runs too, because the report must say how many of each configuration did not fin
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 from mlflow.exceptions import MlflowException
@@ -193,7 +194,8 @@ def ended_parents(client: MlflowClient, parents: set[str]) -> set[str]:
 def _worst(quality: str) -> float:
     """The worst value of a quality figure (per LOWER_IS_BETTER): what a run that logged it as not a number measured.
     Outputs gone non-finite (fp16 overflowing) give a NaN perplexity or cosine; read as a figure the run lacked, the
-    broken precision was "not measured" on quality and ranked best on energy."""
+    broken precision was "not measured" on quality and ranked best on energy. An infinite one is read back from
+    MLflow's SQL store as the largest float, which counts as infinite here too."""
     return math.inf if quality in LOWER_IS_BETTER else -math.inf
 
 
@@ -215,7 +217,7 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
         row |= settings
         row |= {name: value for name, value in run.data.metrics.items() if name in METRIC_NAMES}
         row |= {name: _worst(name) for name, value in run.data.metrics.items()
-                if name.startswith("quality_") and not math.isfinite(value)}
+                if name.startswith("quality_") and not (math.isfinite(value) and abs(value) < sys.float_info.max)}
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:

@@ -231,8 +231,8 @@ def run_job(cfg: DictConfig) -> str:
         _report_error(exc, debug)
         sys.exit(2)
 
-    digest = config_hash(resolved, hydra_cfg.runtime.cwd)
-    files = read_files(resolved, hydra_cfg.runtime.cwd)  # as the run starts, as the hash reads them
+    files = read_files(resolved, hydra_cfg.runtime.cwd)  # as the run starts: hashed, and recorded in env.json
+    digest = config_hash(resolved, hydra_cfg.runtime.cwd, files=files)
     # Where the run will be, as far as it can be told before it starts: resume reuses only a run measured there, and
     # the run carries it from its start, so a run that fails before its end still says which device it was on.
     spec = str(resolved.get("device", "auto"))
@@ -246,7 +246,7 @@ def run_job(cfg: DictConfig) -> str:
             record_skip(client, sweep_dir(hydra_cfg), done)
             log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
             return "skipped"
-        settings = config_hash(resolved, hydra_cfg.runtime.cwd, code=False)
+        settings = config_hash(resolved, hydra_cfg.runtime.cwd, code=False, files=files)
         if device is not None and (older := finished_run(client, experiment_id, settings, device, tag="eaq.settings_hash")):
             log.info("%s: measured again: run %s measured these settings with other eaq code (eaq's code counts in "
                      "resume; env.json's eaq_code says which ran)", resolved["run_name"], older)

@@ -80,17 +80,19 @@ def read_files(resolved: dict[str, Any], launched_from: str | Path) -> dict[str,
     return found
 
 
-def config_hash(resolved: dict[str, Any], launched_from: str | Path, code: bool = True) -> str:
+def config_hash(resolved: dict[str, Any], launched_from: str | Path, code: bool = True,
+                files: dict[str, str] | None = None) -> str:
     """Equal hashes mean the same measurement: same model, precision, data, protocol, device, trial, and eaq code.
 
     The files the run reads count by their contents: a plan or data file edited under the same path is another
     measurement, which resume must not take for the one it ran before. So does eaq's own code (``code_identity``): a run
     the code before an edit or upgrade measured is not what the code now would measure, and resume must not skip it.
     ``code`` False: the settings and files alone (the tag ``eaq.settings_hash``), which tell a run of the same
-    measurement by other code from one never measured, so resume can say why it measures again.
+    measurement by other code from one never measured, so resume can say why it measures again. ``files``: what
+    ``read_files`` returned for this config already (each file is read once a run).
     """
     relevant = {k: v for k, v in resolved.items() if k not in NOT_MEASUREMENT}
-    if files := read_files(resolved, launched_from):  # only where there are
+    if files := read_files(resolved, launched_from) if files is None else files:  # only where there are
         relevant["read_files"] = files
     if code:
         relevant["eaq_code"] = code_identity()
