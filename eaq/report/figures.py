@@ -382,7 +382,7 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
     for i, variant in enumerate(variants):
         # Whole rows: groupby().last() took each column's last non-empty value, a mean of one batch size with the
         # interval of another where the largest batch had one trial.
-        sub = rows[rows["variant"] == variant].sort_values("batch_size").drop_duplicates("model", keep="last")
+        sub = rows[rows["variant"] == variant].drop_duplicates("model", keep="last")
         sub = sub.set_index("model").reindex(names)
         ax.bar(np.arange(len(names)) + (i - (len(variants) - 1) / 2) * width, sub[metric], width,
                yerr=_yerr(sub, metric), capsize=3, label=variant)

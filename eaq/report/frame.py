@@ -215,9 +215,9 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
             settings[DATA] = run.data.tags[DATA]
         params |= settings.keys()
         row |= settings
-        row |= {name: value for name, value in run.data.metrics.items() if name in METRIC_NAMES}
-        row |= {name: _worst(name) for name, value in run.data.metrics.items()
-                if name.startswith("quality_") and not (math.isfinite(value) and abs(value) < sys.float_info.max)}
+        # NaN, inf and the largest float (an inf as MLflow's SQL store gives it back) all fail the comparison.
+        row |= {name: _worst(name) if name.startswith("quality_") and not abs(value) < sys.float_info.max else value
+                for name, value in run.data.metrics.items() if name in METRIC_NAMES}
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:

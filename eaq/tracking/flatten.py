@@ -92,7 +92,8 @@ def config_hash(resolved: dict[str, Any], launched_from: str | Path, code: bool 
     ``read_files`` returned for this config already (each file is read once a run).
     """
     relevant = {k: v for k, v in resolved.items() if k not in NOT_MEASUREMENT}
-    if files := read_files(resolved, launched_from) if files is None else files:  # only where there are
+    files = read_files(resolved, launched_from) if files is None else files
+    if files:  # only where there are
         relevant["read_files"] = files
     if code:
         relevant["eaq_code"] = code_identity()
