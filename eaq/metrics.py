@@ -17,6 +17,24 @@ class Metric:
     meaning: str
 
 
+# What a window's validity check read (eaq/measure/validity.py): logged for the window of a forward pass, and for
+# generation's decode window under these names and its prefill window as prefill_<name>.
+WINDOW_FACTS: tuple[Metric, ...] = (
+    Metric("sensor_updates", "count", "Changes of the primary power reading in the window, one per sensor update (NVML updates every ~100 ms); need 20; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
+    Metric("poll_coverage", "fraction", "Power samples taken in the window / samples expected at the poll interval; need 0.99; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
+    Metric("counter_vs_instant_disagreement", "fraction", "|instant integral - counter| / counter; over 0.03 flags the run; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
+    Metric("gpu_temperature_start_c", "degC", "GPU temperature at the window start; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
+    Metric("gpu_temperature_end_c", "degC", "GPU temperature at the window end; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
+    Metric("sm_clock_start_mhz", "MHz", "SM clock at the window start; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
+    Metric("sm_clock_end_mhz", "MHz", "SM clock at the window end; a drift over 10% flags the run; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
+    Metric("clock_event_share_power_cap", "fraction", "NVML: share of the window (workload=generate: the decode window; the prefill window's is prefill_<name>) the software power cap held the clocks (its cumulative clock-event time, read at the window's ends); the normal state of a GPU drawing its limit, never a reason."),
+    Metric("clock_event_share_sync_boost", "fraction", "NVML: share of the window (workload=generate: the decode window; the prefill window's is prefill_<name>) sync boost held the clocks; over 0.01 flags the run."),
+    Metric("clock_event_share_software_thermal", "fraction", "NVML: share of the window (workload=generate: the decode window; the prefill window's is prefill_<name>) a software thermal slowdown held the clocks; over 0.01 flags the run."),
+    Metric("clock_event_share_hardware_thermal", "fraction", "NVML: share of the window (workload=generate: the decode window; the prefill window's is prefill_<name>) a hardware thermal slowdown held the clocks; over 0.01 flags the run."),
+    Metric("clock_event_share_hardware_power_brake", "fraction", "NVML: share of the window (workload=generate: the decode window; the prefill window's is prefill_<name>) the hardware power brake held the clocks; over 0.01 flags the run."),
+)
+
+
 METRICS: tuple[Metric, ...] = (
     Metric("latency_mean_ms", "ms", "Mean time of one forward pass over one batch, in the measurement window."),
     Metric("latency_p50_ms", "ms", "Median per-batch latency."),
@@ -64,18 +82,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("energy_net_j", "J", "energy_total_j minus idle_power_w x window_duration_s: what the work added above idle."),
     Metric("energy_net_per_sample_mj", "mJ", "energy_net_j per sample."),
     Metric("valid", "0/1", "1 when every validity check passed; else 0 and tag eaq.valid.reasons lists what failed."),
-    Metric("sensor_updates", "count", "Changes of the primary power reading in the window, one per sensor update (NVML updates every ~100 ms); need 20; workload=generate: the decode window's (a failed check of the prefill window is in eaq.valid.reasons)."),
-    Metric("poll_coverage", "fraction", "Power samples taken in the window / samples expected at the poll interval; need 0.99; workload=generate: the decode window's (a failed check of the prefill window is in eaq.valid.reasons)."),
-    Metric("counter_vs_instant_disagreement", "fraction", "|instant integral - counter| / counter; over 0.03 flags the run; workload=generate: the decode window's (a failed check of the prefill window is in eaq.valid.reasons)."),
-    Metric("gpu_temperature_start_c", "degC", "GPU temperature at the window start; workload=generate: the decode window's (a failed check of the prefill window is in eaq.valid.reasons)."),
-    Metric("gpu_temperature_end_c", "degC", "GPU temperature at the window end; workload=generate: the decode window's (a failed check of the prefill window is in eaq.valid.reasons)."),
-    Metric("sm_clock_start_mhz", "MHz", "SM clock at the window start; workload=generate: the decode window's (a failed check of the prefill window is in eaq.valid.reasons)."),
-    Metric("sm_clock_end_mhz", "MHz", "SM clock at the window end; a drift over 10% flags the run; workload=generate: the decode window's (a failed check of the prefill window is in eaq.valid.reasons)."),
-    Metric("clock_event_share_power_cap", "fraction", "NVML: share of the window (workload=generate: the decode window) the software power cap held the clocks (its cumulative clock-event time, read at the window's ends); the normal state of a GPU drawing its limit, never a reason."),
-    Metric("clock_event_share_sync_boost", "fraction", "NVML: share of the window (workload=generate: the decode window) sync boost held the clocks; over 0.01 flags the run."),
-    Metric("clock_event_share_software_thermal", "fraction", "NVML: share of the window (workload=generate: the decode window) a software thermal slowdown held the clocks; over 0.01 flags the run."),
-    Metric("clock_event_share_hardware_thermal", "fraction", "NVML: share of the window (workload=generate: the decode window) a hardware thermal slowdown held the clocks; over 0.01 flags the run."),
-    Metric("clock_event_share_hardware_power_brake", "fraction", "NVML: share of the window (workload=generate: the decode window) the hardware power brake held the clocks; over 0.01 flags the run."),
+    *WINDOW_FACTS,
     Metric("forward_flops_per_batch", "FLOP", "FLOPs of one forward pass over one batch, counted by torch's FlopCounterMode on the fp32 model."),
     Metric("achieved_flop_per_j", "FLOP/J", "forward_flops_per_batch x window_iterations / energy_total_j."),
     Metric("peak_flop_per_j", "FLOP/J", "The device's measured peak: a large matmul in the precision's format, in a metered window (task=calibrate, cached)."),
@@ -108,6 +115,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("decode_energy_net_per_token_mj", "mJ", "workload=generate: the same net of idle_power_w over the decode window."),
     Metric("decode_tokens_per_j", "tokens/J", "workload=generate: tokens generated per joule of decode window energy."),
     Metric("decode_power_mean_w", "W", "workload=generate: decode_energy_total_j / decode_window_duration_s."),
+    *(Metric(f"prefill_{m.name}", m.unit, f"workload=generate: {m.name} of the prefill window (a failed check of it is in eaq.valid.reasons).")
+      for m in WINDOW_FACTS),
     Metric("prefill_prefills_per_j", "prefills/J", "workload=generate: prefills of a batch per joule of prefill window energy."),
     Metric("prefill_energy_net_j", "J", "workload=generate: prefill_energy_total_j minus idle_power_w x prefill_window_duration_s."),
     Metric("decode_energy_net_j", "J", "workload=generate: decode_energy_total_j minus idle_power_w x decode_window_duration_s."),

@@ -255,6 +255,12 @@ def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consist
     # Idle at the same 300 W: net of idle, decode added about nothing.
     assert abs(metrics["decode_energy_net_per_token_mj"]) * tokens / 1e3 <= 2 * watts * update_s
     assert validity.facts and all(not r.startswith(("prefill: window", "decode: window")) for r in validity.reasons)
+    # What each window's check read is logged: the decode window's under the forward pass's names, the prefill's
+    # as prefill_<name> (each counts its own window's sensor updates, about its duration over the update period).
+    assert set(validity.facts) <= METRIC_NAMES
+    for name, window in (("prefill_sensor_updates", p), ("sensor_updates", d)):
+        assert abs(validity.facts[name] - window.duration_s / update_s) <= 0.2 * window.duration_s / update_s + 2
+    assert validity.facts["prefill_poll_coverage"] > 0 and validity.facts["poll_coverage"] > 0
 
 
 def test_generate_runs_every_precision_path_from_the_cli_with_quality_against_fp32(out: Path) -> None:

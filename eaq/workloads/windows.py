@@ -175,5 +175,7 @@ def generate_metrics(
     if any(e.energy_j is not None for e in energies.values()):
         reasons += tuple(f"{name}: energy unavailable ({e.reason})" for name, e in energies.items() if e.energy_j is None)
     notes = tuple(f"{name}: {n}" for name, c in checks.items() for n in c.notes)
-    # Both windows must hold; the facts (sensor updates, coverage, clocks) are the decode window's.
-    return metrics, decode_energy, Validity(reasons, decode_check.facts, notes)
+    # Both windows must hold; their facts (sensor updates, coverage, clocks) keep the decode window's under the
+    # forward pass's names, the prefill window's as prefill_<name>, so a reader sees what each check read.
+    facts = decode_check.facts | {f"prefill_{name}": value for name, value in prefill_check.facts.items()}
+    return metrics, decode_energy, Validity(reasons, facts, notes)
