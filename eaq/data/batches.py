@@ -24,6 +24,9 @@ class Batches:
     num_texts: int
     # Class labels aligned with the rows of ``batches`` (on the CPU), or None.
     labels: torch.Tensor | None = None
+    # Texts longer than seq_len tokens, cut to it (quality scores the cut text), and the longest text's tokens.
+    truncated: int = 0
+    longest: int = 0
 
     def distinct(self, max_batches: int | None = None) -> list[dict[str, torch.Tensor]]:
         """The first ``max_batches`` batches without the rows cycled to fill the first batch: quality counts each
@@ -50,8 +53,11 @@ class Batches:
 
 
 def _encode(texts: list[str], tokenizer: PreTrainedTokenizerBase, seq_len: int) -> dict[str, torch.Tensor]:
+    """The padded, cut token ids and masks, and each text's whole length in tokens (how many ``seq_len`` cut)."""
     encoded = tokenizer(texts, padding="max_length", truncation=True, max_length=seq_len, return_tensors="pt")
-    return {k: encoded[k] for k in ("input_ids", "attention_mask")}
+    whole = tokenizer(texts, verbose=False)["input_ids"]  # the special tokens counted as in the cut ids
+    return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"],
+            "lengths": torch.tensor([len(ids) for ids in whole])}
 
 
 def make_batches(
@@ -70,10 +76,12 @@ def make_batches(
     rows = torch.arange(max(num_texts, batch_size)) % num_texts  # cycle short data
     label_tensor = torch.tensor(labels)[rows] if labels else None
     batches = [
-        {k: v[rows[start : start + batch_size]].to(device) for k, v in encoded.items()}
+        {k: encoded[k][rows[start : start + batch_size]].to(device) for k in ("input_ids", "attention_mask")}
         for start in range(0, len(rows), batch_size)
     ]
-    return Batches(batches=batches, num_texts=num_texts, labels=label_tensor)
+    lengths = encoded["lengths"]
+    return Batches(batches=batches, num_texts=num_texts, labels=label_tensor, truncated=int((lengths > seq_len).sum()),
+                   longest=int(lengths.max()))
 
 
 def make_synthetic(
@@ -100,15 +108,17 @@ def make_stream(
     max_rows: int | None,
     cache: TokenCache | None = None,
 ) -> tuple[Batches, torch.Tensor]:
-    """One long text as consecutive rows of ``seq_len`` tokens, and the token stream itself."""
+    """One long text as consecutive rows of ``seq_len`` tokens, and the token stream perplexity scores: the whole
+    text's without ``max_rows`` (its last part row short, left out of the rows, is scored too), else the rows'."""
     encode = lambda: {"ids": tokenizer(text, return_tensors="pt", add_special_tokens=False, verbose=False)["input_ids"][0]}  # noqa: E731
     ids = (cache.get(encode) if cache else encode())["ids"]
     rows = ids.numel() // seq_len
     if max_rows:
         rows = min(rows, max_rows)
     rows = max(rows, 1)
-    stream = ids[: rows * seq_len]
-    matrix = stream.reshape(rows, seq_len) if stream.numel() >= seq_len else stream[None]
+    cut = ids[: rows * seq_len]
+    stream = cut if max_rows else ids
+    matrix = cut.reshape(rows, seq_len) if cut.numel() >= seq_len else cut[None]
     if matrix.shape[0] < batch_size:
         matrix = matrix.repeat((batch_size + matrix.shape[0] - 1) // matrix.shape[0], 1)[:batch_size]
     batches = [

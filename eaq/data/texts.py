@@ -52,17 +52,34 @@ def _read(path: str) -> tuple[str, str]:
 _WHAT = "text, raw text, TSV or JSONL"
 
 
+def _lines(text: str) -> list[str]:
+    """The file's lines: split at line ends only. ``str.splitlines`` also splits at characters a line may hold
+    (U+2028, a form feed, ...): a text file's two lines read as four examples, and a JSONL line whose string held
+    U+2028 unescaped (``json.dumps(..., ensure_ascii=False)`` writes it so) was refused as a broken object. The file
+    was read in text mode, so its ``\r\n`` line ends are ``\n`` already."""
+    return text.split("\n")
+
+
 def _label(value: object, name: str, line: int, column: str) -> int:
+    """A class label written as a whole number, 1 or 1.0 (a float column's export); 0.5, true or text are refused."""
     try:
-        if isinstance(value, bool) or float(str(value)) != int(str(value)):
+        number = float(str(value))
+        if isinstance(value, bool) or number != int(number):
             raise ValueError
-        return int(str(value))
-    except ValueError:
+        return int(number)
+    except (ValueError, OverflowError):
         raise DataError(f"{name}, line {line}: {column}={value!r} is not an integer class label.") from None
 
 
+def _text(value: object, name: str, line: int, column: str) -> str:
+    """A text field that is a string: null or a list read as the text 'None' or "['a', 'b']" and was scored."""
+    if not isinstance(value, str):
+        raise DataError(f"{name}, line {line}: {column}={value!r} is not a text (a string); fix or drop that row.")
+    return value
+
+
 def _tsv(text: str, name: str, cfg: DatasetConfig) -> Examples:
-    lines = text.splitlines()
+    lines = _lines(text)
     header = lines[0].split("\t")
     wanted = [cfg.text_column, *([cfg.label_column] if cfg.label_column else [])]
     missing = [c for c in wanted if c not in header]
@@ -85,7 +102,7 @@ def _tsv(text: str, name: str, cfg: DatasetConfig) -> Examples:
 
 def _jsonl(text: str, name: str, cfg: DatasetConfig) -> Examples:
     texts, labels = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
         try:
@@ -95,7 +112,7 @@ def _jsonl(text: str, name: str, cfg: DatasetConfig) -> Examples:
         if not isinstance(record, dict) or cfg.text_column not in record:
             keys = f" (it has {sorted(record)}: set dataset.text_column=<one of them>)" if isinstance(record, dict) else ""
             raise DataError(f"{name}, line {number}: expected a JSON object with key {cfg.text_column!r}{keys}.")
-        texts.append(str(record[cfg.text_column]))
+        texts.append(_text(record[cfg.text_column], name, number, cfg.text_column))
         if cfg.label_column:
             if cfg.label_column not in record:
                 raise DataError(f"{name}, line {number}: expected key {cfg.label_column!r} (set dataset.label_column=null for unlabelled data).")
@@ -126,7 +143,7 @@ def _from_hub(cfg: DatasetConfig) -> Examples:
         # lines) is an empty row: joined as they are, the hub's stream would not be the file's.
         return Examples(["".join(row or " \n" for row in rows[cfg.text_column])], None, cfg.hub)
     labels = [int(v) for v in rows[cfg.label_column]] if cfg.label_column else None
-    return Examples([str(t) for t in rows[cfg.text_column]], labels, cfg.hub)
+    return Examples([_text(t, cfg.hub, row, cfg.text_column) for row, t in enumerate(rows[cfg.text_column], start=1)], labels, cfg.hub)
 
 
 def examples_digest(examples: Examples) -> str:
@@ -159,7 +176,7 @@ def load_examples(cfg: DatasetConfig) -> Examples:
     elif cfg.kind == "raw":
         return Examples([text], None, name)  # one stream; max_samples applies to token rows
     else:
-        examples = Examples([line.strip() for line in text.splitlines() if line.strip()], None, name)
+        examples = Examples([line.strip() for line in _lines(text) if line.strip()], None, name)
     if not examples.texts:
         raise DataError(f"{name} has no examples after its header: expected at least one row.")
     limit = cfg.max_samples

@@ -23,6 +23,11 @@ from eaq.files import cached, code_identity
 
 
 def tokenizer_identity(tokenizer: PreTrainedTokenizerBase) -> dict[str, object]:
+    """What a tokenizer's output depends on. Beyond its vocabulary: its text cleanup (lower-casing, accent
+    stripping), pre-tokenizer and special-token rules (BOS/EOS added or not), all in a fast tokenizer's serialised
+    pipeline and a slow one's settings; a tokenizer saved over another with the same vocabulary (``do_lower_case``
+    flipped) read the other's cached tokens, and the fp32 reference keyed by them."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
     return {
         "class": type(tokenizer).__name__,
         "name_or_path": tokenizer.name_or_path,
@@ -31,8 +36,14 @@ def tokenizer_identity(tokenizer: PreTrainedTokenizerBase) -> dict[str, object]:
         "truncation_side": tokenizer.truncation_side,
         "pad_token": str(tokenizer.pad_token),
         # The vocabulary itself, in case two tokenizers share a name.
-        "vocab_sha256": hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest(),
+        "vocab_sha256": _sha256(sorted(tokenizer.get_vocab().items())),
+        "pipeline_sha256": _sha256(backend.to_str() if backend is not None else None),
+        "settings_sha256": _sha256([tokenizer.init_kwargs, tokenizer.special_tokens_map]),
     }
+
+
+def _sha256(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
 class TokenCache:

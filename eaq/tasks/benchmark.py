@@ -49,7 +49,7 @@ from eaq.tasks.result import TaskResult
 from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
 from eaq.tasks.idle import idle_store
 from eaq.tasks.shared import (
-    FIDELITY_SEED, check_scored_labels, data_tags, make_inputs, read_examples, run_precision, synthetic_batches,
+    FIDELITY_SEED, check_scored_labels, data_metrics, data_tags, make_inputs, read_examples, run_precision, synthetic_batches,
 )
 from eaq.tracking.environment import package_version
 from eaq.workloads.generate import Decoder, Generator, check_generation, eos_ids
@@ -296,6 +296,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     if token_cache is not None:
         metrics["data_tokenize_s"] = token_cache.seconds
         tags["eaq.data.token_cache"] = "hit" if token_cache.hit else "miss"
+    metrics |= data_metrics(cfg, batches)
     if not quality:
         tags["eaq.quality.reason"] = "dataset is synthetic token ids: no quality figures for meaningless text"
     else:

@@ -45,7 +45,7 @@ from eaq.precision.mixed import (LAYER_FORMATS, MixedPrecision, Plan, apply_plan
 from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
 from eaq.tasks.isolation import phase_listener
-from eaq.tasks.shared import check_scored_labels, data_tags, make_inputs, read_examples, run_precision
+from eaq.tasks.shared import check_scored_labels, data_metrics, data_tags, make_inputs, read_examples, run_precision
 from eaq.tasks.result import TaskResult
 
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -198,6 +198,7 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "quantized_linear_layers": evidence["quantized_linear_layers"],
         "linear_layers": evidence["linear_layers"],
         "weights_outside_linear_share": evidence["weights_outside_linear_share"],
+        **data_metrics(cfg, batches),
     }
     tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
     if budget is not None and base_model is not None and data is not None:  # both set when impact was measured

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import torch
 from transformers import PreTrainedTokenizerBase
 
@@ -14,6 +16,8 @@ from eaq.models import LoadedModel, model_config, model_skeleton, output_classes
 from eaq.precision import Precision, build_precision, require_runnable
 from eaq.precision.mixed import MixedPrecision, check_plan, check_plan_model
 from eaq.tasks.isolation import tag_now
+
+log = logging.getLogger(__name__)
 
 
 def make_inputs(
@@ -34,7 +38,17 @@ def make_inputs(
         found = make_stream(examples.texts[0], tokenizer, cfg.batch_size, cfg.seq_len, device, cfg.dataset.max_samples, cache)
     else:
         found = make_batches(examples.texts, tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels, cache), None
+        if found[0].truncated:
+            log.warning("%d of %d texts are longer than seq_len=%d tokens and were cut to it (the longest has %d): "
+                        "quality is scored on the cut texts; seq_len=%d keeps every one whole (data_truncated_texts)",
+                        found[0].truncated, found[0].num_texts, cfg.seq_len, found[0].longest, found[0].longest)
     return found, cache
+
+
+def data_metrics(cfg: EaqConfig, batches: Batches) -> dict[str, float]:
+    """How many of the texts seq_len cut (a file of texts only: a raw stream is cut into rows, synthetic ids are made
+    to the length): the same data file's accuracy at seq_len 16 and 64 differs, and both runs carry one data hash."""
+    return {"data_truncated_texts": batches.truncated} if cfg.dataset.kind not in ("raw", "synthetic") else {}
 
 
 # The seed of the synthetic ids fidelity is measured on (trials.fidelity_on_synthetic): one for
