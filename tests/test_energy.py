@@ -630,6 +630,57 @@ def test_a_comparison_sampler_that_cannot_start_stops_the_polling_process_it_fol
     assert sampler._poll is None  # stopped, not left polling until the process exits
 
 
+class _SlowPoller:
+    """A sampler polled every ``interval_s`` on its own thread, its first sample ``first_s`` after start (nvidia-smi
+    at sampler.interval_ms=500, which starts NVML itself before its first line)."""
+
+    name = "nvidia_smi"
+
+    def __init__(self, interval_s: float, first_s: float = 0.0) -> None:
+        import threading
+
+        self.trace, self.interval_s, self.first_s = PowerTrace(interval_s=interval_s), interval_s, first_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        self._stop.wait(self.first_s)
+        while not self._stop.is_set():
+            self.trace.add(time.perf_counter(), {"power_smi_w": 100.0})
+            self._stop.wait(self.interval_s)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> PowerTrace:
+        self._stop.set()
+        self._thread.join()
+        return self.trace
+
+    def energy_j(self) -> None:
+        return None  # no counter: the window's energy is the trace's integral
+
+    def snapshot(self) -> dict[str, float]:
+        return {}
+
+
+def test_the_trace_margin_waits_a_slow_polls_interval_and_a_late_first_sample() -> None:
+    """At 0.5 s polls the 0.3 s margin gave up before the sample past a window's end (the window read unavailable in
+    4 of 10 tries); a first sample 1 s after start came after the idle window had opened."""
+    sampler = _SlowPoller(0.5, first_s=1.0)
+    sampler.start()
+    try:
+        assert wait_for_sample(sampler) >= 0.9 and sampler.trace.times
+        with MeasurementWindow(CPU, sampler) as window:
+            time.sleep(0.6)
+        wait_for_sample(sampler)
+    finally:
+        trace = sampler.stop()
+    result = window.result
+    assert result is not None and trace.times[0] < result.t0 and trace.times[-1] > result.t1
+    assert window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j).energy_j == pytest.approx(100.0 * result.duration_s)
+
+
 class _SlowSensor:
     """A reader factory that takes longer to open its sensor than the start may wait (nvmlInit on a lost GPU)."""
 

@@ -22,6 +22,7 @@ from eaq.measure.graphs import as_graph
 from eaq.measure.nvml import NvmlSampler
 from eaq.measure.warmup import warm_up
 from eaq.metrics import METRIC_NAMES, documented_tag
+from eaq.tasks.benchmark import energy_record
 from eaq.models import load_model
 from eaq.precision import get_precision
 from eaq.precision.proof import model_size_bytes, stored_bytes_read
@@ -235,6 +236,14 @@ def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consist
     # A prefill window the sensor missed (no counter, no trace over it) beside a measured decode: invalid, not half.
     blind = replace(w, prefill=replace(w.prefill, counter_j=(None, None), t0=trace.times[0] - 2, t1=trace.times[0] - 1))
     assert any(r.startswith("prefill: energy unavailable") for r in generate_metrics(blind, batch, sampler.name, trace, watts, min_window_s)[2].reasons)
+    # The other way round, the run's energy (the decode window's) unavailable beside a measured prefill, its figures
+    # logged: the run carries a verdict, invalid, not none (which the report counted as valid).
+    deaf = replace(w, decode=replace(w.decode, counter_j=(None, None), t0=trace.times[-1] + 1, t1=trace.times[-1] + 2))
+    deaf_metrics, deaf_energy, deaf_validity = generate_metrics(deaf, batch, sampler.name, trace, watts, min_window_s)
+    tags, figures = energy_record(deaf_energy, deaf_validity)
+    assert deaf_energy.energy_j is None and "prefill_energy_total_j" in deaf_metrics
+    assert tags["eaq.valid"] == "false" and "decode: energy unavailable" in tags["eaq.valid.reasons"] and figures["valid"] == 0.0
+    assert energy_record(replace(deaf_energy), replace(deaf_validity, reasons=()))[0].keys() == {"eaq.energy.reason"}
     # Each window keeps the whole energy block of a forward window: power spread and the trace's cross-check.
     for window in ("prefill", "decode"):
         assert {f"{window}_power_std_w", f"{window}_power_max_w", f"{window}_energy_instant_integral_j", f"{window}_energy_net_j"} <= set(metrics)

@@ -260,10 +260,29 @@ def _calibrate_with_a_sensor(monkeypatch: pytest.MonkeyPatch, cache: Path, preci
     """What a run on a machine with an energy sensor leaves in the cache: its peak, measured through the run's own code."""
     cfg = _config(cache.parent, roofline_window_s=1.2)  # >= 20 updates of the fake sensor's 50 ms
     cfg.paths.cache_dir, cfg.device, cfg.precision.name = str(cache), "cpu", precision
+    cfg.sampler.name = "none"  # the sweeps' setting, which a peak is recorded under (the fake below stands in for a sensor)
     sensor = lambda *_: NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.05))  # noqa: E731
     with monkeypatch.context() as patch:
         patch.setattr(roofline, "select_sampler", sensor)
         assert "measured" in roofline.ensure_calibration(cfg)
+
+
+def test_a_peak_is_kept_per_sampler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A peak metered by nvidia-smi's 1 s averages is not the one an NVML run is judged against (it was: one file per
+    device and format), and the NVML run's own stays its own."""
+    cache = tmp_path / "cache"
+    _calibrate_with_a_sensor(monkeypatch, cache, "fp32")
+
+    class Smi(NvmlSampler):
+        name = "nvidia_smi"
+
+    cfg = _config(tmp_path, roofline_window_s=1.2)
+    cfg.paths.cache_dir, cfg.device, cfg.precision.name = str(cache), "cpu", "fp32"
+    with monkeypatch.context() as patch:
+        patch.setattr(roofline, "select_sampler", lambda *_: Smi("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.05)))
+        assert "measured" in roofline.ensure_calibration(cfg)
+        assert "cached" in roofline.ensure_calibration(cfg)
+    assert sorted(p.name.rsplit("-", 2)[1:] for p in cache.glob("roofline-*.json")) == [["float32", "nvidia_smi.json"], ["float32", "nvml.json"]]
 
 
 def test_a_sweep_calibrates_ahead_only_what_is_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

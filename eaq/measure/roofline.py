@@ -168,8 +168,10 @@ def load_bandwidth(path: Path) -> Bandwidth | None:
     return read_cached(path, lambda found: Bandwidth(**json.loads(found.read_text())))
 
 
-def calibration_path(cache_dir: str | Path, device_key: str, matmul: str) -> Path:
-    return Path(cache_dir) / f"roofline-{device_key}-{matmul}.json"
+def calibration_path(cache_dir: str | Path, device_key: str, matmul: str, sampler: str) -> Path:
+    """A peak per device, matmul format and sampler: a peak metered by nvidia-smi's 1 s averages (which under-count an
+    unsettled window by 9-38%) must not be what an NVML run's roofline efficiency is judged against."""
+    return Path(cache_dir) / f"roofline-{device_key}-{matmul}-{sampler}.json"
 
 
 def load_calibration(path: Path) -> Calibration | None:

@@ -23,8 +23,12 @@ from eaq.measure.trace import PowerTrace
 
 SAMPLERS = ("auto", "nvml", "nvidia_smi", "rapl", "none")
 # The longest wait for a sample past a window's edge (``wait_for_sample``): what a fixed
-# margin used to be, for a sensor that delivers late (nvidia-smi's first line).
+# margin used to be, or two of the slowest trace's polling intervals where that is longer
+# (sampler.interval_ms=500 gives up before its next sample at 0.3 s, and the window reads unavailable).
 TRACE_MARGIN_S = 0.3
+# ... or this, for a trace without its first sample yet: nvidia-smi starts NVML itself before its
+# first line (a second or more without persistence mode).
+FIRST_SAMPLE_S = 3.0
 # How often the wait looks at the trace (an NVML look drains the polling process: ~0.1 ms).
 _LOOK_S = 0.002
 
@@ -85,18 +89,24 @@ def _traces(sampler: Sampler) -> list[PowerTrace]:
     return [sampler.trace, *([companion.trace] if companion is not None else [])]
 
 
-def wait_for_sample(sampler: Sampler, limit_s: float = TRACE_MARGIN_S) -> float:
+def wait_for_sample(sampler: Sampler, limit_s: float | None = None) -> float:
     """Wait until every trace the sampler keeps holds a sample taken after this call; the seconds waited.
 
     A window's trace integral interpolates at its edges, so the trace needs a sample on
     either side of each: called before the first window (idle) and after the last. A fixed
     0.3 s margin did that at 0.6 s a run, where the next sample comes within one polling
     interval (15 ms for NVML). Bounded by ``limit_s`` (a sensor that stopped delivering: the
-    energy then says the trace does not cover the window, as before). Nothing to wait for
-    without a sensor. Reading the trace drains NVML's polling process: never inside a window.
+    energy then says the trace does not cover the window, as before), by default the longest
+    of TRACE_MARGIN_S, two polling intervals and, before a trace's first sample, FIRST_SAMPLE_S.
+    Nothing to wait for without a sensor. Reading the trace drains NVML's polling process:
+    never inside a window.
     """
     if not measures_energy(sampler):
         return 0.0
+    if limit_s is None:
+        traces = _traces(sampler)
+        limit_s = max(TRACE_MARGIN_S, 2 * max(trace.interval_s for trace in traces),
+                      FIRST_SAMPLE_S if any(not trace.times for trace in traces) else 0.0)
     start = time.perf_counter()
     while not all(trace.times and trace.times[-1] > start for trace in _traces(sampler)):
         if time.perf_counter() - start >= limit_s:

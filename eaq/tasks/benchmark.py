@@ -26,7 +26,7 @@ from eaq.evaluate import (
 )
 from eaq.evaluate.perplexity import perplexity
 from eaq.evaluate.fidelity import ARITHMETIC as FIDELITY_ARITHMETIC
-from eaq.measure.energy import PRIMARY_CHANNELS
+from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy
 from eaq.measure.idle import idle_baseline
 from eaq.measure.memory import PeakMemory
 from eaq.measure.overhead import sampler_overhead
@@ -34,6 +34,7 @@ from eaq.measure.phases import Phases
 from eaq.measure.roofline import forward_flops
 from eaq.measure.samplers import measures_energy, select_sampler, wait_for_sample
 from eaq.measure.timing import run_timed
+from eaq.measure.validity import Validity
 from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
@@ -58,6 +59,25 @@ from eaq.workloads.windows import forward_metrics, generate_metrics, measure_gen
 
 def _primary(trace) -> str:
     return next((ch for ch in PRIMARY_CHANNELS if ch in trace.channels), "")
+
+
+def energy_record(energy: WindowEnergy, validity: Validity) -> tuple[dict[str, str], dict[str, float]]:
+    """The tags and metrics of the run's energy and its verdict. ``energy`` is the run's window's (generation: the
+    decode window's); the verdict is recorded wherever any window measured energy, so a prefill measured beside a
+    decode the sensor missed is judged invalid (its figures are logged), not left without a verdict the report would
+    count as valid."""
+    tags: dict[str, str] = {}
+    if energy.energy_j is None:
+        tags["eaq.energy.reason"] = energy.reason
+    else:
+        tags["eaq.energy.source"] = energy.source
+        tags |= {"eaq.energy.notes": "; ".join(energy.notes)} if energy.notes else {}
+    if energy.energy_j is None and not validity.reasons:
+        return tags, {}
+    tags["eaq.valid"] = str(validity.valid).lower()
+    tags |= {"eaq.valid.reasons": "; ".join(validity.reasons)} if validity.reasons else {}
+    tags |= {"eaq.valid.notes": "; ".join(validity.notes)} if validity.notes else {}
+    return tags, {"valid": float(validity.valid), **validity.facts}
 
 
 def _generation_reference(cfg: EaqConfig, generator: Generator, batches: list[dict[str, torch.Tensor]], key: str) -> torch.Tensor:
@@ -310,14 +330,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
                 f"dataset is synthetic token ids: fidelity to fp32 only (trials.fidelity_on_synthetic, ids of seed {FIDELITY_SEED}), "
                 "no accuracy or perplexity"
             )
-    if energy.energy_j is None:
-        tags["eaq.energy.reason"] = energy.reason
-    else:
-        tags |= {"eaq.energy.source": energy.source, "eaq.valid": str(validity.valid).lower()}
-        tags |= {"eaq.valid.reasons": "; ".join(validity.reasons)} if validity.reasons else {}
-        tags |= {"eaq.valid.notes": "; ".join(validity.notes)} if validity.notes else {}
-        tags |= {"eaq.energy.notes": "; ".join(energy.notes)} if energy.notes else {}
-        metrics |= {"valid": float(validity.valid), **validity.facts}
+    energy_tags, energy_figures = energy_record(energy, validity)
+    tags |= energy_tags
+    metrics |= energy_figures
     files = []
     with phases("artifacts"):
         if trace.times:

@@ -8,7 +8,7 @@ of the fork server's imports on the H100 machine
 (``eaq.tasks.ahead``) start from that process's start-up. So each lookup that finds or
 makes a peak also records which file it resolved to, under the settings that decide the
 file and are known without torch: the host, CUDA's device numbering
-(``CUDA_VISIBLE_DEVICES``, ``CUDA_DEVICE_ORDER``), the ``device`` setting, the precision,
+(``CUDA_VISIBLE_DEVICES``, ``CUDA_DEVICE_ORDER``), the ``device`` setting, the sampler, the precision,
 and its plan file's content. ``cached`` reads that record and checks the file the run will
 load, so a sweep whose peaks are all cached starts no calibrating process.
 
@@ -42,6 +42,7 @@ def _settings(cfg: EaqConfig) -> dict[str, str | None]:
         **numbering,
         "device": cfg.device,
         "precision": cfg.precision.name,
+        "sampler": cfg.sampler.name,  # a peak per sampler (eaq.measure.roofline.calibration_path)
         # A plan's matmul format is that of most of its layers: its content decides it, not its name.
         "plan_sha256": file_sha256(plan) if plan and plan.is_file() else cfg.precision.plan,
     }

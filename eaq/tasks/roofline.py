@@ -42,18 +42,19 @@ log = logging.getLogger(__name__)
 def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool) -> Calibration | None:
     """The cached peak (``reuse``) or a new measurement, cached; None when no sampler measures energy.
 
-    Under a lock per device and format: two runs that need the peak at the same moment
-    measure it once (the second reads the first's), and never while the other's matmul
-    loads the same device, which would halve both peaks. A peak found or made is recorded
-    for ``cfg``'s settings (eaq.tasks.peaks), so a sweep's process finds it without torch.
+    Under a lock per device: two runs that need a peak at the same moment measure it once
+    (the second reads the first's), and never while the other's matmul loads the same device,
+    which would halve both peaks. A peak is kept per sampler (``calibration_path``). A peak
+    found or made is recorded for ``cfg``'s settings (eaq.tasks.peaks), so a sweep's process
+    finds it without torch.
     """
-    path = calibration_path(cfg.paths.cache_dir, device_key(device), matmul)
-    with exclusive(path.with_suffix(".lock")):
+    sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)
+    if not measures_energy(sampler):
+        return None
+    path = calibration_path(cfg.paths.cache_dir, device_key(device), matmul, sampler.name)
+    with exclusive(path.with_name(f"roofline-{device_key(device)}.lock")):
         calibration = load_calibration(path) if reuse else None
         if calibration is None:
-            sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)
-            if not measures_energy(sampler):
-                return None
             size = CALIBRATION_SIZE if device.type == "cuda" else 2048  # a CPU needs minutes for 8192^3
             set_tf32(matmul == "tfloat32")  # fp32 products run as IEEE fp32 unless the format is TF32
             calibration = calibrate(device, matmul, sampler, cfg.trials.roofline_window_s, size=size)
