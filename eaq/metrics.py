@@ -49,7 +49,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("data_truncated_texts", "count", "Texts of the dataset file longer than seq_len tokens, cut to seq_len (quality scores the cut text; the run's log names the longest); absent for raw text and synthetic ids."),
     Metric("data_tokenize_s", "s", "Getting the token tensors: tokenizing (cache miss) or reading them from outputs/cache (hit; tag eaq.data.token_cache)."),
     Metric("memory_peak_rss_mb", "MB", "Peak resident set size of the process during warm-up and window (Linux VmHWM, reset first; tag eaq.memory.rss_peak says when the reset failed)."),
-    Metric("memory_peak_gpu_mb", "MB", "Peak bytes held by the CUDA caching allocator during warm-up and window (CUDA runs only)."),
+    Metric("memory_peak_gpu_mb", "MB", "Peak bytes of tensors allocated on the GPU during warm-up and window (torch.cuda.max_memory_allocated; the caching allocator reserves more; CUDA runs only)."),
     Metric("model_size_mb", "MB", "Bytes of the storages behind all parameters and buffers after the precision is applied (tied weights once)."),
     Metric("quantized_linear_layers", "count", "Linear layers whose weight is stored as a quantized tensor."),
     Metric("linear_layers", "count", "All Linear layers of the model."),

@@ -709,3 +709,15 @@ def test_an_aligned_window_spans_whole_counter_steps() -> None:
             time.sleep(0.25)
         start, end = window.result.counter_j
         assert (end - start) / window.result.duration_s == pytest.approx(120.0, rel=0.05)
+
+
+def test_an_unavailable_windows_reason_says_first_that_nothing_covered_it() -> None:
+    """The session's notes alone read as the reason, down to "energy from the power trace instead", for a window
+    the trace did not cover."""
+    trace = PowerTrace(interval_s=0.015)
+    trace.note("energy counter unreadable (NVML error 999); energy from the power trace instead")
+    for i in range(50):
+        trace.add(i * 0.015, {"power_instant_w": 300.0})  # the samples end at 0.735 s
+    energy = window_energy("nvml", trace, 0.5, 3.0, (None, None))
+    assert energy.status == "unavailable" and energy.reason.startswith("the sampler recorded no counter and no power samples")
+    assert "NVML error 999" in energy.reason

@@ -219,6 +219,9 @@ def test_idle_reuse_rules(facts: dict[str, float], expected: str | None) -> None
     reason = stale_reason(baseline, "nvml", facts, policy)
     assert reason is None if expected is None else expected in (reason or "")
     assert "sampler" in (stale_reason(baseline, "rapl", facts, policy) or "")
+    # nvidia-smi's power-only query leaves nothing to check a stored baseline against: measured again.
+    smi = IdleBaseline(80.0, 5.0, time.time() - 30, "nvidia_smi", {})
+    assert "reads no GPU temperature" in (stale_reason(smi, "nvidia_smi", {}, policy) or "")
 
 
 def test_calibrations_ahead_hold_the_device_gate_until_they_end(tmp_path: Path) -> None:

@@ -79,6 +79,8 @@ def stale_reason(
         return "no stored baseline for this device"
     if baseline.sampler != sampler:
         return f"stored baseline was measured with sampler {baseline.sampler}, not {sampler}"
+    if sampler == "nvidia_smi":  # the reuse rules below would pass a baseline of a GPU 25 C cooler (~27 W) unseen
+        return "sampler nvidia_smi reads no GPU temperature or clock to check a stored baseline against"
     if baseline.duration_s < 0.99 * idle_s:
         return f"stored baseline was measured over {baseline.duration_s:.1f} s, this run asks for {idle_s:g} s"
     age = baseline.age_s()
