@@ -189,9 +189,15 @@ def test_a_parallel_sweep_on_sqlite_logs_every_run_once_and_each_runs_neighbours
     check_neighbours(check_sweep(store(out), result.stdout), slots)
 
 
-def test_a_sweep_through_submitits_local_executor_logs_every_run_once(out: Path) -> None:
+def test_a_sweep_through_submitits_local_executor_logs_every_run_once(tmp_path: Path) -> None:
+    """Launched as the README does, from a folder with the default paths (outputs/ under it): the launcher's folder
+    interpolates ``${hydra:runtime.cwd}``, which the launcher check resolved before Hydra had set it, and every
+    submitit sweep stopped there ("HydraConfig was not set"); the tests' absolute paths.output_dir hid it."""
     trials = ("1", "2")  # submitit starts every job at once, each in a fresh interpreter: two are enough
-    result = run_eaq(out, "-m", "hydra/launcher=slurm_local", *FAST, "sampler=none", f"trial={','.join(trials)}")
+    command = [sys.executable, "-m", "eaq.run", "-m", "hydra/launcher=slurm_local", *FAST, "sampler=none", f"trial={','.join(trials)}"]
+    env = os.environ | {"PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    out = tmp_path / "outputs"
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Submitit 'local' sweep" in result.stdout + result.stderr
     check_sweep(store(out), result.stdout, trials)

@@ -124,6 +124,8 @@ class LauncherCheck(Callback):
 
     @fail_loudly("resolving the launcher's settings (hydra.launcher)")
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # The launcher's folders interpolate ${hydra:runtime.cwd} (paths.root's default), which Hydra sets per job.
+        HydraConfig.instance().set_config(config)
         try:
             OmegaConf.to_container(config.hydra.launcher, resolve=True)
         except InterpolationResolutionError as exc:
