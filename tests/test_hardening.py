@@ -290,7 +290,7 @@ def test_redact_finds_credentials_by_their_shape_and_leaves_the_rest(text: str, 
 
 
 def test_a_password_eaq_was_given_is_redacted_wherever_it_appears_spaces_and_all(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(redact_module, "_KNOWN", set())
+    monkeypatch.setattr(redact_module, "_KNOWN", {})
     uri = "postgresql+psycopg://eaq:pa ss%23word@db:5432/eaq"  # '#' percent-encoded, as a URL may carry it
     assert "pa ss" in redact(uri)  # by shape alone: a space ends a URL's authority
     redact_module.remember({"tracking": {"uri": uri}, "other": ["http://u:ab c@h", "https://x:no@h", 3]})
@@ -299,6 +299,9 @@ def test_a_password_eaq_was_given_is_redacted_wherever_it_appears_spaces_and_all
         (r"tracking.uri=postgresql+psycopg\://eaq\:pa ss%23word@db\:5432/eaq",  # as Hydra's files write it
          rf"tracking.uri=postgresql+psycopg\://eaq\:{REDACTED}@db\:5432/eaq"),
         ("FATAL: password 'pa ss#word' rejected", f"FATAL: password '{REDACTED}' rejected"),  # decoded, in a message
+        (r"- tracking.uri=postgresql+psycopg\://eaq\:pa\ ss%23word@db", rf"- tracking.uri=postgresql+psycopg\://eaq\:{REDACTED}@db"),
+        ("  override_dirname: x=1,tracking.uri=postgresql+psycopg://eaq:pa\n    ss%23word@db",  # a sweep's escaping; YAML's fold
+         f"  override_dirname: x=1,tracking.uri=postgresql+psycopg://eaq:{REDACTED}@db"),
         ("http://u:ab c@h", f"http://u:{REDACTED}@h"),
         ("yes no, no", "yes no, no"),  # a password shorter than MIN_KNOWN_CHARS is not a literal to replace
     ]:

@@ -13,8 +13,9 @@ goes into a record passes through ``redact`` here, the one place that knows the 
   takes them raw). Not by shape one with a space: a URL with a port and an address later on its
   line (``http://host:5000 ... alice@corp.com``) would read as one, and lose what lies between.
   The passwords of the URLs eaq is given (the config's values, the store's URI) are known, though:
-  ``remember`` keeps each one holding whitespace, and ``redact`` replaces it as it is, after the
-  shapes, wherever it appears. Only those: a password without whitespace is the shapes' (a
+  ``remember`` keeps each one holding whitespace, and ``redact`` replaces it after the shapes, wherever
+  it appears: as it is, escaped as Hydra writes an override (``pa\\ ss``) and wrapped as YAML folds a
+  long line (``pa`` at one line's end, ``ss`` indented on the next). Only those: a password without whitespace is the shapes' (a
   known ``mlflow`` or ``password`` replaced as plain text would rewrite tag names such as
   ``mlflow.parentRunId`` and unkey ``password=`` pairs);
 - the value of ``password=``, ``token=``, ``api_key=``, ``secret=``, ``sig=``... pairs
@@ -37,9 +38,9 @@ from urllib.parse import unquote, urlsplit
 from eaq.files import atomic_write_text
 
 REDACTED = "<redacted>"
-# The passwords holding whitespace of URLs this process was given (``remember``), raw or percent-decoded: redacted as
-# they are, after the shapes.
-_KNOWN: set[str] = set()
+# The passwords holding whitespace of URLs this process was given (``remember``), raw or percent-decoded, each as the
+# pattern ``_known`` makes of it: redacted after the shapes.
+_KNOWN: dict[str, re.Pattern[str]] = {}
 # A shorter one would also match ordinary text.
 MIN_KNOWN_CHARS = 4
 
@@ -119,7 +120,16 @@ def remember(value: Any) -> None:
             return
         for secret in {password, unquote(password)} if password else ():
             if len(secret) >= MIN_KNOWN_CHARS and re.search(r"\s", secret):
-                _KNOWN.add(secret)
+                _KNOWN.setdefault(secret, _known(secret))
+
+
+def _known(secret: str) -> re.Pattern[str]:
+    """``secret`` as it is and as records spell it: Hydra escapes an override's special characters and spaces with a
+    backslash (``pa\\ ss\\ word`` in overrides.yaml, multirun.yaml and its console lines), and YAML folds a line
+    longer than 80 characters at a space (``hydra.job.override_dirname`` holds every override on one line), so a
+    whitespace run may be a line break and the next line's indentation."""
+    words = [r"(?:\\?" + r"\\?".join(re.escape(ch) for ch in word) + ")" for word in secret.split()]
+    return re.compile(r"(?:\\?\s)+".join(words))
 
 
 def redact(text: str) -> str:
@@ -131,7 +141,7 @@ def redact(text: str) -> str:
     for pattern in (_AUTHORIZATION, _BEARER, _BASIC, _SECRET_LINE, _SECRET_PAIR, _PWD):
         text = pattern.sub(lambda m: f"{m['key']}{REDACTED}", text)
     for secret in sorted(_KNOWN, key=len, reverse=True):  # the longest first: one may hold another
-        text = text.replace(secret, REDACTED)
+        text = _KNOWN[secret].sub(REDACTED, text)
     return text
 
 
