@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     folder = (Path(args.run) / OVERRIDES).exists()  # a job folder needs no store
     logged = logged_command(args.run, MlflowClient(tracking_uri=args.uri) if folder else read_store(args.uri))
     command = [sys.executable, "-m", "eaq.run", *logged, *args.overrides]
-    print("rerun: python", shlex.join(command[1:]))  # as a user would type it, whichever interpreter runs it
+    remember([override.partition("=")[2] for override in args.overrides])  # a store URI passed again, its password
+    print("rerun: python", redact(shlex.join(command[1:])))  # as a user would type it, whichever interpreter runs it
     return subprocess.call(command)
 
 

@@ -319,6 +319,16 @@ def test_a_password_eaq_was_given_is_redacted_wherever_it_appears_spaces_and_all
         assert redact(expected) == expected
 
 
+def test_a_sweep_that_stops_before_its_first_job_leaves_multirun_yaml_redacted(out: Path) -> None:
+    """Hydra writes multirun.yaml after the sweep's start hook and only then composes each job: an override no job
+    config accepts stopped the sweep with the file as the command line wrote it (a job's start redacts it)."""
+    result = run_eaq(out, "-m", "batch_size=4,abc", "dataset.hub=https://alice:S3cretPw@example.org/x")
+    assert result.returncode != 0 and "S3cretPw" not in result.stdout + result.stderr
+    (written,) = out.glob("multirun/*/multirun.yaml")
+    assert "dataset.hub=https://alice:<redacted>@example.org/x" in written.read_text()
+    assert [p for p in out.rglob("*") if p.is_file() and b"S3cretPw" in p.read_bytes()] == []
+
+
 def test_a_failing_run_prints_its_traceback_without_the_password(out: Path) -> None:
     """A non-eaq error prints a traceback, and its message can quote a URL with a password."""
     secret = "tracebackPW123"

@@ -150,6 +150,11 @@ def sweep_folder(config: DictConfig) -> Path:
     return sweep_dir(HydraConfig.get())
 
 
+def _redact_if_written(path: Path) -> None:
+    if path.is_file():
+        redact_file(path)
+
+
 class MlflowSweepCallback(Callback):
     def __init__(self) -> None:
         self.parent: TrackedRun | None = None
@@ -184,6 +189,9 @@ class MlflowSweepCallback(Callback):
             tags={"eaq.sweep_dir": str(folder.resolve()), "eaq.kind": "sweep"},
         )
         atexit.register(self._close_unfinished)
+        # Hydra writes multirun.yaml after this hook; a job's start redacts it (on_job_start), and this, at the
+        # process's exit, where the sweep stopped before any job started (an override no job config accepts).
+        atexit.register(_redact_if_written, folder / "multirun.yaml")
         atomic_write_text(folder / PARENT_ID_FILE, self.parent.run_id)
         log.info("MLflow parent run %s (%s)", self.parent.run_id, redact(tracking.uri))
 
