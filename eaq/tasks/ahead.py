@@ -44,10 +44,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, open_dict
 
@@ -56,6 +54,7 @@ from eaq.files import exclusive, try_exclusive
 from eaq.measure.nvml import device_summaries
 from eaq.tasks import peaks
 from eaq.tracking.callbacks import fail_loudly, sweep_folder
+from eaq.tracking.progress import job_overrides
 
 log = logging.getLogger(__name__)
 PLAN_FILE = "calibrate_ahead.pkl"
@@ -84,13 +83,6 @@ def wait_for_device(cache_dir: str | Path) -> float:
     return time.perf_counter() - start
 
 
-def _job_overrides(config: DictConfig) -> list[list[str]]:
-    """Each job's overrides, as the basic sweeper will split them (named sweeps' params first)."""
-    params = [f"{key}={value}" for key, value in (config.hydra.sweeper.get("params") or {}).items()]
-    parsed = OverridesParser.create().parse_overrides([*params, *config.hydra.overrides.task])
-    return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
-
-
 @functools.cache
 def _on_gpu(spec: str) -> bool:
     """Asked once per device spec: NVML starts for ``auto``."""
@@ -110,7 +102,7 @@ def _calibrates(cfg: EaqConfig) -> bool:
 def _job_configs(config: DictConfig) -> Iterator[EaqConfig]:
     """Every job's validated config; a job that does not compose or validate is left to fail in its own run."""
     loader = GlobalHydra.instance().config_loader()
-    for overrides in _job_overrides(config):
+    for overrides in job_overrides(config):
         try:
             job = loader.load_sweep_config(config, overrides)
             HydraConfig.instance().set_config(job)  # its ${hydra:...} values, as the launcher sets them per job

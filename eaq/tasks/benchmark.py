@@ -50,7 +50,7 @@ from eaq.tasks.result import TaskResult
 from eaq.tasks.roofline import decode_roofline_metrics, roofline_metrics
 from eaq.tasks.idle import idle_store
 from eaq.tasks.shared import (
-    FIDELITY_SEED, check_scored_labels, data_metrics, data_tags, make_inputs, read_examples, run_precision, synthetic_batches,
+    FIDELITY_SEED, check_positions, check_scored_labels, data_metrics, data_tags, make_inputs, read_examples, run_precision, synthetic_batches,
 )
 from eaq.tracking.environment import package_version
 from eaq.workloads.generate import Decoder, Generator, check_generation, eos_ids
@@ -127,6 +127,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         generating = cfg.workload.name == "generate"
         if generating:  # from the architecture's config: a 7B shape's weights take minutes to draw or read
             check_generation(model_config(cfg.model), cfg.seq_len, cfg.workload.new_tokens, cfg.compile)
+        else:
+            check_positions(cfg)
         torch.manual_seed(cfg.trial)
         set_tf32(False)  # the fp32 reference is IEEE fp32, whatever an earlier run in this process set
 

@@ -45,7 +45,7 @@ from eaq.precision.mixed import (LAYER_FORMATS, MixedPrecision, Plan, apply_plan
 from eaq.tasks.compile import compile_model, graph_skips, require_graphs
 from eaq.tasks.idle import idle_store
 from eaq.tasks.isolation import phase_listener
-from eaq.tasks.shared import check_scored_labels, data_metrics, data_tags, make_inputs, read_examples, run_precision
+from eaq.tasks.shared import check_positions, check_scored_labels, data_metrics, data_tags, make_inputs, read_examples, run_precision
 from eaq.tasks.result import TaskResult
 
 FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -249,6 +249,7 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
                 f"set layers.base={fitting_base(cfg.layers.target, device)}."
             )
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3, cfg.sampler.compare_nvidia_smi)
+    check_positions(cfg)
     examples = read_examples(cfg)
     budget = _budget(cfg, examples is not None and examples.labels is not None) if cfg.layers.plan and cfg.layers.impact else None
     saving_mode = _saving_mode(cfg, base) if budget is not None else "assumed"

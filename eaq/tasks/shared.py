@@ -8,6 +8,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from eaq.config import EaqConfig
+from eaq.errors import ConfigError
 from eaq.data import Batches, Examples, examples_digest, load_examples, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
 from eaq.device import draw_key
@@ -43,6 +44,18 @@ def make_inputs(
                         "quality is scored on the cut texts; seq_len=%d keeps every one whole (data_truncated_texts)",
                         found[0].truncated, found[0].num_texts, cfg.seq_len, found[0].longest, found[0].longest)
     return found, cache
+
+
+def check_positions(cfg: EaqConfig) -> None:
+    """Refuse a forward pass of more tokens than the model has positions, from its config before the weights load:
+    past them torch's own error ended the run ("The expanded size of the tensor (1024) must match the existing size
+    (512)" on BERT, "index out of range in self" on GPT-2). Generation checks its own (prompt and new tokens)."""
+    limit = getattr(model_config(cfg.model), "max_position_embeddings", None)
+    if limit is not None and cfg.seq_len > limit:
+        raise ConfigError(
+            f"seq_len={cfg.seq_len} is longer than the {limit} positions {cfg.model.name} has (its config's "
+            f"max_position_embeddings): lower seq_len to at most {limit}."
+        )
 
 
 def data_metrics(cfg: EaqConfig, batches: Batches) -> dict[str, float]:
