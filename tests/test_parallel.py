@@ -543,3 +543,16 @@ def test_in_a_terminal_the_bar_counts_what_jobs_in_other_processes_record(tmp_pa
     drawn = terminal.getvalue()
     assert "[sweep " not in drawn, drawn
     assert drawn.split("\r")[-1].startswith("sweep: 100%") and "2/2" in drawn and "1 finished, 1 failed, 0 skipped]" in drawn, drawn
+
+
+def test_the_time_left_is_told_by_the_runs_that_finished_not_by_refusals() -> None:
+    """Two precisions the device refuses fail in under a second: counted in, they read "about 0s left" before the
+    minutes of runs still to come."""
+    printed = io.StringIO()
+    progress = SweepProgress(printed)
+    progress.total = 6
+    progress._ended("a-fp8", "failed", 0.2)
+    assert printed.getvalue().endswith("about 1s left\n")  # nothing finished yet: 5 runs of 0.2 s is all there is to go by
+    progress._ended("a-fp32", "finished", 60.0)
+    progress._ended("a-int4", "failed", 0.2)
+    assert printed.getvalue().splitlines()[-1].endswith("about 3m00s left")  # 3 more runs of a finished run's 60 s

@@ -112,7 +112,7 @@ class SweepProgress(Callback):
         self.stream = stream or sys.stderr
         self.total: int | None = None
         self.counts = {"finished": 0, "failed": 0, "skipped": 0}
-        self.ran_s: list[float] = []
+        self.ran_s: dict[str, list[float]] = {}  # the durations of the jobs that ran, by how they ended
         self.run_name = ""
         self.run_started = self.phase_started = 0.0
         self.phase_name = ""  # the phase the run in progress is in
@@ -131,7 +131,7 @@ class SweepProgress(Callback):
         drawn (``_active`` is this process's): the copy leaves its stream, bars and poller behind,
         and takes fresh tallies, not the live ones the poller thread may be changing mid-pickle."""
         return {**self.__dict__, "stream": None, "bar": None, "line": None, "_stdout": None, "_poller": None, "_stop": None,
-                "seen": set(), "ran_s": [], "counts": dict.fromkeys(self.counts, 0)}
+                "seen": set(), "ran_s": {}, "counts": dict.fromkeys(self.counts, 0)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state, stream=state["stream"] or sys.stderr)
@@ -178,7 +178,7 @@ class SweepProgress(Callback):
         one plain line."""
         self.counts[status] += 1
         if status != "skipped" and took is not None:
-            self.ran_s.append(took)
+            self.ran_s.setdefault(status, []).append(took)
         if self.bar is not None:
             self.bar.set_postfix_str(self._counts(), refresh=False)
             self.bar.update()
@@ -239,10 +239,13 @@ class SweepProgress(Callback):
 
     def _counts(self) -> str:
         text = ", ".join(f"{n} {k}" for k, n in self.counts.items())
-        if self.total is not None and self.ran_s and self._done() < self.total:
+        # The runs that finished tell how long one takes: a precision the device refuses fails in under a second,
+        # and counted in, two such read "about 0s left" before minutes of runs. Before any finished, every run.
+        ran = self.ran_s.get("finished") or [took for durations in self.ran_s.values() for took in durations]
+        if self.total is not None and ran and self._done() < self.total:
             # One at a time, a run takes its own duration; side by side, the sweep's wall time per run.
-            spent = time.perf_counter() - self.sweep_started if self.records is not None else sum(self.ran_s)
-            left = (self.total - self._done()) * spent / len(self.ran_s)
+            spent = time.perf_counter() - self.sweep_started if self.records is not None else sum(ran)
+            left = (self.total - self._done()) * spent / len(ran)
             text += f"; about {_duration(left)} left"
         return text
 
