@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, RESOURCE_DOES_NOT_EXIST, ErrorCode
 from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError, reported
@@ -32,6 +33,8 @@ from eaq.tracking.store import read_store
 
 # Environment facts that differ between any two runs and say nothing about the measurement.
 VOLATILE_ENV = ("config_hash", "environ.", "hostname")
+# How a store answers a ref that is no run's id: none has it, or it is not shaped as one (a path, a quote).
+NOT_A_RUN_ID = (ErrorCode.Name(RESOURCE_DOES_NOT_EXIST), ErrorCode.Name(INVALID_PARAMETER_VALUE))
 
 
 def _from_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -41,12 +44,21 @@ def _from_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _find_run(client: MlflowClient, ref: str):
+    """The run ``ref`` names, by id or else by name. Only the store's answer that there is no such id (or that ``ref``
+    cannot be one) sends it on to the names: a store that failed to answer is said as that, not as "not found"."""
     try:
         return client.get_run(ref)
-    except MlflowException:
-        pass
+    except MlflowException as error:
+        if error.error_code not in NOT_A_RUN_ID:
+            raise
+    # MLflow's filters escape no quote: the value is quoted with the kind it does not hold.
+    quote = next((q for q in "'\"" if q not in ref), None)
+    if quote is None:
+        raise EaqError(f"{ref!r} is no job folder or run id, and holds both kinds of quote, which no run name search can "
+                       "hold; pass the run's id or its job folder.")
     experiments = [e.experiment_id for e in client.search_experiments()]
-    runs = client.search_runs(experiments, filter_string=f"attributes.run_name = '{ref}'", order_by=["attributes.start_time DESC"])
+    runs = client.search_runs(experiments, filter_string=f"attributes.run_name = {quote}{ref}{quote}",
+                              order_by=["attributes.start_time DESC"])
     if not runs:
         raise EaqError(f"{ref!r} is neither a job folder nor a run id or run name in the store; pass one of those.")
     if len(runs) > 1:  # a name leaves out the task, sequence length, dataset and weights, and repeats across sweeps
@@ -83,11 +95,13 @@ def _from_run(client: MlflowClient, run) -> tuple[dict[str, Any], dict[str, Any]
     return config, env
 
 
-def load(ref: str, client: MlflowClient) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(resolved config, environment) of a job folder, run id or run name."""
+def load(ref: str, client: MlflowClient | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(resolved config, environment) of a job folder, run id or run name; ``client`` None where every ref of the
+    command is a job folder (``main`` opens no store then)."""
     folder = Path(ref)
     if (folder / CONFIG_FILE).exists():
         return _from_folder(folder)
+    assert client is not None
     return _from_run(client, find_job_run(client, ref))
 
 
@@ -115,7 +129,7 @@ def _print_grouped(title: str, diffs: dict[str, tuple[str | None, str | None]]) 
         print("\n".join(lines))
 
 
-def compare(a: str, b: str, client: MlflowClient, count_env: bool) -> int:
+def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int:
     """Print both kinds of difference; 1 where the configurations differ (or, ``count_env``, the environments).
 
     Two trials of one configuration are one measurement repeated (the report averages them): the trial is shown, and
@@ -182,14 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", action="store_true", help="environment differences also make the exit code 1")
     parser.add_argument("--sweep", metavar="PARENT", help="show what varies across a sweep's runs")
     args = parser.parse_args(argv)
-    # Two job folders need no store; a run id or name is looked up in one that must exist.
-    folders = not args.sweep and all((Path(ref) / CONFIG_FILE).exists() for ref in args.runs)
-    client = MlflowClient(tracking_uri=args.uri) if folders else read_store(args.uri)
     if args.sweep:
-        return sweep(args.sweep, client)
+        return sweep(args.sweep, read_store(args.uri))
     if len(args.runs) != 2:
         parser.error("give two runs (ids, names or job folders), or --sweep PARENT")
-    return compare(args.runs[0], args.runs[1], client, args.env)
+    # Two job folders need no store, and open none: MLflow's client creates a missing SQLite store (an empty
+    # outputs/mlflow.db in whatever folder this runs in). A run id or name is looked up in one that must exist.
+    folders = all((Path(ref) / CONFIG_FILE).exists() for ref in args.runs)
+    return compare(args.runs[0], args.runs[1], None if folders else read_store(args.uri), args.env)
 
 
 if __name__ == "__main__":

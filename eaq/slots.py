@@ -71,8 +71,14 @@ def visible_gpus() -> list[str]:
 
 
 def slot_count(count: int | None) -> int:
-    """``gpu_slots.count``, or the GPUs this process sees: the joblib preset's ``n_jobs``."""
-    found = count if count is not None else len(visible_gpus())
+    """``gpu_slots.count``, or the GPUs this process sees: the joblib preset's ``n_jobs``. A count past the GPUs seen
+    is refused here, once, before the sweep starts (each of its jobs failed on it, a sweep of FAILED runs)."""
+    if count is not None and count < 1:
+        raise ConfigError(f"gpu_slots.count={count}: a slot count is at least 1; set N, or null for one slot per GPU.")
+    if count is not None:
+        _check_count(count, visible_gpus())
+        return count
+    found = len(visible_gpus())
     if found < 1:
         raise ConfigError(
             "hydra/launcher=gpus runs one job per GPU, and this process sees no GPU (NVML found none"
@@ -80,6 +86,13 @@ def slot_count(count: int | None) -> int:
             + "); run on a GPU host, or set gpu_slots.count=N to run N jobs at once."
         )
     return found
+
+
+def _check_count(count: int, uuids: list[str]) -> None:
+    if uuids and count > len(uuids):
+        raise ConfigError(
+            f"gpu_slots.count={count} but this process sees {len(uuids)} GPU(s); use at most {len(uuids)}, or null for all."
+        )
 
 
 # The slot keys where NVML sees no GPU: gpu0, gpu1, ... (a GPU's slot is keyed by its UUID, GPU-...).
@@ -92,10 +105,7 @@ def _slot_keys(count: int | None) -> list[str]:
     if count is None:
         slot_count(None)
         return uuids
-    if uuids and count > len(uuids):
-        raise ConfigError(
-            f"gpu_slots.count={count} but this process sees {len(uuids)} GPU(s); use at most {len(uuids)}, or null for all."
-        )
+    _check_count(count, uuids)
     return uuids[:count] if uuids else [f"{NO_GPU_KEY}{i}" for i in range(count)]
 
 

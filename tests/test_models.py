@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoTokenizer, BertConfig, BertModel
+import yaml
+from transformers import AutoModelForCausalLM, AutoTokenizer, BertConfig, BertModel
 
-from conftest import FAST, all_runs, free_port, run_eaq
+from conftest import CONF, FAST, all_runs, free_port, run_eaq
 from eaq.config import ModelConfig
 from eaq.errors import ModelLoadError
-from eaq.models import load_model, resolve_location
+from eaq.models import load_model, model_config, resolve_location
 
 
 def test_local_folder_loads_with_its_own_weights(saved_model: Path) -> None:
@@ -77,6 +78,36 @@ def test_an_encoder_saved_without_its_pooler_loads_as_an_embedding_model(tmp_pat
     with pytest.raises(ModelLoadError, match=r"it was saved as BertForMaskedLM"):  # no classifier: still refused
         load_model(ModelConfig(name="x", name_or_path=str(tmp_path / "mlm"), head="sequence_classification"),
                    with_tokenizer=False)
+
+
+def test_a_masked_lm_loaded_as_a_causal_lm_is_refused_naming_the_head_it_has(saved_model: Path, tmp_path: Path) -> None:
+    """BertForMaskedLM holds every weight of BertLMHeadModel, which attends both ways unless its config says
+    is_decoder: loaded with model.head=causal_lm, no weight was missing, and perplexity and next-token agreement were
+    scored on predictions that saw the tokens they predict."""
+    from transformers import BertForMaskedLM
+
+    BertForMaskedLM(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=64)).save_pretrained(tmp_path / "mlm")
+    with pytest.raises(ModelLoadError, match=r"'.*mlm' loaded with model.head=causal_lm as BertLMHeadModel is not causal: "
+                                             r".*it was saved as BertForMaskedLM: use model.head=embedding\."):
+        load_model(ModelConfig(name="x", name_or_path=str(tmp_path / "mlm"), head="causal_lm", tokenizer=str(saved_model)))
+    random = {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
+    with pytest.raises(ModelLoadError, match=r"model.architecture \(model_type bert\) .* is not causal: .*model.head=embedding"):
+        load_model(ModelConfig(name="r", weights="random", architecture=random, head="causal_lm"), with_tokenizer=False)
+
+
+@pytest.mark.parametrize("preset", ["gpt2_tiny_random", "llama_1b_random"])
+def test_causal_lms_load_as_causal_lms(preset: str, tmp_path: Path) -> None:
+    """The check reads what the model computes: GPT-2's and Llama's configs say is_decoder: false."""
+    fields = yaml.safe_load((CONF / "model" / f"{preset}.yaml").read_text())
+    if preset == "llama_1b_random":  # its shape, at a test's size
+        fields["architecture"] |= {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                                   "num_attention_heads": 2, "num_key_value_heads": 1}
+    drawn = load_model(ModelConfig(**fields), with_tokenizer=False).model
+    # And saved as transformers saves it (GPT-2's Conv1D unconverted), read back as a checkpoint is.
+    AutoModelForCausalLM.from_config(model_config(ModelConfig(**fields))).save_pretrained(tmp_path / preset)
+    saved = load_model(ModelConfig(name="x", name_or_path=str(tmp_path / preset), head="causal_lm"), with_tokenizer=False)
+    assert type(saved.model) is type(drawn)
 
 
 def test_packaged_minilm_has_real_weights() -> None:

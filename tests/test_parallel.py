@@ -164,6 +164,20 @@ def test_the_gpus_launcher_on_a_host_without_gpus_stops_in_one_sentence_before_a
     assert not out.exists()  # no store, no parent run
 
 
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        # Every job at once on one device (device=auto: cuda:0, or the CPU), none of them told of the others.
+        (["gpu_slots.count=2", "gpu_slots.enabled=false"], "with gpu_slots.enabled=false nothing gives each its own GPU"),
+        (["gpu_slots.count=0"], "gpu_slots.count=0: a slot count is at least 1"),
+    ],
+)
+def test_a_gpus_sweep_whose_slots_cannot_keep_jobs_apart_stops_before_any_run(out: Path, overrides: list[str], expected: str) -> None:
+    result = run_eaq(out, "-m", "hydra/launcher=gpus", *FAST, "trial=1,2", *overrides)
+    assert result.returncode == 2 and expected in result.stderr, result.stderr[-2000:]
+    assert not out.exists()  # no store, no parent run
+
+
 def check_neighbours(children: list[Run], slots: Path) -> None:
     """Runs on one slot never overlapped; runs that overlapped on two name each other, and no others."""
     holds = slot_holds(slots)
@@ -433,20 +447,24 @@ def test_a_parallel_sweep_on_an_mlflow_server_over_postgresql_logs_every_run_onc
         result = run_eaq(out, *parallel_sweep(slots, f"tracking.uri={uri}"))
         assert result.returncode == 0, result.stderr[-3000:]
         client = MlflowClient(tracking_uri=uri)
-        check_neighbours(check_sweep(client, result.stdout), slots)
+        children = check_sweep(client, result.stdout)
+        check_neighbours(children, slots)
         assert not (out / "mlflow.db").exists()  # nothing went to the default SQLite store
 
-        # The same sweep again (one job at a time): every configuration FINISHED on the server is skipped.
+        # The same sweep again (one job at a time): a configuration FINISHED on the server is skipped, unless its run
+        # shared this CPU with another (two jobs at once on one CPU measure each other): that one is measured again.
+        shared = [r for r in children if r.data.tags["eaq.neighbours.count"] != "0"]
         again = run_eaq(out, "-m", "device=cpu", *FAST, "sampler=none", f"trial={','.join(TRIALS)}", f"tracking.uri={uri}")
         assert again.returncode == 0, again.stderr[-3000:]
-        assert f"{len(TRIALS)} skipped, already FINISHED" in again.stdout
+        reused = len(TRIALS) - len(shared)
+        assert (f"{reused} skipped, already FINISHED" in again.stdout) == (reused > 0), again.stdout
         runs = client.search_runs([client.get_experiment_by_name("eaq").experiment_id])
-        assert len([r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]) == len(TRIALS)
-        # Its report, built from the server, is of the runs it reused: every trial of the one configuration.
+        assert len([r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]) == len(TRIALS) + len(shared)
+        # Its report, built from the server, is of the runs it reused and measured: every trial of the one configuration.
         assert "sweep report: not built" not in again.stderr
         from eaq.report.frame import load
-        parent = next(r for r in runs if r.data.tags.get("eaq.kind") == "sweep" and
-                      any(t.startswith("eaq.reused.") for t in r.data.tags))
+        parent = max((r for r in runs if r.data.tags.get("eaq.kind") == "sweep"), key=lambda r: r.info.start_time)
+        assert len([t for t in parent.data.tags if t.startswith("eaq.reused.")]) == reused
         assert sorted(load(uri, sweep=parent.info.run_id)["trial"]) == sorted(int(t) for t in TRIALS)
 
 
@@ -556,3 +574,25 @@ def test_the_time_left_is_told_by_the_runs_that_finished_not_by_refusals() -> No
     progress._ended("a-fp32", "finished", 60.0)
     progress._ended("a-int4", "failed", 0.2)
     assert printed.getvalue().splitlines()[-1].endswith("about 3m00s left")  # 3 more runs of a finished run's 60 s
+
+
+def test_resume_does_not_skip_a_configuration_for_a_cpu_run_that_shared_the_cpu(tmp_path: Path) -> None:
+    """gpu_slots.count=N on a host without GPUs runs N jobs at once on one CPU: such a run measured its neighbours too
+    (45.8 against ~9.5 ms a batch alone), and resume skipped its configuration for it. A GPU run's neighbours were on
+    other GPUs: it still counts."""
+    from eaq.tracking.run_logger import TrackedRun, finished_run
+    from eaq.tracking.store import open_store
+
+    client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
+
+    def finished(config_hash: str, device: str, neighbours: str) -> str:
+        run = TrackedRun(client, experiment, "r", {"eaq.config_hash": config_hash, "eaq.device": device, "eaq.neighbours.count": neighbours})
+        run.end("FINISHED")
+        return run.run_id
+
+    finished("cpu", "cpu", "1")
+    assert finished_run(client, experiment, "cpu") is None
+    alone = finished("cpu", "cpu", "0")
+    assert finished_run(client, experiment, "cpu") == alone
+    gpu = finished("gpu", "cuda:1", "1")
+    assert finished_run(client, experiment, "gpu") == gpu

@@ -10,12 +10,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import FAST
+from conftest import FAST, mlflow_server_on, run_eaq
 from eaq.config import absolute_store_uri
 from eaq.tasks.job import _job_store
 
@@ -61,3 +67,102 @@ def test_a_run_in_another_working_folder_logs_to_the_store_under_the_launch_fold
     client = MlflowClient(tracking_uri=f"sqlite:///{launch}/rel/x.db")
     assert (launch / "rel" / "x.db").is_file()
     assert len(client.search_runs([e.experiment_id for e in client.search_experiments()])) == 1
+
+
+PASSWORD = "S3cretPw"
+
+
+class _Forward(BaseHTTPRequestHandler):
+    """Passes each request on to a real MLflow server, but answers 503 (its retries used up: a server gone away after
+    ``/health`` answered) to those the server's ``refuse`` picks by path and body."""
+
+    server: _FlakyServer
+
+    def _forward(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.server.refuse(self.path, body):
+            status, answer = 503, b'{"error_code": "TEMPORARILY_UNAVAILABLE", "message": "down"}'
+        else:
+            request = urllib.request.Request(self.server.target + self.path, data=body or None, method=self.command,
+                                             headers={"Content-Type": self.headers.get("Content-Type", "application/json")})
+            try:
+                with urllib.request.urlopen(request, timeout=60) as response:
+                    status, answer = response.status, response.read()
+            except urllib.error.HTTPError as error:
+                status, answer = error.code, error.read()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    do_GET = do_POST = do_PATCH = do_DELETE = _forward
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class _FlakyServer(ThreadingHTTPServer):
+    def __init__(self, target: str, refuse: Callable[[str, bytes], bool]) -> None:
+        super().__init__(("127.0.0.1", 0), _Forward)
+        self.target, self.refuse = target, refuse
+
+
+@contextmanager
+def flaky_store(tmp_path: Path, refuse: Callable[[str, bytes], bool]) -> Iterator[tuple[str, MlflowClient]]:
+    """A real MLflow server behind ``_FlakyServer``: the URI a sweep is given (with a password, which the server
+    ignores) and a client of the server itself, to read back what was recorded."""
+    with mlflow_server_on(f"sqlite:///{tmp_path}/server.db", tmp_path / "artifacts") as port:
+        proxy = _FlakyServer(f"http://127.0.0.1:{port}", refuse)
+        thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://alice:{PASSWORD}@127.0.0.1:{proxy.server_address[1]}", MlflowClient(f"http://127.0.0.1:{port}")
+        finally:
+            proxy.shutdown()
+            proxy.server_close()
+
+
+def _sweep(out: Path, uri: str, *overrides: str) -> subprocess.CompletedProcess[str]:
+    environ = os.environ | {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "no_proxy": "127.0.0.1,localhost"}
+    return run_eaq(out, "-m", *FAST, "isolate=false", f"tracking.uri={uri}", *overrides, environ=environ)
+
+
+def test_a_job_whose_run_the_store_refuses_is_said_redacted_and_the_sweep_goes_on(tmp_path: Path, out: Path) -> None:
+    """The store failing a job's run's creation (or resume's search, or its skip's tag) raised MLflow's exception
+    out of the job: Hydra printed the job's overrides and MLflow's message, the password of both in clear, and
+    stopped the sweep."""
+    creates = []
+
+    def refuse_runs_but_the_sweeps(path: str, body: bytes) -> bool:
+        if path.endswith("/runs/create"):
+            creates.append(path)
+            return len(creates) > 1
+        return False
+
+    with flaky_store(tmp_path, refuse_runs_but_the_sweeps) as (uri, _):
+        result = _sweep(out, uri, "trial=1,2")
+    printed = result.stdout + result.stderr
+    assert PASSWORD not in printed, printed[-3000:]
+    assert "Error executing job" not in printed and "Traceback" not in printed, printed[-3000:]
+    failures = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(failures) == 2, result.stderr[-3000:]  # both jobs ran, and each said why it failed
+    assert all(line.startswith(f"error: the MLflow tracking store tracking.uri=http://alice:<redacted>@127.0.0.1:")
+               and "runs/create" in line for line in failures), failures
+    assert "0 finished, 2 failed" in result.stderr and "sweep: " in result.stdout, printed[-3000:]
+
+
+def test_a_run_whose_last_metrics_the_store_refuses_ends_failed_and_says_why_redacted(tmp_path: Path, out: Path) -> None:
+    """The run's last metrics and its end were logged after the job's error handling: the store failing there left
+    the run RUNNING, and MLflow's exception, password and all, stopped the sweep."""
+    with flaky_store(tmp_path, lambda path, body: path.endswith("/runs/log-batch") and b"run_wall_s" in body) as (uri, client):
+        result = _sweep(out, uri, "trial=1,2")
+        runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    printed = result.stdout + result.stderr
+    assert PASSWORD not in printed and "Error executing job" not in printed, printed[-3000:]
+    assert result.returncode == 1, printed[-3000:]  # the summary's: runs that did not finish
+    jobs = [r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]
+    assert len(jobs) == 2 and {r.info.status for r in jobs} == {"FAILED"}, [(r.info.run_name, r.info.status) for r in jobs]
+    for run in jobs:
+        assert run.data.tags["eaq.error"].startswith("EaqError: the MLflow tracking store tracking.uri=http://alice:<redacted>@")
+        assert PASSWORD not in run.data.tags["eaq.error"]

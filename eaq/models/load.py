@@ -248,20 +248,54 @@ SAVED_HEADS = (("ForSequenceClassification", "sequence_classification"), ("ForCa
                ("LMHeadModel", "causal_lm"), ("ForMaskedLM", "embedding"), ("Model", "embedding"))
 
 
+def _saved_head(config: PretrainedConfig) -> tuple[str | None, str | None]:
+    """(The class a checkpoint was saved as, the model.head that loads it whole), each None where unknown."""
+    saved = next(iter(getattr(config, "architectures", None) or []), None)
+    return saved, next((h for suffix, h in SAVED_HEADS if saved and saved.endswith(suffix)), None)
+
+
 def _missing_weights(cfg: ModelConfig, missing: list[str], config: PretrainedConfig) -> str:
     """Why a checkpoint without weights for some of the model's parameters is refused, and what loads it whole.
 
     transformers draws such parameters at random with a warning in its load report: a base encoder loaded as a
     classifier gets a random head, which each trial's seed draws anew, and its accuracy would be reported as the
     pretrained model's."""
-    saved = next(iter(getattr(config, "architectures", None) or []), None)
-    head = next((h for suffix, h in SAVED_HEADS if saved and saved.endswith(suffix)), None)
+    saved, head = _saved_head(config)
     names = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
     fits = (f"it was saved as {saved}: use model.head={head}" if head and head != cfg.head
             else "pass a checkpoint trained for it")
     return (f"{cfg.name_or_path!r} has no weights for {len(missing)} parameter(s) of a model.head={cfg.head} model "
             f"({names}), which transformers would draw at random: {fits}, or model.weights=random for speed and "
             "energy work on random weights.")
+
+
+def _sees_later_tokens(model: torch.nn.Module) -> bool:
+    """Whether ``model``'s logits at the first position change with the last token: two passes of 4 token ids that
+    differ only in the last, on the model's device. Read from what the model computes, not from its config: GPT-2's
+    and Llama's say ``is_decoder: false`` and are causal all the same."""
+    ids = torch.tensor([[1, 2, 3, 4]], device=next(model.parameters()).device)
+    with torch.inference_mode():
+        first = model(input_ids=ids).logits[0, 0]
+        other = model(input_ids=torch.cat([ids[:, :-1], ids[:, -1:] + 1], dim=1)).logits[0, 0]
+    return not torch.equal(first, other)
+
+
+def _not_causal(cfg: ModelConfig, model: PreTrainedModel) -> str:
+    """Why a model.head=causal_lm model that is not causal is refused, and what loads it as what it is.
+
+    An encoder saved for masked LM (BertForMaskedLM) has every weight of transformers' causal LM class of its
+    architecture (BertLMHeadModel), so no weight is missing, and that class attends both ways unless the config says
+    ``is_decoder``: each position's prediction would see the token it predicts, and perplexity and next-token
+    agreement would score that."""
+    saved, head = _saved_head(model.config)
+    fits = (f"it was saved as {saved}: use model.head={head}" if head and head != cfg.head
+            else "an encoder loads with model.head=embedding; for a causal LM pass a checkpoint or an architecture "
+                 "trained or built for one (model_type gpt2 or llama)")
+    what = (repr(cfg.name_or_path) if cfg.weights == "pretrained"
+            else f"model.architecture (model_type {cfg.architecture.get('model_type')})")
+    return (f"{what} loaded with model.head=causal_lm as {type(model).__name__} is not causal: its logits at the first "
+            "token change with the last token, so perplexity and next-token agreement would be scored on predictions "
+            f"that saw the tokens they predict; {fits}.")
 
 
 def load_tokenizer(cfg: ModelConfig) -> PreTrainedTokenizerBase:
@@ -332,5 +366,8 @@ def load_model(
         log.info("converted %d GPT-2 Conv1D layers to nn.Linear (identical math) so quantizers cover them", converted)
     if tokenizer is not None and model.config.pad_token_id is None:
         model.config.pad_token_id = tokenizer.pad_token_id
+    model.eval()
+    if cfg.head == "causal_lm" and _sees_later_tokens(model):
+        raise ModelLoadError(_not_causal(cfg, model))
     log.info("loaded %s (%s weights) from %s", cfg.name, cfg.weights, source)
-    return LoadedModel(model=model.eval(), tokenizer=tokenizer, source=source)
+    return LoadedModel(model=model, tokenizer=tokenizer, source=source)

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
+from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig, OmegaConf
 
 from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
-from eaq.errors import EaqError, JobEndedError
+from eaq.errors import EaqError, JobEndedError, store_failed
 from eaq.files import from_launch_folder
 from eaq.slots import gpu_slot, pin_device_order
 from eaq.tasks.ahead import wait_for_device
@@ -58,6 +59,16 @@ def _report_error(exc: BaseException, debug: bool) -> None:
     if debug or not isinstance(exc, EaqError):
         print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
     print(f"error: {redact(str(exc))}", file=sys.stderr)
+
+
+def _end(run: TrackedRun, status: str, error: BaseException, uri: str, debug: bool) -> None:
+    """End a job's run as ``status``, ``error`` its reason. A store that fails to take it (``uri``) is said, redacted,
+    not raised: the job's own error is the one to report (an interrupt, to raise), and the sweep's summary counts a run
+    left RUNNING as not finished."""
+    try:
+        run.end(status, error)
+    except MlflowException as failure:
+        _report_error(store_failed(failure, uri), debug)
 
 
 def _speed(m: dict[str, float]) -> list[str]:
@@ -237,27 +248,29 @@ def run_job(cfg: DictConfig) -> str:
     # the run carries it from its start, so a run that fails before its end still says which device it was on.
     spec = str(resolved.get("device", "auto"))
     device = device_name(spec)
-    if multirun and resolved.get("resume", True):
-        done = finished_run(client, experiment_id, digest, device) if device is not None else None
-        if device is None:
-            log.info("%s: resume: which device this run gets cannot be told ahead (no GPU NVML can see for "
-                     "device=%s, GPUs of several names, or MIG); nothing reused", resolved["run_name"], spec)
-        if done is not None:
-            record_skip(client, sweep_dir(hydra_cfg), done)
-            log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
-            return "skipped"
-        settings = config_hash(resolved, hydra_cfg.runtime.cwd, code=False, files=files)
-        if device is not None and (older := finished_run(client, experiment_id, settings, device, tag="eaq.settings_hash")):
-            log.info("%s: measured again: run %s measured these settings with other eaq code (eaq's code counts in "
-                     "resume; env.json's eaq_code says which ran)", resolved["run_name"], older)
-    run = _new_run(
-        client, experiment_id, resolved, digest,
-        # Only where sure: "auto" read as the CPU because NVML saw no GPU may yet run on one that torch sees.
-        {"eaq.env.device_name": device} if device is not None and not (spec == "auto" and device == cpu_model()) else {},
-    )
-    output_dir = Path(hydra_cfg.runtime.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    try:
+    uri = f"tracking.uri={resolved['tracking']['uri']}"
+    run: TrackedRun | None = None
+    try:  # every store call of the job: one that fails is the job's failure, said in one redacted sentence
+        if multirun and resolved.get("resume", True):
+            done = finished_run(client, experiment_id, digest, device) if device is not None else None
+            if device is None:
+                log.info("%s: resume: which device this run gets cannot be told ahead (no GPU NVML can see for "
+                         "device=%s, GPUs of several names, or MIG); nothing reused", resolved["run_name"], spec)
+            if done is not None:
+                record_skip(client, sweep_dir(hydra_cfg), done)
+                log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
+                return "skipped"
+            settings = config_hash(resolved, hydra_cfg.runtime.cwd, code=False, files=files)
+            if device is not None and (older := finished_run(client, experiment_id, settings, device, tag="eaq.settings_hash")):
+                log.info("%s: measured again: run %s measured these settings with other eaq code (eaq's code counts in "
+                         "resume; env.json's eaq_code says which ran)", resolved["run_name"], older)
+        run = _new_run(
+            client, experiment_id, resolved, digest,
+            # Only where sure: "auto" read as the CPU because NVML saw no GPU may yet run on one that torch sees.
+            {"eaq.env.device_name": device} if device is not None and not (spec == "auto" and device == cpu_model()) else {},
+        )
+        output_dir = Path(hydra_cfg.runtime.output_dir)
+        output_dir.mkdir(parents=True, exist_ok=True)
         run.log_params(flatten(resolved))
         (output_dir / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg, resolve=True))
         run.log_artifact(output_dir / CONFIG_FILE)
@@ -293,16 +306,19 @@ def run_job(cfg: DictConfig) -> str:
         run.set_tags(summary_tags(env))
         for file in result.files:  # a folder keeps its name under the run's artifacts (layers/)
             run.log_artifacts(file, file.name) if file.is_dir() else run.log_artifact(file)
+        run.log_metrics({"phase_logging_s": time.perf_counter() - logging_started, "run_wall_s": time.perf_counter() - started})
+        run.end("FINISHED")
     except KeyboardInterrupt as exc:
-        run.end("KILLED", exc)
+        if run is not None:
+            _end(run, "KILLED", exc, uri, debug)
         raise
     except Exception as exc:
-        run.end("FAILED", exc)
-        _report_error(exc, debug)
+        error = store_failed(exc, uri) if isinstance(exc, MlflowException) else exc
+        if run is not None:
+            _end(run, "FAILED", error, uri, debug)
+        _report_error(error, debug)
         if not multirun:
-            sys.exit(2 if isinstance(exc, EaqError) else 1)
+            sys.exit(2 if isinstance(error, EaqError) else 1)
         return "failed"
-    run.log_metrics({"phase_logging_s": time.perf_counter() - logging_started, "run_wall_s": time.perf_counter() - started})
-    run.end("FINISHED")
     log.info(summary_line(run.run.info.run_name, result))
     return "finished"

@@ -30,7 +30,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
-from eaq.errors import EaqError
+from eaq.errors import ConfigError, EaqError
 from eaq.files import atomic_write_text, from_launch_folder, try_exclusive
 from eaq.tracking.redact import redact, redact_file, redact_folder, remember
 
@@ -126,6 +126,12 @@ class LauncherCheck(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # The launcher's folders interpolate ${hydra:runtime.cwd} (paths.root's default), which Hydra sets per job.
         HydraConfig.instance().set_config(config)
+        if config.hydra.runtime.choices.get("hydra/launcher") == "gpus" and config.gpu_slots.enabled is False:
+            raise ConfigError(
+                "hydra/launcher=gpus runs a job per slot at once, and with gpu_slots.enabled=false nothing gives each "
+                "its own GPU: they would all measure one device at once, with no neighbours recorded. Leave "
+                "gpu_slots.enabled at null (on), or pin devices yourself under the basic launcher (one job at a time)."
+            )
         try:
             OmegaConf.to_container(config.hydra.launcher, resolve=True)
         except InterpolationResolutionError as exc:
