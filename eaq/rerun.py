@@ -22,6 +22,7 @@ from mlflow.tracking import MlflowClient
 
 from eaq.diff import find_job_run
 from eaq.errors import reported
+from eaq.tracking.redact import redact, remember
 from eaq.tracking.store import read_store
 
 OVERRIDES = ".hydra/overrides.yaml"

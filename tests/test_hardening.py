@@ -329,6 +329,19 @@ def test_a_sweep_that_stops_before_its_first_job_leaves_multirun_yaml_redacted(o
     assert [p for p in out.rglob("*") if p.is_file() and b"S3cretPw" in p.read_bytes()] == []
 
 
+def test_rerun_prints_its_command_without_the_password_passed_again(tmp_path: Path) -> None:
+    """The README's way to rerun against a store with credentials passes its tracking.uri again: the printed command
+    showed it whole (the run itself is refused at once here, batch_size=0)."""
+    job = tmp_path / "job"
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "overrides.yaml").write_text("- trials=quick\n")
+    for uri in ("http://alice:S3cretPw@127.0.0.1:1", "http://alice:open sesame@127.0.0.1:1"):
+        done = subprocess.run([sys.executable, "-m", "eaq.rerun", str(job), f"tracking.uri={uri}", "batch_size=0"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300, env=os.environ | {"PYTHONPATH": str(REPO)})
+        printed = next(line for line in done.stdout.splitlines() if line.startswith("rerun: "))
+        assert "tracking.uri=http://alice:<redacted>@127.0.0.1:1" in printed and "S3cret" not in printed and "sesame" not in printed
+
+
 def test_a_failing_run_prints_its_traceback_without_the_password(out: Path) -> None:
     """A non-eaq error prints a traceback, and its message can quote a URL with a password."""
     secret = "tracebackPW123"
