@@ -538,6 +538,14 @@ def validate(
             "would skip tokens: use a stride from 1 to seq_len, or null for seq_len // 2."
         )
     _one_of("model.head", obj.model.head, HEADS)
+    if obj.model.classifier_head and obj.model.head != "sequence_classification":
+        # The head turns the embedding into class logits: judged as embeddings, the run failed after loading
+        # ("'types.SimpleNamespace' object has no attribute 'last_hidden_state'").
+        raise ConfigError(
+            f"model.classifier_head={obj.model.classifier_head} makes {obj.model.name} a sequence classifier, and "
+            f"model.head={obj.model.head}: set model.head=sequence_classification (as model=minilm_sst2 does), or drop "
+            "model.classifier_head to measure the embedding model."
+        )
     _validate_workload(obj)
     _one_of("model.weights", obj.model.weights, WEIGHTS)
     if obj.model.weights == "random" and "model_type" not in obj.model.architecture:

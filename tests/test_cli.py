@@ -235,6 +235,7 @@ def test_failing_job_in_sweep_leaves_others_finished_and_exits_non_zero(out: Pat
     ("overrides", "expected"),
     [
         (["model=hub", "model.name_or_path=/no/such/model"], "model.name_or_path '/no/such/model' does not exist"),
+        (["model=minilm", "model.classifier_head=package:minilm_sst2.safetensors"], "set model.head=sequence_classification"),
         # Past the position table torch's own error ended the run ("index out of range in self" on GPT-2).
         (["model=gpt2_tiny_random", "seq_len=2048"], "seq_len=2048 is longer than the"),
         (["task=layers", "seq_len=1024"], "lower seq_len to at most"),

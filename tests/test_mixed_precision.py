@@ -15,9 +15,9 @@ from torch import nn
 from conftest import CONF, FAST, all_runs, run_eaq, store
 from eaq.config import ModelConfig, register_schemas, validate
 from eaq.device import draw_key
-from eaq.errors import ConfigError, UnsupportedPrecisionError
+from eaq.errors import ConfigError, EaqError, UnsupportedPrecisionError
 from eaq.metrics import documented_tag
-from eaq.models import load_model, weights_identity
+from eaq.models import load_model, model_skeleton, weights_identity
 from eaq.precision import get_precision
 from eaq.precision.kernel_check import KernelCheckError, check_kernels
 from eaq.precision.mixed import (MixedPrecision, Plan, apply_plan, check_plan_model, layer_formats, load_plan, plan_model,
@@ -121,6 +121,41 @@ def test_an_empty_plan_runs_the_base_and_says_so(caplog: pytest.LogCaptureFixtur
     caplog.clear()
     apply_plan(load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model, CPU, PLAN)
     assert "lowers no layer" not in caplog.text
+
+
+def test_the_roofline_matmul_is_the_one_most_of_the_models_linear_layers_multiply_in(tmp_path: Path) -> None:
+    # Voted among the plan's layers alone: a plan lowering 1 of 13 layers to int8 was compared with int8's peak.
+    plan_file = save_plan(Plan("fp32", {"encoder.layer.0.intermediate.dense": "int8"}), tmp_path / "one.yaml")
+    one = get_precision("mixed", CPU, str(plan_file))
+    with pytest.raises(EaqError, match=r"the plan .*one.yaml lists only those it lowers, not how many run its base fp32: "
+                                       r"check the plan against the model first"):
+        one.matmul
+    one.check(model_skeleton(ModelConfig(**_bert_tiny())))  # as a run checks its plan, before the weights load
+    assert (len(one.linears), one.matmul) == (13, "float32")
+    # 8 of 13 int8: int8's. PLAN: 2 int8, 1 int8 weight-only multiplying in fp32 and 10 fp32: fp32's.
+    most = MixedPrecision(Plan("fp32", {f"encoder.layer.{i}.{layer}": "int8" for i in (0, 1) for layer in (
+        "attention.self.query", "attention.self.key", "attention.self.value", "intermediate.dense")}), "", CPU)
+    most.check(model_skeleton(ModelConfig(**_bert_tiny())))
+    assert most.matmul == "int8"
+    applied = MixedPrecision(PLAN, "", CPU)
+    applied.apply(load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model, CPU)  # learned from the model too
+    assert applied.matmul == "float32"
+
+
+def test_int4_layers_are_said_to_store_int4_as_the_proof_counts_them() -> None:
+    # Named by its packed storage's dtype, the layer said int32 where stored_dtypes said int4.
+    from torchao.quantization import Int4TilePackedTo4dTensor
+
+    layer = nn.Linear(768, 64, dtype=torch.bfloat16)
+    # As torchao packs a 64 x 768 weight (input features padded to 1024, eight values to each int32), built here: int4
+    # runs on CUDA only.
+    packed = torch.zeros(8, 8, 32, 4, dtype=torch.int32)
+    weight = Int4TilePackedTo4dTensor(packed, torch.ones(8, 64, 2, dtype=torch.bfloat16), [1, 128], torch.Size([64, 768]))
+    layer.weight = nn.Parameter(weight, requires_grad=False)
+    model = nn.Sequential(layer, nn.Linear(64, 64))
+    assert layer_formats(model) == {"0": "Int4TilePackedTo4dTensor int4", "1": "float32"}
+    precision = MixedPrecision(Plan("bf16", {"0": "int4_weight_only"}), "plan.yaml", torch.device("cuda"))
+    assert precision.tags(model)["eaq.precision.layer_formats"] == "Int4TilePackedTo4dTensor int4=1, float32=1"
 
 
 def test_a_plan_naming_a_missing_or_unfit_layer_is_refused_before_running() -> None:

@@ -7,7 +7,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +18,7 @@ import psutil
 import pytest
 
 from conftest import FAST, REPO, all_runs, run_eaq, store
-from eaq.diff import main as diff_main
+from eaq.diff import _find_run, main as diff_main
 from eaq.rerun import logged_command, main as rerun_main
 from eaq.tracking.environment import REDACTED, capture, redacted_environ
 from eaq.tracking.run_logger import TrackedRun, finished_run
@@ -310,3 +313,71 @@ def test_a_run_that_reads_no_file_hashes_its_settings_and_eaqs_code_only() -> No
     expected = hashlib.sha256(json.dumps({"model": resolved["model"], "dataset": resolved["dataset"], "trial": 1,
                                           "eaq_code": code_identity()}, sort_keys=True, default=str).encode()).hexdigest()[:16]
     assert config_hash(resolved, "/anywhere") == expected
+
+
+class _GoneAfterHealth(BaseHTTPRequestHandler):
+    """A tracking server that answers ``/health`` (the read tools' check passes) and then fails every API call."""
+
+    def _answer(self) -> None:
+        status = 200 if self.path.startswith("/health") else 503
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def gone_after_health(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The URI, with a password, of a ``_GoneAfterHealth`` server; MLflow's retries off, so it fails at once."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _GoneAfterHealth)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://alice:S3cretPw@127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_store_failing_under_diff_or_rerun_is_one_redacted_line_and_exit_2(gone_after_health: str, capsys) -> None:
+    """MLflow's exception came out whole: a traceback quoting the URL's password, and diff's exit 1, which says
+    "the configurations differ"; a failed lookup by id was taken for "no such id" and searched on by name."""
+    for main, argv in ((diff_main, ["run-a", "run-b"]), (rerun_main, ["run-a"])):
+        assert main([*argv, "--uri", gone_after_health]) == 2
+        err = capsys.readouterr().err
+        assert "S3cretPw" not in err and "Traceback" not in err, err
+        assert err.startswith("error: the MLflow tracking store named by --uri failed (API request to "
+                              "http://alice:<redacted>@127.0.0.1:") and err.count("\n") == 1, err
+        assert "/runs/get failed" in err, err  # the lookup by id itself: no search by name after it
+
+
+def test_diff_looks_a_ref_holding_a_quote_up_by_name(tmp_path: Path, capsys) -> None:
+    """A quote in the ref ended MLflow's filter string early: 'Invalid clause(s)', an MlflowException, exit 1."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client, experiment_id = open_store(uri, "eaq", str(tmp_path / "artifacts"))
+    quoted = TrackedRun(client, experiment_id, run_name="it's", tags={})
+    assert _find_run(client, "it's").info.run_id == quoted.run_id
+    assert diff_main(["outputs/runs/it's", "x", "--uri", uri]) == 2
+    assert """error: "outputs/runs/it's" is neither a job folder nor a run id or run name""" in capsys.readouterr().err
+    assert diff_main(["""both'and"quotes""", "x", "--uri", uri]) == 2
+    assert "holds both kinds of quote" in capsys.readouterr().err
+
+
+def test_diff_of_two_job_folders_opens_no_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README: a store that is not there is said, not created empty. Two folders need none, and MLflow's client,
+    opened for nothing, created outputs/mlflow.db in the folder diff ran in."""
+    folders = []
+    for trial in (1, 2):
+        folder = tmp_path / f"job{trial}"
+        folder.mkdir()
+        (folder / "config.yaml").write_text(f"model:\n  name: tiny\ntrial: {trial}\n")
+        folders.append(str(folder))
+    monkeypatch.chdir(tmp_path)
+    assert diff_main(folders) == 0
+    assert not (tmp_path / "outputs").exists()

@@ -29,12 +29,12 @@ import torch
 import yaml
 from torch import nn
 
-from eaq.errors import ConfigError, UnsupportedPrecisionError
+from eaq.errors import ConfigError, EaqError, UnsupportedPrecisionError
 from eaq.precision.base import cast, dtype_name, set_tf32
 from eaq.precision.kernel_check import (PROFILER_DTYPES, Calls, KernelCheck, Profile, copies, fallbacks_by_shape,
                                        linear_float_gemms, lowp_gemms, runs, times_run)
 from eaq.precision.native import bf16, fp16, fp32
-from eaq.precision.proof import tied_linears
+from eaq.precision.proof import tied_linears, weight_dtypes
 from eaq.precision.requirements import Requirements
 from eaq.precision.torchao_quant import TorchaoQuant, _quantization, fp8, int4_weight_only, int8, int8_weight_only
 
@@ -209,6 +209,10 @@ def apply_plan(model: nn.Module, device: torch.device, plan: Plan) -> nn.Module:
     return model
 
 
+def _linear_names(model: nn.Module) -> tuple[str, ...]:
+    return tuple(name for name, module in model.named_modules() if isinstance(module, nn.Linear))
+
+
 def layer_formats(model: nn.Module) -> dict[str, str]:
     """{Linear layer: what its weight stores}, read from the model, not from the plan.
 
@@ -223,12 +227,20 @@ def layer_formats(model: nn.Module) -> dict[str, str]:
             if type(weight) in (torch.Tensor, nn.Parameter):
                 described[name] = dtype_name(weight.dtype)
             else:
-                inner = getattr(weight, "qdata", None)
-                stored = dtype_name(inner.dtype) if isinstance(inner, torch.Tensor) else "subclass"
                 # Dynamic-activation formats (int8, fp8) carry how they quantize activations.
                 dynamic = " + activations" if getattr(weight, "act_quant_kwargs", None) is not None else ""
-                described[name] = f"{type(weight).__name__} {stored}{dynamic}"
+                described[name] = f"{type(weight).__name__} {_stored_dtype(weight)}{dynamic}"
     return described
+
+
+def _stored_dtype(weight: torch.Tensor) -> str:
+    """The dtype most of a quantized weight's values are stored in, named as the proof counts them
+    (eaq.precision.proof.weight_dtypes): ``int4`` for torchao's int4, whose ``qdata`` packs eight values into each
+    int32, so that the layers' formats and the run's stored dtypes say the same (its scales are far fewer values)."""
+    holder = nn.Module()
+    holder.register_buffer("weight", weight)
+    counts = weight_dtypes(holder)
+    return max(counts, key=counts.__getitem__).removeprefix("torch.")
 
 
 @dataclass
@@ -256,6 +268,9 @@ class MixedPrecision:
     name: str = MIXED
     kernels: tuple[str, ...] = ()
     quantized_math: bool = False
+    # The model's Linear layers, learned from the model the plan is checked against or applied to (``check``,
+    # ``apply``): those the plan does not list run the base, and count in ``matmul``'s vote. None until then.
+    linears: tuple[str, ...] | None = None
 
     @property
     def formats(self) -> dict[str, TorchaoQuant]:
@@ -268,16 +283,37 @@ class MixedPrecision:
 
     @property
     def matmul(self) -> str:
-        """The matmul format the roofline compares against: that of the format most layers run."""
-        counts = Counter(self.plan.layers.values())
-        return self.formats[counts.most_common(1)[0][0]].matmul if counts else BASES[self.plan.base](self.device).matmul
+        """The matmul format the roofline compares against: the one most of the model's Linear layers multiply in.
+
+        The layers the plan leaves in the base count too: a plan lowering 1 of DistilBERT's 38 Linear layers to int8
+        was compared with int8's peak FLOP/J while 37 multiplied in fp32. Counted by matmul, not by format: int8
+        weight-only layers multiply in the base's float GEMMs. A tie goes to the base."""
+        if self.linears is None:
+            raise EaqError(
+                f"precision=mixed's roofline matmul format is the one most of the model's Linear layers multiply in, "
+                f"and the plan {self.path} lists only those it lowers, not how many run its base {self.plan.base}: "
+                "check the plan against the model first (MixedPrecision.check, on the model or "
+                "eaq.models.model_skeleton(cfg.model))."
+            )
+        votes = Counter({BASES[self.plan.base](self.device).matmul: len(set(self.linears) - set(self.plan.layers))})
+        formats = self.formats
+        votes.update(formats[fmt].matmul for fmt in self.plan.layers.values())
+        return votes.most_common(1)[0][0]
 
     @property
     def float_gemm_dtype(self) -> torch.dtype:
         return BASES[self.plan.base](self.device).dtype
 
+    def check(self, model: nn.Module) -> None:
+        """Refuse a plan ``model`` cannot run (``check_plan``), and learn its Linear layers for ``matmul``. The model's
+        skeleton (eaq.models.model_skeleton) will do: a run checks its plan before the weights load."""
+        check_plan(model, self.plan, self.device)
+        self.linears = _linear_names(model)
+
     def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
-        return apply_plan(model, device, self.plan)
+        applied = apply_plan(model, device, self.plan)
+        self.linears = _linear_names(applied)
+        return applied
 
     @property
     def plan_tags(self) -> dict[str, str]:
@@ -308,7 +344,7 @@ class MixedPrecision:
         """
         failures = []
         lowp = 0
-        names = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+        names = _linear_names(model)
         float_layers = len(names) - len(self.plan.layers)
         float_owed = sum(runs(calls, name) for name in names if name not in self.plan.layers)
         for fmt_name, fmt in self.formats.items():
