@@ -402,3 +402,29 @@ def test_a_peak_refused_after_the_runs_window_costs_the_run_its_roofline_not_its
     assert tags["eaq.roofline.calibration"].startswith("none: the roofline calibration window")
     assert "1 other process(es) were using the GPU" in tags["eaq.roofline.calibration"]
     assert "task=calibrate precision=fp32" in tags["eaq.roofline.calibration"]
+
+
+def test_the_process_ahead_is_stopped_when_the_sweep_exits_before_its_end_hook() -> None:
+    """Hydra runs the end hooks in reverse order and stops at an exit: the sweep's MLflow hook exits 1 after failed
+    runs, before this one's, and the calibrating process went on loading the device after the sweep had ended."""
+    import psutil
+
+    script = """
+import subprocess, sys
+from eaq.tasks import ahead
+ahead.needed = lambda config: ["a plan"]
+ahead.sweep_folder = lambda config: None
+ahead.start = lambda plan, folder: subprocess.Popen(["sleep", "60"])
+hook = ahead.CalibrateAhead()
+hook.on_multirun_start(None)
+print(hook.process.pid, flush=True)
+sys.exit(1)  # as MlflowSweepCallback.on_multirun_end does after failed runs, before this hook's end
+"""
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    pid = int(done.stdout.split()[0])
+    try:
+        assert done.returncode == 1 and not psutil.pid_exists(pid), done.stderr[-2000:]
+    finally:
+        if psutil.pid_exists(pid):
+            psutil.Process(pid).kill()

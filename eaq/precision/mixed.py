@@ -210,6 +210,7 @@ def apply_plan(model: nn.Module, device: torch.device, plan: Plan) -> nn.Module:
 
 
 def _linear_names(model: nn.Module) -> tuple[str, ...]:
+    """The model's Linear layers by the names a plan gives them (GPT-2's Conv1D are Linear once eaq loads it)."""
     return tuple(name for name, module in model.named_modules() if isinstance(module, nn.Linear))
 
 
@@ -290,13 +291,13 @@ class MixedPrecision:
         weight-only layers multiply in the base's float GEMMs. A tie goes to the base."""
         if self.linears is None:
             raise EaqError(
-                f"precision=mixed's roofline matmul format is the one most of the model's Linear layers multiply in, "
+                "precision=mixed's roofline matmul format is the one most of the model's Linear layers multiply in, "
                 f"and the plan {self.path} lists only those it lowers, not how many run its base {self.plan.base}: "
                 "check the plan against the model first (MixedPrecision.check, on the model or "
                 "eaq.models.model_skeleton(cfg.model))."
             )
         votes = Counter({BASES[self.plan.base](self.device).matmul: len(set(self.linears) - set(self.plan.layers))})
-        formats = self.formats
+        formats = self.formats  # built once, not per layer
         votes.update(formats[fmt].matmul for fmt in self.plan.layers.values())
         return votes.most_common(1)[0][0]
 

@@ -32,6 +32,7 @@ calibrations would only move, and other launchers run jobs elsewhere or on other
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import pickle
@@ -197,9 +198,15 @@ class CalibrateAhead(Callback):
         plan = needed(config)
         if plan:
             self.process = start(plan, sweep_folder(config))
+            # Hydra runs the end hooks in reverse order and stops at an exit: the sweep's MLflow hook exits 1 after
+            # failed runs, before this one's, and a calibration kept loading the GPU after the sweep had ended.
+            atexit.register(self._stop)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """A sweep whose runs were all skipped (resume) never waited for it: stop it rather than leave it behind."""
+        self._stop()
+
+    def _stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             self.process.wait()
