@@ -9,7 +9,7 @@ of the fork server's imports on the H100 machine
 makes a peak also records which file it resolved to, under the settings that decide the
 file and are known without torch: the host, CUDA's device numbering
 (``CUDA_VISIBLE_DEVICES``, ``CUDA_DEVICE_ORDER``), the ``device`` setting, the sampler, the precision,
-and its plan file's content. ``cached`` reads that record and checks the file the run will
+and its plan file's content (with a plan, the model too). ``cached`` reads that record and checks the file the run will
 load, so a sweep whose peaks are all cached starts no calibrating process.
 
 A record can only err towards more measuring: none yet (a new cache) leaves the
@@ -43,8 +43,11 @@ def _settings(cfg: EaqConfig) -> dict[str, str | None]:
         "device": cfg.device,
         "precision": cfg.precision.name,
         "sampler": cfg.sampler.name,  # a peak per sampler (eaq.measure.roofline.calibration_path)
-        # A plan's matmul format is that of most of its layers: its content decides it, not its name.
+        # A plan's matmul format is that of most of the model's Linear layers, the plan's and the base's: its content
+        # and the model's layers decide it (a classifier head adds one), not the plan's name.
         "plan_sha256": file_sha256(plan) if plan and plan.is_file() else cfg.precision.plan,
+        **({"model": cfg.model.name_or_path, "architecture": json.dumps(cfg.model.architecture, sort_keys=True),
+            "head": cfg.model.head} if plan else {}),
     }
 
 

@@ -31,7 +31,9 @@ from eaq.measure.roofline import (
     measure_bandwidth,
     save_calibration,
 )
+from eaq.models import model_skeleton
 from eaq.precision import get_precision
+from eaq.precision.mixed import MixedPrecision
 from eaq.precision.base import set_tf32
 from eaq.tasks import peaks
 from eaq.tasks.result import TaskResult
@@ -129,10 +131,19 @@ def roofline_metrics(
     }
 
 
+def _matmul(cfg: EaqConfig, device: torch.device) -> str:
+    """The matmul format of ``cfg``'s precision; a mixed plan's is that of most of the model's Linear layers, the
+    plan's and the base's, learnt from the model's skeleton (no weights)."""
+    precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
+    if isinstance(precision, MixedPrecision):
+        precision.check(model_skeleton(cfg.model))
+    return precision.matmul
+
+
 def ensure_calibration(cfg: EaqConfig) -> str:
     """The peak a benchmark run of ``cfg`` will compare against, measured now unless cached (eaq.tasks.ahead); what happened."""
     device = resolve_device(cfg.device)
-    matmul = get_precision(cfg.precision.name, device, cfg.precision.plan).matmul
+    matmul = _matmul(cfg, device)
     started = time.time()
     calibration = _calibration(cfg, device, matmul, reuse=True)
     if calibration is None:
@@ -144,8 +155,7 @@ def ensure_calibration(cfg: EaqConfig) -> str:
 def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     """``python -m eaq.run task=calibrate precision=bf16``: measure and cache the peak FLOP/J."""
     device = resolve_device(cfg.device)
-    precision = get_precision(cfg.precision.name, device, cfg.precision.plan)
-    calibration = _calibration(cfg, device, precision.matmul, reuse=False)
+    calibration = _calibration(cfg, device, _matmul(cfg, device), reuse=False)
     if calibration is None:
         raise EaqError(
             f"task=calibrate needs a sampler that measures energy, and sampler={cfg.sampler.name} measures none on {device}; "

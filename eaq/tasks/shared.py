@@ -15,7 +15,7 @@ from eaq.device import draw_key
 from eaq.evaluate import check_labels
 from eaq.models import LoadedModel, model_config, model_skeleton, output_classes, weights_identity
 from eaq.precision import Precision, build_precision, require_runnable
-from eaq.precision.mixed import MixedPrecision, check_plan, check_plan_model
+from eaq.precision.mixed import MixedPrecision, check_plan_model
 from eaq.tasks.isolation import tag_now
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def run_precision(cfg: EaqConfig, device: torch.device) -> Precision:
     require_runnable(precision, device)  # a format of the plan this device cannot run
     check_plan_model(precision.plan, cfg.model.name, weights_identity(cfg.model, draw_key(device)),
                      f"precision.plan={cfg.precision.plan}")
-    check_plan(model_skeleton(cfg.model), precision.plan, device)
+    precision.check(model_skeleton(cfg.model))  # and learns its Linear layers, for the roofline's matmul format
     return precision
 
 
