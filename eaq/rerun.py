@@ -42,10 +42,12 @@ def _composed_from(hydra_yaml: dict) -> list[str]:
     return [*(["-cd", folders[0]] if folders else []), *(["-cn", name] if name != "config" or folders else [])]
 
 
-def logged_command(ref: str, client: MlflowClient) -> list[str]:
-    """The arguments that compose the run ``ref`` again: its config's folder and name, then its overrides."""
+def logged_command(ref: str, client: MlflowClient | None) -> list[str]:
+    """The arguments that compose the run ``ref`` again: its config's folder and name, then its overrides. ``client``:
+    the store a run id or name is looked up in; a job folder needs none."""
     if (Path(ref) / OVERRIDES).exists():  # a job folder
         return _read(Path(ref))
+    assert client is not None, "a run id or name is looked up in a store"
     run = find_job_run(client, ref)
     with tempfile.TemporaryDirectory() as tmp:
         return _read(Path(client.download_artifacts(run.info.run_id, ".hydra", tmp)).parent)
@@ -65,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, applied after the logged ones")
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking store")
     args = parser.parse_args(argv)
-    folder = (Path(args.run) / OVERRIDES).exists()  # a job folder needs no store
-    logged = logged_command(args.run, MlflowClient(tracking_uri=args.uri) if folder else read_store(args.uri))
+    # A job folder needs no store, and none is opened: a SQLite URI's client creates an empty one where none was.
+    folder = (Path(args.run) / OVERRIDES).exists()
+    logged = logged_command(args.run, None if folder else read_store(args.uri))
     command = [sys.executable, "-m", "eaq.run", *logged, *args.overrides]
     remember([override.partition("=")[2] for override in args.overrides])  # a store URI passed again, its password
     print("rerun: python", redact(shlex.join(command[1:])))  # as a user would type it, whichever interpreter runs it

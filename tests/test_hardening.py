@@ -340,6 +340,7 @@ def test_rerun_prints_its_command_without_the_password_passed_again(tmp_path: Pa
                               cwd=tmp_path, capture_output=True, text=True, timeout=300, env=os.environ | {"PYTHONPATH": str(REPO)})
         printed = next(line for line in done.stdout.splitlines() if line.startswith("rerun: "))
         assert "tracking.uri=http://alice:<redacted>@127.0.0.1:1" in printed and "S3cret" not in printed and "sesame" not in printed
+    assert not (tmp_path / "outputs" / "mlflow.db").exists()  # a job folder needs no store: none was created
 
 
 def test_a_failing_run_prints_its_traceback_without_the_password(out: Path) -> None:

@@ -60,8 +60,8 @@ def fail_loudly(what: str) -> Callable[[Hook], Hook]:
             try:
                 hook(self, config, **kwargs)
             except Exception as exc:
-                if config.get("debug"):
-                    traceback.print_exception(exc)
+                if config.get("debug"):  # the traceback quotes what it was given: a store's URI, say
+                    print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
                 launch = "sweep" if config.hydra.mode == RunMode.MULTIRUN else "run"
                 print(f"error: the {launch} stopped: {what} failed ({redact(str(exc))})", file=sys.stderr)
                 raise SystemExit(2 if isinstance(exc, EaqError) else 1) from exc
