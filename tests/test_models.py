@@ -200,3 +200,26 @@ def test_a_classifier_head_that_does_not_fit_the_encoder_is_refused_at_load(save
     fits = tmp_path / "fits.safetensors"
     save_file({"weight": torch.zeros(2, 32), "bias": torch.zeros(2)}, fits)
     assert load_model(ModelConfig(name="t", name_or_path=str(saved_model), classifier_head=str(fits))).model.classifier.out_features == 2
+
+
+def test_two_checkpoints_that_differ_only_in_a_small_head_have_two_identities(tmp_path: Path) -> None:
+    """A safetensors file is sampled tensor by tensor: sampled as one stream of bytes, two classifiers of one body
+    whose 2 x 32 heads differ had one identity, and a plan chosen on one ran on the other unrefused. A file saved
+    again unchanged keeps its identity."""
+    from transformers import BertForSequenceClassification
+
+    from eaq.models import weights_identity
+
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(BertConfig(vocab_size=3000, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                                     intermediate_size=64, num_labels=2))
+    identities = []
+    for name in ("a", "again", "b"):
+        if name == "b":
+            with torch.no_grad():
+                model.classifier.weight.mul_(-1)
+        model.save_pretrained(tmp_path / name)
+        identities.append(weights_identity(ModelConfig(name="x", name_or_path=str(tmp_path / name), head="sequence_classification"), "cpu"))
+    size = (tmp_path / "a" / "model.safetensors").stat().st_size
+    assert size > 16 * 4096 * 4  # the classifier's bytes are a sliver of a file sampled in 16 chunks
+    assert identities[0] == identities[1] != identities[2]

@@ -15,6 +15,7 @@ import json
 import logging
 import sys
 from dataclasses import dataclass
+from typing import Any, BinaryIO
 from pathlib import Path
 import urllib.error
 import urllib.request
@@ -185,24 +186,55 @@ def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedCon
         raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
 
 
-# Bytes of a weight file read for its identity: this many chunks of this size, evenly spaced (a folder of gigabytes
-# is not read whole; weights differing anywhere differ in nearly every chunk).
+# Bytes of a weight file (or of one tensor of a safetensors file) read for its identity: this many chunks of this
+# size, evenly spaced, where it is larger than they are (a folder of gigabytes is not read whole; weights trained
+# anywhere differ in nearly every chunk of the tensors they changed).
 IDENTITY_CHUNKS, IDENTITY_CHUNK = 16, 4096
 
 
+def _sample(handle: BinaryIO, start: int, size: int, digest: Any) -> None:
+    """``size`` bytes from ``start``: whole where they are at most IDENTITY_CHUNKS chunks, else those chunks."""
+    step = IDENTITY_CHUNK if size <= IDENTITY_CHUNKS * IDENTITY_CHUNK else size // IDENTITY_CHUNKS
+    for offset in range(start, start + size, step):
+        handle.seek(offset)
+        digest.update(handle.read(min(IDENTITY_CHUNK, start + size - offset)))
+
+
 def _contents(path: Path) -> str:
-    """A local model folder or head file by contents, wherever it lies: each file's name, size and IDENTITY_CHUNKS
-    evenly spaced chunks (a small file whole)."""
+    """A local model folder or head file by contents, wherever it lies: each file's name, size and sampled bytes.
+
+    A safetensors file is sampled tensor by tensor, after its header (names, dtypes, shapes): two fine-tunes of one
+    base that differ only in a small head (a classifier's 768 x 2) had the same sampled chunks of the whole file,
+    one identity, and a plan chosen on one ran on the other unrefused."""
     digest = hashlib.sha256()
     for file in sorted(f for f in ([path] if path.is_file() else path.rglob("*")) if f.is_file()):
         size = file.stat().st_size
         digest.update(f"{file.relative_to(path) if file != path else file.name}\0{size}\0".encode())
         with file.open("rb") as handle:
-            step = max(IDENTITY_CHUNK, size // IDENTITY_CHUNKS)
-            for offset in range(0, size, step):
-                handle.seek(offset)
-                digest.update(handle.read(IDENTITY_CHUNK if size > IDENTITY_CHUNKS * IDENTITY_CHUNK else step))
+            header = _safetensors_header(handle, size) if file.suffix == ".safetensors" else None
+            if header is None:
+                _sample(handle, 0, size, digest)
+                continue
+            length, tensors = header
+            _sample(handle, 0, 8 + length, digest)
+            for entry in tensors:
+                begin, end = entry["data_offsets"]
+                _sample(handle, 8 + length + begin, end - begin, digest)
     return digest.hexdigest()[:16]
+
+
+def _safetensors_header(handle: BinaryIO, size: int) -> tuple[int, list[dict[str, Any]]] | None:
+    """(The header's length, its tensors in file order) of a safetensors file; None where it is not one (read whole
+    or sampled as any file)."""
+    try:
+        length = int.from_bytes(handle.read(8), "little")
+        if not 0 < length <= size - 8:
+            return None
+        entries = json.loads(handle.read(length))
+        tensors = [v for k, v in entries.items() if k != "__metadata__"]
+        return length, sorted(tensors, key=lambda v: v["data_offsets"][0])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _source(location: str) -> str:
