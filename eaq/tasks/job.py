@@ -1,9 +1,10 @@
 """One Hydra job as one MLflow run: created first, always ended, errors in one sentence.
 
-The run is created before the config is validated, so a bad value is recorded as a
-FAILED run with its reason (visible in the UI and in a sweep's summary) and no run is
-ever left RUNNING. In a single run an error exits non-zero; in a multirun the sweep
-carries on and the sweep callback reports the failures and the exit code at the end.
+A single run validates its config first: a bad value exits 2 in one sentence and records
+nothing (a typo leaves no run in the store). A sweep's job creates its run first, so a bad
+value of one job is a FAILED run with its reason (in the UI and the sweep's summary) while
+the sweep carries on; the sweep callback reports the failures and the exit code at the end.
+No run is ever left RUNNING where the store answers.
 """
 
 from __future__ import annotations
