@@ -33,6 +33,11 @@ from eaq.tracking.store import read_store
 
 # Environment facts that differ between any two runs and say nothing about the measurement.
 VOLATILE_ENV = ("config_hash", "environ.", "hostname")
+# ... but for the variables that change what a run measures: threads, kernels and math modes (NVIDIA_TF32_OVERRIDE,
+# CUBLAS_WORKSPACE_CONFIG), the compiler (TORCHINDUCTOR_MAX_AUTOTUNE), which GPU: compared like any fact.
+MEASURED_ENVIRON = tuple(f"environ.{prefix}" for prefix in (
+    "CUDA_", "CUBLAS", "CUDNN_", "NVIDIA_", "NCCL_", "PYTORCH_", "TORCH_", "TORCHINDUCTOR_", "TRITON_", "OMP_", "MKL_",
+    "OPENBLAS_", "KMP_"))
 # How a store answers a ref that is no run's id: none has it, or it is not shaped as one (a path, a quote).
 NOT_A_RUN_ID = (ErrorCode.Name(RESOURCE_DOES_NOT_EXIST), ErrorCode.Name(INVALID_PARAMETER_VALUE))
 
@@ -116,7 +121,7 @@ def measurement_config(config: dict[str, Any]) -> dict[str, str]:
 def comparable_env(env: dict[str, Any]) -> dict[str, str]:
     flat = flatten({k: v for k, v in env.items() if k != "pip_freeze"})
     flat |= {f"pip.{line.split('==')[0]}": line.split("==", 1)[-1] for line in env.get("pip_freeze", [])}
-    return {k: v for k, v in flat.items() if not k.startswith(VOLATILE_ENV)}
+    return {k: v for k, v in flat.items() if not k.startswith(VOLATILE_ENV) or k.startswith(MEASURED_ENVIRON)}
 
 
 def _print_grouped(title: str, diffs: dict[str, tuple[str | None, str | None]]) -> None:

@@ -381,3 +381,16 @@ def test_diff_of_two_job_folders_opens_no_store(tmp_path: Path, monkeypatch: pyt
     monkeypatch.chdir(tmp_path)
     assert diff_main(folders) == 0
     assert not (tmp_path / "outputs").exists()
+
+
+def test_diff_env_compares_the_variables_that_change_a_measurement_and_no_other() -> None:
+    """Every variable was left out: NVIDIA_TF32_OVERRIDE=0 or TORCHINDUCTOR_MAX_AUTOTUNE=1 on one run read
+    "environment: identical" (a shell's PWD or a scheduler's job id differ between any two runs)."""
+    from eaq.diff import comparable_env
+
+    base = {"torch": "2.11", "environ": {"PWD": "/a", "SLURM_JOB_ID": "1", "OMP_NUM_THREADS": "8"}}
+    other = {"torch": "2.11", "environ": {"PWD": "/b", "SLURM_JOB_ID": "2", "OMP_NUM_THREADS": "1",
+                                           "NVIDIA_TF32_OVERRIDE": "0", "TORCHINDUCTOR_MAX_AUTOTUNE": "1"}}
+    a, b = comparable_env(base), comparable_env(other)
+    assert {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)} == {
+        "environ.OMP_NUM_THREADS", "environ.NVIDIA_TF32_OVERRIDE", "environ.TORCHINDUCTOR_MAX_AUTOTUNE"}
