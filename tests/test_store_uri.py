@@ -150,6 +150,8 @@ def test_a_job_whose_run_the_store_refuses_is_said_redacted_and_the_sweep_goes_o
     assert all(line.startswith(f"error: the MLflow tracking store tracking.uri=http://alice:<redacted>@127.0.0.1:")
                and "runs/create" in line for line in failures), failures
     assert "0 finished, 2 failed" in result.stderr and "sweep: " in result.stdout, printed[-3000:]
+    # Neither left a run to count: the summary says so, and the sweep exits 1 (it read "nothing measured", exit 0).
+    assert "2 job(s) left no run in the store" in result.stdout and result.returncode == 1, result.stdout[-2000:]
 
 
 def test_a_run_whose_last_metrics_the_store_refuses_ends_failed_and_says_why_redacted(tmp_path: Path, out: Path) -> None:

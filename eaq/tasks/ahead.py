@@ -55,7 +55,7 @@ from eaq.files import exclusive, try_exclusive
 from eaq.measure.nvml import device_summaries
 from eaq.tasks import peaks
 from eaq.tracking.callbacks import fail_loudly, sweep_folder
-from eaq.tracking.progress import job_overrides
+from eaq.tracking.jobs import job_overrides
 
 log = logging.getLogger(__name__)
 PLAN_FILE = "calibrate_ahead.pkl"

@@ -32,6 +32,7 @@ from omegaconf.errors import InterpolationResolutionError
 
 from eaq.errors import ConfigError, EaqError
 from eaq.files import atomic_write_text, from_launch_folder, try_exclusive
+from eaq.tracking.jobs import count_jobs
 from eaq.tracking.redact import redact, redact_file, redact_folder, remember
 
 if TYPE_CHECKING:
@@ -228,11 +229,15 @@ class MlflowSweepCallback(Callback):
         self.parent.end("FAILED" if failed else "FINISHED")
         skipped = len(skipped_runs(sweep_dir(HydraConfig.get())))
         measured = f"{len(children) - len(failed)} of {len(children)} runs finished" if children else "nothing measured"
+        # A job whose run the store never created (it refused) left nothing to count above: the jobs launched tell.
+        jobs = count_jobs(config)
+        unrecorded = max(0, jobs - len(children) - skipped) if jobs is not None else 0
         print(
             f"sweep: {measured} (parent run {self.parent.run_id})"
             + (f"; {skipped} skipped, already FINISHED with the same config (resume=false to rerun them)" if skipped else "")
+            + (f"; {unrecorded} job(s) left no run in the store (each said why above)" if unrecorded else "")
         )
-        if failed:
-            for r in failed:
-                print(f"  {r.info.status}: {r.info.run_name}: {r.data.tags.get('eaq.error', 'no error recorded')}", file=sys.stderr)
+        for r in failed:
+            print(f"  {r.info.status}: {r.info.run_name}: {r.data.tags.get('eaq.error', 'no error recorded')}", file=sys.stderr)
+        if failed or unrecorded:
             sys.exit(1)

@@ -35,17 +35,16 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from tqdm.auto import tqdm
 from tqdm.contrib import DummyTqdmFile
 
 from eaq.files import atomic_write_text
 from eaq.tracking.callbacks import sweep_dir, sweep_folder
+from eaq.tracking.jobs import count_jobs
 
 _active: SweepProgress | None = None
 # The launcher that runs jobs in this process, one after another: the only one whose phases this display sees.
@@ -66,30 +65,6 @@ def show_phase(phase: str) -> None:
 def output_sink() -> Callable[[str], None] | None:
     """Where a forked run's printed output should go: above the progress bars, when they are drawn."""
     return _active.write if _active is not None and _active.bar is not None else None
-
-
-def job_overrides(config: DictConfig) -> list[list[str]]:
-    """Each job's overrides, as the basic sweeper will split them (a named sweep's params first).
-
-    Read unresolved: an override may hold an interpolation (``dataset.path=${hydra:runtime.cwd}/x``) that only a
-    job's config resolves; reading the list resolved stopped every such sweep at its start ("HydraConfig was not set").
-    """
-    params = config.hydra.sweeper.get("params")
-    named = OmegaConf.to_container(params, resolve=False) if params is not None else {}
-    task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
-    parsed = OverridesParser.create().parse_overrides([*(f"{k}={v}" for k, v in named.items()), *task])
-    return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
-
-
-def count_jobs(config: DictConfig) -> int | None:
-    """How many jobs the basic sweeper will launch: the product of the sweep's value lists.
-
-    None when that cannot be told (another sweeper, an override it cannot parse here).
-    """
-    try:
-        return len(job_overrides(config))
-    except Exception:  # a sweep the basic sweeper's rules do not describe: no total, no estimate
-        return None
 
 
 def _duration(seconds: float) -> str:
