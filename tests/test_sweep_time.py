@@ -4,6 +4,7 @@ reused while fresh, quality computed once per configuration, per-phase timings, 
 from __future__ import annotations
 
 import gc
+import contextlib
 import os
 import pickle
 import subprocess
@@ -428,3 +429,32 @@ sys.exit(1)  # as MlflowSweepCallback.on_multirun_end does after failed runs, be
     finally:
         if psutil.pid_exists(pid):
             psutil.Process(pid).kill()
+
+
+def test_the_measuring_process_ends_when_the_jobs_process_is_killed() -> None:
+    """Its parent is the fork server, not the job: a SIGKILL of the job left it running (holding a GPU's CUDA context,
+    beside the sweep's next runs), as joblib's and submitit's local executors kill only the job."""
+    import psutil
+
+    script = "from eaq.tasks.isolation import run_isolated; run_isolated('time:sleep', 120)"
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    job = subprocess.Popen([sys.executable, "-c", script], env=env)
+    descendants: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 60
+        running: list[psutil.Process] = []
+        while not running and time.monotonic() < deadline:  # the task's process: a child of the job's fork server
+            time.sleep(0.5)
+            descendants = psutil.Process(job.pid).children(recursive=True)
+            servers = [p for p in descendants if "forkserver" in " ".join(p.cmdline())]
+            running = [c for s in servers for c in s.children()]
+        assert running, "the task's process never started"
+        job.kill()
+        job.wait()
+        _, alive = psutil.wait_procs(running, timeout=10)
+        assert not alive, [p.pid for p in alive]
+    finally:
+        job.kill()
+        for process in descendants:  # the job's fork server and resource tracker, orphaned with it
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()

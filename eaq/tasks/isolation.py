@@ -134,8 +134,28 @@ class _QueueStream:
         return False
 
 
-def _child_setup(events: SimpleQueue, relay_output: bool) -> None:
+# How often the measuring process looks for the job's process that started it.
+WATCH_S = 1.0
+
+
+def _exit_with(job_pid: int) -> None:
+    """End this process once the job's process is gone. A SIGKILL of the job (a local launcher's cancel, the kernel's
+    out-of-memory killer) left the run's process running: the fork server, not the job, is its parent, and a process
+    left holding a GPU's CUDA context measured beside the sweep's next runs. A scheduler's cgroup ends them together;
+    joblib's and submitit's local executors do not."""
+    while True:
+        time.sleep(WATCH_S)
+        try:
+            os.kill(job_pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # alive, another user's (a reused pid): still there
+            pass
+
+
+def _child_setup(events: SimpleQueue, relay_output: bool, job_pid: int) -> None:
     global _listener, _tagger
+    threading.Thread(target=_exit_with, args=(job_pid,), daemon=True, name="eaq-job-watch").start()
     if relay_output:
         sys.stdout = sys.stderr = _QueueStream(events)  # type: ignore[assignment]
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
@@ -228,7 +248,7 @@ def _run(
     relay = threading.Thread(target=_relay, args=(events, handlers), daemon=True)
     relay.start()
     start = time.perf_counter()
-    setup = (events, handlers["output"] is not None)
+    setup = (events, handlers["output"] is not None, os.getpid())
     try:
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_child_setup, initargs=setup) as pool:
             if not pool.submit(_ready).result():
