@@ -56,10 +56,15 @@ TASKS = {
 
 
 def _report_error(exc: BaseException, debug: bool) -> None:
-    """The error on stderr, redacted: a traceback can quote a URL with its password (a log file keeps stderr)."""
-    if debug or not isinstance(exc, EaqError):
-        print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
-    print(f"error: {redact(str(exc))}", file=sys.stderr)
+    """The error on stderr, redacted: a traceback can quote a URL with its password (a log file keeps stderr). Above a
+    sweep's progress bars where they are drawn (written straight to their stream, it ran through them)."""
+    text = (redact("".join(traceback.format_exception(exc))) if debug or not isinstance(exc, EaqError) else "")
+    text += f"error: {redact(str(exc))}\n"
+    sink = output_sink()
+    if sink is not None:
+        sink(text)
+    else:
+        print(text, end="", file=sys.stderr)
 
 
 def _end(run: TrackedRun, status: str, error: BaseException, uri: str, debug: bool) -> None:
