@@ -373,6 +373,18 @@ def test_trace_files_are_written(tmp_path: Path) -> None:
     lines = (tmp_path / "t.csv").read_text().splitlines()
     assert lines[0] == "t_s,power_average_w,power_instant_w" and lines[1].startswith("-1.0000,")
     assert len(lines) == 51 and (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+    # nvidia-smi polled beside NVML: its samples are in the CSV too (the PNG drew them, the CSV left them out).
+    smi = PowerTrace()
+    for i in range(5):
+        smi.add(i * 1.0 + 0.05, {"power_smi_w": 90.0})
+    trace.companions.append(smi)
+    write_csv(trace, tmp_path / "both.csv", origin=1.0)
+    import pandas as pd
+
+    both = pd.read_csv(tmp_path / "both.csv")
+    assert list(both.columns) == ["t_s", "power_average_w", "power_instant_w", "power_smi_w"] and len(both) == 55
+    assert both["power_smi_w"].notna().sum() == 5 and both["power_instant_w"].notna().sum() == 50
+    assert both["t_s"].is_monotonic_increasing
 
 
 def test_polling_runs_in_its_own_process_and_leaves_none_behind() -> None:

@@ -14,13 +14,17 @@ from eaq.measure.trace import PowerTrace
 
 
 def write_csv(trace: PowerTrace, path: Path, origin: float) -> None:
-    """One row per sample: seconds since ``origin`` (the window start), then each channel in W."""
-    channels = sorted(trace.channels)
+    """One row per sample: seconds since ``origin`` (the window start), then each channel in W. A companion's samples
+    (nvidia-smi polled beside NVML, which the PNG draws) are rows of their own, in time order, their cells empty in
+    the other trace's channels."""
+    parts = (trace, *trace.companions)
+    channels = sorted({c for part in parts for c in part.channels})
+    rows = sorted((t, i, part) for part in parts for i, t in enumerate(part.times))
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["t_s", *channels])
-        for i, t in enumerate(trace.times):
-            writer.writerow([f"{t - origin:.4f}", *(f"{trace.channels[c][i]:.3f}" for c in channels)])
+        for t, i, part in rows:
+            writer.writerow([f"{t - origin:.4f}", *(f"{part.channels[c][i]:.3f}" if c in part.channels else "" for c in channels)])
 
 
 def write_png(trace: PowerTrace, path: Path, window: tuple[float, float], idle_window: tuple[float, float] | None, title: str) -> None:

@@ -408,8 +408,9 @@ def power_trace(client: MlflowClient, run: pd.Series, out: Path) -> Figure:
     except Exception as error:  # the artifact store may be gone (a copied database): say so, draw the rest
         return Figure(title, note=f"power_trace.csv of {run['run_name']} could not be read ({type(error).__name__}: {error}).")
     fig, ax = plt.subplots(figsize=(9, 4))
-    for column in trace.columns[1:]:
-        ax.plot(trace["t_s"], trace[column], lw=0.8, label=column.removesuffix("_w").replace("_", " "))
+    for column in trace.columns[1:]:  # a companion's channel (nvidia-smi beside NVML) is empty in the other's rows
+        samples = trace[["t_s", column]].dropna()
+        ax.plot(samples["t_s"], samples[column], lw=0.8, label=column.removesuffix("_w").replace("_", " "))
     # The trace's origin is the measured window's start: a forward pass's, or generation's decode window.
     duration = next((d for d in (run.get("window_duration_s"), run.get("decode_window_duration_s")) if d is not None and d == d), 0)
     ax.axvspan(0, duration, color="C2", alpha=0.15, label="measurement window")
