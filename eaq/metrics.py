@@ -19,19 +19,22 @@ class Metric:
 
 # What a window's validity check read (eaq/measure/validity.py): logged for the window of a forward pass, and for
 # generation's decode window under these names and its prefill window as prefill_<name>.
-WINDOW_FACTS: tuple[Metric, ...] = (
-    Metric("sensor_updates", "count", "Changes of the primary power reading in the window, one per sensor update (NVML updates every ~100 ms); need 20; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
-    Metric("poll_coverage", "fraction", "Power samples taken in the window / samples expected at the poll interval; need 0.99; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
-    Metric("counter_vs_instant_disagreement", "fraction", "|instant integral - counter| / counter; over 0.03 flags the run; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
-    Metric("gpu_temperature_start_c", "degC", "GPU temperature at the window start; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
-    Metric("gpu_temperature_end_c", "degC", "GPU temperature at the window end; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
-    Metric("sm_clock_start_mhz", "MHz", "SM clock at the window start; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
-    Metric("sm_clock_end_mhz", "MHz", "SM clock at the window end; a drift over 10% flags the run; workload=generate: the decode window's, the prefill window's is prefill_<name>."),
-    Metric("clock_event_share_power_cap", "fraction", "NVML: share of the window (workload=generate: the decode window; the prefill window's is prefill_<name>) the software power cap held the clocks (its cumulative clock-event time, read at the window's ends); the normal state of a GPU drawing its limit, never a reason."),
-    Metric("clock_event_share_sync_boost", "fraction", "NVML: share of the window (workload=generate: the decode window; the prefill window's is prefill_<name>) sync boost held the clocks; over 0.01 flags the run."),
-    Metric("clock_event_share_software_thermal", "fraction", "NVML: share of the window (workload=generate: the decode window; the prefill window's is prefill_<name>) a software thermal slowdown held the clocks; over 0.01 flags the run."),
-    Metric("clock_event_share_hardware_thermal", "fraction", "NVML: share of the window (workload=generate: the decode window; the prefill window's is prefill_<name>) a hardware thermal slowdown held the clocks; over 0.01 flags the run."),
-    Metric("clock_event_share_hardware_power_brake", "fraction", "NVML: share of the window (workload=generate: the decode window; the prefill window's is prefill_<name>) the hardware power brake held the clocks; over 0.01 flags the run."),
+WINDOW_FACTS: tuple[Metric, ...] = tuple(
+    Metric(name, unit, f"{meaning}; workload=generate: the decode window's, the prefill window's is prefill_{name}.")
+    for name, unit, meaning in (
+        ("sensor_updates", "count", "Changes of the primary power reading in the window, one per sensor update (NVML updates every ~100 ms); need 20"),
+        ("poll_coverage", "fraction", "Power samples taken in the window / samples expected at the poll interval; need 0.99"),
+        ("counter_vs_instant_disagreement", "fraction", "|instant integral - counter| / counter; over 0.03 flags the run"),
+        ("gpu_temperature_start_c", "degC", "GPU temperature at the window start"),
+        ("gpu_temperature_end_c", "degC", "GPU temperature at the window end"),
+        ("sm_clock_start_mhz", "MHz", "SM clock at the window start"),
+        ("sm_clock_end_mhz", "MHz", "SM clock at the window end; a drift over 10% flags the run"),
+        ("clock_event_share_power_cap", "fraction", "NVML: share of the window the software power cap held the clocks (its cumulative clock-event time, read at the window's ends); the normal state of a GPU drawing its limit, never a reason"),
+        ("clock_event_share_sync_boost", "fraction", "NVML: share of the window sync boost held the clocks; over 0.01 flags the run"),
+        ("clock_event_share_software_thermal", "fraction", "NVML: share of the window a software thermal slowdown held the clocks; over 0.01 flags the run"),
+        ("clock_event_share_hardware_thermal", "fraction", "NVML: share of the window a hardware thermal slowdown held the clocks; over 0.01 flags the run"),
+        ("clock_event_share_hardware_power_brake", "fraction", "NVML: share of the window the hardware power brake held the clocks; over 0.01 flags the run"),
+    )
 )
 
 
