@@ -147,7 +147,7 @@ def test_a_job_whose_run_the_store_refuses_is_said_redacted_and_the_sweep_goes_o
     assert "Error executing job" not in printed and "Traceback" not in printed, printed[-3000:]
     failures = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(failures) == 2, result.stderr[-3000:]  # both jobs ran, and each said why it failed
-    assert all(line.startswith(f"error: the MLflow tracking store tracking.uri=http://alice:<redacted>@127.0.0.1:")
+    assert all(line.startswith("error: the MLflow tracking store tracking.uri=http://alice:<redacted>@127.0.0.1:")
                and "runs/create" in line for line in failures), failures
     assert "0 finished, 2 failed" in result.stderr and "sweep: " in result.stdout, printed[-3000:]
     # Neither left a run to count: the summary says so, and the sweep exits 1 (it read "nothing measured", exit 0).
