@@ -29,6 +29,7 @@ from eaq.precision.proof import model_size_bytes, stored_bytes_read
 from eaq.measure.phases import Phases
 from eaq.tasks.compile import compile_model
 from eaq.workloads.windows import generate_metrics, measure_generate
+from eaq.models import position_limit
 from eaq.workloads.generate import Decoder, Generator, check_generation
 from fake_nvml import FakeNvml
 
@@ -104,7 +105,12 @@ def test_a_generation_may_use_every_position_the_model_has_and_no_more() -> None
     for static in (False, True):
         assert Generator(model, model, model.config, PROMPT, NEW, CPU, static=static).generate(prompts(model)).shape == (3, NEW)
     with pytest.raises(ConfigError, match=r"feed the model 21 positions .* it has 20.*at most 21"):
-        Generator(model, model, model.config, PROMPT, NEW + 1, CPU)
+        check_generation(model.config, PROMPT, NEW + 1, static=False, positions=position_limit(model))
+    # Rotary positions are computed: a Llama runs past its config's max_position_embeddings, and is not refused there.
+    llama = preset("llama_1b_random", num_hidden_layers=1, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                   num_key_value_heads=2, max_position_embeddings=PROMPT)
+    assert position_limit(llama) is None
+    assert Generator(llama, llama, llama.config, PROMPT, NEW, CPU).generate(prompts(llama)).shape == (3, NEW)
 
 
 @torch.inference_mode()

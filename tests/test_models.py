@@ -223,3 +223,17 @@ def test_two_checkpoints_that_differ_only_in_a_small_head_have_two_identities(tm
     size = (tmp_path / "a" / "model.safetensors").stat().st_size
     assert size > 16 * 4096 * 4  # the classifier's bytes are a sliver of a file sampled in 16 chunks
     assert identities[0] == identities[1] != identities[2]
+
+
+def test_the_position_limit_is_the_tables_rows_less_robertas_padding_offset() -> None:
+    """RoBERTa's table of max_position_embeddings=514 rows holds 512 tokens (its rows start past the padding index):
+    the config's figure let seq_len=513 through to torch's out-of-bounds error."""
+    from transformers import GPT2Config, GPT2Model, RobertaConfig, RobertaModel
+
+    from eaq.models import position_limit
+
+    small = dict(num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    roberta = RobertaModel(RobertaConfig(vocab_size=100, hidden_size=32, max_position_embeddings=514, **small))
+    assert position_limit(roberta) == 512
+    assert position_limit(BertModel(BertConfig(vocab_size=100, hidden_size=32, max_position_embeddings=64, **small))) == 64
+    assert position_limit(GPT2Model(GPT2Config(vocab_size=100, n_embd=32, n_layer=1, n_head=2, n_positions=40))) == 40

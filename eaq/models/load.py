@@ -269,6 +269,20 @@ def model_skeleton(cfg: ModelConfig) -> torch.nn.Module:
     return model
 
 
+# The names transformers gives a learned absolute position table (BERT's, RoBERTa's, DistilBERT's; GPT-2's).
+POSITION_TABLES = ("position_embeddings", "wpe")
+
+
+def position_limit(model: torch.nn.Module) -> int | None:
+    """The tokens ``model``'s learned absolute position table holds (its skeleton will do), or None where positions
+    are computed (rotary, ALiBi): a config's max_position_embeddings is no limit there (Llama runs past it), and
+    RoBERTa's table of 514 rows holds 512 tokens, its rows offset past the padding index."""
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in POSITION_TABLES:
+            return module.num_embeddings - (module.padding_idx + 1 if module.padding_idx is not None else 0)
+    return None
+
+
 def output_classes(model: torch.nn.Module) -> int:
     """The classes a classifier scores: an embedding model's head rows, else its config's ``num_labels``."""
     return model.classifier.out_features if isinstance(model, EmbeddingClassifier) else model.config.num_labels

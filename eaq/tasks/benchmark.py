@@ -38,7 +38,7 @@ from eaq.measure.validity import Validity
 from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
-from eaq.models import load_model, load_tokenizer, model_config
+from eaq.models import load_model, load_tokenizer, model_config, model_skeleton, position_limit
 from eaq.errors import ConfigError, DataError
 from eaq.precision import proof, stored_bytes_read
 from eaq.precision.base import set_tf32
@@ -126,7 +126,8 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         fidelity_only = not text and cfg.trials.fidelity_on_synthetic
         generating = cfg.workload.name == "generate"
         if generating:  # from the architecture's config: a 7B shape's weights take minutes to draw or read
-            check_generation(model_config(cfg.model), cfg.seq_len, cfg.workload.new_tokens, cfg.compile)
+            check_generation(model_config(cfg.model), cfg.seq_len, cfg.workload.new_tokens, cfg.compile,
+                             position_limit(model_skeleton(cfg.model)))
         else:
             check_positions(cfg)
         torch.manual_seed(cfg.trial)

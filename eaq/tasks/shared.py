@@ -13,7 +13,7 @@ from eaq.data import Batches, Examples, examples_digest, load_examples, make_bat
 from eaq.data.token_cache import TokenCache, tokenizer_identity
 from eaq.device import draw_key
 from eaq.evaluate import check_labels
-from eaq.models import LoadedModel, model_config, model_skeleton, output_classes, weights_identity
+from eaq.models import LoadedModel, model_config, model_skeleton, output_classes, position_limit, weights_identity
 from eaq.precision import Precision, build_precision, require_runnable
 from eaq.precision.mixed import MixedPrecision, check_plan_model
 from eaq.tasks.isolation import tag_now
@@ -49,12 +49,13 @@ def make_inputs(
 def check_positions(cfg: EaqConfig) -> None:
     """Refuse a forward pass of more tokens than the model has positions, from its config before the weights load:
     past them torch's own error ended the run ("The expanded size of the tensor (1024) must match the existing size
-    (512)" on BERT, "index out of range in self" on GPT-2). Generation checks its own (prompt and new tokens)."""
-    limit = getattr(model_config(cfg.model), "max_position_embeddings", None)
+    (512)" on BERT, "index out of range in self" on GPT-2). A model whose positions are computed (rotary: Llama) has no
+    table and runs longer. Generation checks its own (prompt and new tokens)."""
+    limit = position_limit(model_skeleton(cfg.model))
     if limit is not None and cfg.seq_len > limit:
         raise ConfigError(
-            f"seq_len={cfg.seq_len} is longer than the {limit} positions {cfg.model.name} has (its config's "
-            f"max_position_embeddings): lower seq_len to at most {limit}."
+            f"seq_len={cfg.seq_len} is longer than the {limit} positions {cfg.model.name}'s position table holds: "
+            f"lower seq_len to at most {limit}."
         )
 
 

@@ -51,11 +51,12 @@ def eos_ids(vocab_size: int, *configs: object) -> list[int]:
 ATTENTION_LAYERS = frozenset({"full_attention", "sliding_attention"})
 
 
-def check_generation(config: PretrainedConfig, seq_len: int, new_tokens: int, static: bool) -> None:
+def check_generation(config: PretrainedConfig, seq_len: int, new_tokens: int, static: bool, positions: int | None = None) -> None:
     """Refuse, before any work, a generation the model cannot run as asked.
 
-    - More positions than the model has: the prompt's ``seq_len`` and one per decode step
-      (the last token is picked, never fed back), so ``seq_len + new_tokens - 1``.
+    - More positions than its position table holds (``positions``: eaq.models.position_limit, None where positions
+      are computed, rotary or ALiBi, which run past a config's max_position_embeddings): the prompt's ``seq_len`` and
+      one per decode step (the last token is picked, never fed back), so ``seq_len + new_tokens - 1``.
     - Layers that are not attention (``config.layer_types``: a hybrid model's convolutions or linear attention):
       their state is no KV cache, and no restart between measured sequences could rewind it.
     - ``static`` (a compiled decode step) over sliding-window attention layers: their static
@@ -71,13 +72,12 @@ def check_generation(config: PretrainedConfig, seq_len: int, new_tokens: int, st
             "cannot rewind that state. It measures attention-only causal LMs (GPT-2, Llama, Mistral, Qwen, ...); use "
             "workload=forward for this model."
         )
-    limit = getattr(config, "max_position_embeddings", None)
     used = seq_len + new_tokens - 1
-    if limit is not None and used > limit:
+    if positions is not None and used > positions:
         raise ConfigError(
             f"seq_len={seq_len} and workload.new_tokens={new_tokens} feed the model {used} positions (the last token is "
-            f"never fed back) and it has {limit}: lower seq_len or workload.new_tokens so that seq_len + new_tokens is at "
-            f"most {limit + 1}."
+            f"never fed back) and it has {positions}: lower seq_len or workload.new_tokens so that seq_len + new_tokens is "
+            f"at most {positions + 1}."
         )
     if static:
         layers = StaticCache(config=config, max_cache_len=seq_len + new_tokens).layers  # allocates on first use only
