@@ -23,12 +23,11 @@ from typing import Any
 
 import yaml
 from mlflow.exceptions import MlflowException
-from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, RESOURCE_DOES_NOT_EXIST, ErrorCode
 from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError, reported
 from eaq.tracking.flatten import NOT_MEASUREMENT, flatten
-from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, sweep_runs
+from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, NOT_A_RUN_ID, sweep_runs
 from eaq.tracking.store import read_store
 
 # Environment facts that differ between any two runs and say nothing about the measurement.
@@ -38,8 +37,6 @@ VOLATILE_ENV = ("config_hash", "environ.", "hostname")
 MEASURED_ENVIRON = tuple(f"environ.{prefix}" for prefix in (
     "CUDA_", "CUBLAS", "CUDNN_", "NVIDIA_", "NCCL_", "PYTORCH_", "TORCH_", "TORCHINDUCTOR_", "TRITON_", "OMP_", "MKL_",
     "OPENBLAS_", "KMP_"))
-# How a store answers a ref that is no run's id: none has it, or it is not shaped as one (a path, a quote).
-NOT_A_RUN_ID = (ErrorCode.Name(RESOURCE_DOES_NOT_EXIST), ErrorCode.Name(INVALID_PARAMETER_VALUE))
 
 
 def _from_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:

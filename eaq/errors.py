@@ -72,6 +72,8 @@ def reported(status: int = 2) -> Callable[[Callable[P, int]], Callable[P, int]]:
         # no use for MLflow; a tool wrapped in this reads a store, and has imported MLflow already.
         from mlflow.exceptions import MlflowException
 
+        from eaq.tracking.redact import redact
+
         @functools.wraps(main)
         def run(*args: P.args, **kwargs: P.kwargs) -> int:
             try:
@@ -79,8 +81,8 @@ def reported(status: int = 2) -> Callable[[Callable[P, int]], Callable[P, int]]:
             except MlflowException as failure:
                 print(f"error: {store_failed(failure, 'named by --uri')}", file=sys.stderr)
                 return status
-            except EaqError as error:
-                print(f"error: {error}", file=sys.stderr)
+            except EaqError as error:  # redacted here, whichever part of a tool wrote the sentence
+                print(f"error: {redact(str(error))}", file=sys.stderr)
                 return status
 
         return run

@@ -219,6 +219,13 @@ def test_unknown_group_choice_gets_one_sentence_naming_valid_ones(out: Path) -> 
     assert not (out / "mlflow.db").exists()  # refused before anything ran
 
 
+def test_a_sweep_over_experiments_counts_its_runs_in_theirs(out: Path) -> None:
+    """Each job logs to its own tracking.experiment: the summary searched the parent's, read "nothing measured" and
+    (counting jobs that left no run) exited 1 for a sweep whose runs all finished."""
+    result = run_eaq(out, "-m", *FAST, "sampler=none", "tracking.experiment=exp_a,exp_b")
+    assert result.returncode == 0 and "sweep: 2 of 2 runs finished" in result.stdout, result.stdout[-2000:] + result.stderr[-2000:]
+
+
 def test_failing_job_in_sweep_leaves_others_finished_and_exits_non_zero(out: Path) -> None:
     # An override holding an interpolation only a job resolves: the sweep's planning read it resolved, and every such
     # sweep stopped at its start ("HydraConfig was not set"), calibrate_ahead=false or not.

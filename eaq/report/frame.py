@@ -21,7 +21,8 @@ import pandas as pd
 from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
 from eaq.tracking.flatten import NOT_MEASUREMENT
-from eaq.tracking.run_logger import PARENT_TAG, every_run, sweep_runs
+from eaq.tracking.redact import redact
+from eaq.tracking.run_logger import NOT_A_RUN_ID, PARENT_TAG, every_run, sweep_runs
 from eaq.tracking.store import read_store
 
 # The configuration of a run: what a row of an aggregate is keyed by (trial is what varies within one).
@@ -93,8 +94,10 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
     if sweep is not None:
         try:
             parent = client.get_run(sweep)
-        except Exception as error:  # MLflow raises its own exception class for an unknown id
-            raise EaqError(f"--sweep {sweep}: no such run in {uri} ({error}); pass a sweep's parent run id "
+        except MlflowException as error:  # only the store's "no such run": a store that failed to answer is said as that
+            if error.error_code not in NOT_A_RUN_ID:
+                raise
+            raise EaqError(f"--sweep {sweep}: no such run in {redact(uri)}; pass a sweep's parent run id "
                            "(tag eaq.kind=sweep) or --experiment NAME.") from error
         runs = sweep_runs(client, parent)
     else:
@@ -102,7 +105,7 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
         found = client.get_experiment_by_name(name)
         if found is None:
             names = ", ".join(e.name for e in client.search_experiments())
-            raise EaqError(f"--experiment {name}: not in {uri}; experiments there: {names or 'none'}.")
+            raise EaqError(f"--experiment {name}: not in {redact(uri)}; experiments there: {names or 'none'}.")
         runs = every_run(client, [found.experiment_id])
     return [r for r in runs if r.data.tags.get("eaq.kind") in KINDS]
 

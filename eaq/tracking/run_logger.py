@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlflow.entities import Metric, Param, Run, RunTag
+from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, RESOURCE_DOES_NOT_EXIST, ErrorCode
 from mlflow.tracking import MlflowClient
 
 from eaq.tracking.redact import redact, redact_file, redact_folder, redact_tree
@@ -30,6 +31,8 @@ ENV_FILE = "env.json"
 
 # Runs MLflow returns per page at most (its SQL store's limit).
 PAGE = 50000
+# How a store answers a ref that is no run's id: none has it, or it is not shaped as one (a path, a quote).
+NOT_A_RUN_ID = (ErrorCode.Name(RESOURCE_DOES_NOT_EXIST), ErrorCode.Name(INVALID_PARAMETER_VALUE))
 
 
 def every_run(client: MlflowClient, experiment_ids: list[str], where: str = "") -> list[Run]:
@@ -44,13 +47,21 @@ def every_run(client: MlflowClient, experiment_ids: list[str], where: str = "") 
             return runs
 
 
+def every_experiment(client: MlflowClient) -> list[str]:
+    """The ids of the store's experiments: where a sweep's runs are, since a sweep may give its jobs experiments of
+    their own (``tracking.experiment=a,b``), none of them the parent's."""
+    return [e.experiment_id for e in client.search_experiments(max_results=PAGE)]
+
+
 def sweep_runs(client: MlflowClient, parent: Run) -> list[Run]:
-    """A sweep's runs: its children and the runs resume reused for it (``REUSED_TAG`` tags on the parent), once each."""
+    """A sweep's runs: its children and the runs resume reused for it (``REUSED_TAG`` tags on the parent), once each,
+    in whichever experiment they are."""
     wheres = [f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'"]
     reused = [tag.removeprefix(REUSED_TAG) for tag in parent.data.tags if tag.startswith(REUSED_TAG)]
     wheres += ["attributes.run_id IN ({})".format(", ".join(f"'{i}'" for i in reused[start:start + 100]))
                for start in range(0, len(reused), 100)]
-    found = {run.info.run_id: run for where in wheres for run in every_run(client, [parent.info.experiment_id], where)}
+    experiments = every_experiment(client)
+    found = {run.info.run_id: run for where in wheres for run in every_run(client, experiments, where)}
     return list(found.values())
 
 
