@@ -35,8 +35,8 @@ VOLATILE_ENV = ("config_hash", "environ.", "hostname")
 # ... but for the variables that change what a run measures: threads, kernels and math modes (NVIDIA_TF32_OVERRIDE,
 # CUBLAS_WORKSPACE_CONFIG), the compiler (TORCHINDUCTOR_MAX_AUTOTUNE), which GPU: compared like any fact.
 MEASURED_ENVIRON = tuple(f"environ.{prefix}" for prefix in (
-    "CUDA_", "CUBLAS", "CUDNN_", "NVIDIA_", "NCCL_", "PYTORCH_", "TORCH_", "TORCHINDUCTOR_", "TRITON_", "OMP_", "MKL_",
-    "OPENBLAS_", "KMP_"))
+    "CUDA_", "CUBLAS", "CUDNN_", "NVIDIA_", "NCCL_", "PYTORCH_", "TORCHDYNAMO_", "TORCHINDUCTOR_", "TORCH_COMPILE",
+    "TORCH_CUDNN", "TORCH_BLAS", "TRITON_", "OMP_", "MKL_", "OPENBLAS_", "KMP_"))
 
 
 def _from_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:

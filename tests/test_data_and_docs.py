@@ -59,6 +59,11 @@ def test_a_tokenizer_saved_over_another_with_its_vocabulary_has_its_own_tokens(t
     AutoTokenizer.from_pretrained(source).save_pretrained(folder)
     lower = AutoTokenizer.from_pretrained(folder)
     assert tokenizer_identity(lower) == tokenizer_identity(AutoTokenizer.from_pretrained(folder))  # a read is stable
+    # ... and so is a tokenizer read where the hub does not answer (local_files_only), or after a call that set its
+    # truncation and padding: how it was read and last called is not how it tokenizes.
+    offline = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    offline(["a b c"], truncation=True, max_length=8, padding="max_length")
+    assert tokenizer_identity(offline) == tokenizer_identity(lower)
     AutoTokenizer.from_pretrained(source, do_lower_case=False).save_pretrained(folder)
     cased = AutoTokenizer.from_pretrained(folder)
     assert lower("Hello World")["input_ids"] != cased("Hello World")["input_ids"]

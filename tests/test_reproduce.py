@@ -388,9 +388,10 @@ def test_diff_env_compares_the_variables_that_change_a_measurement_and_no_other(
     "environment: identical" (a shell's PWD or a scheduler's job id differ between any two runs)."""
     from eaq.diff import comparable_env
 
-    base = {"torch": "2.11", "environ": {"PWD": "/a", "SLURM_JOB_ID": "1", "OMP_NUM_THREADS": "8"}}
-    other = {"torch": "2.11", "environ": {"PWD": "/b", "SLURM_JOB_ID": "2", "OMP_NUM_THREADS": "1",
-                                           "NVIDIA_TF32_OVERRIDE": "0", "TORCHINDUCTOR_MAX_AUTOTUNE": "1"}}
+    base = {"torch": "2.11", "environ": {"PWD": "/a", "SLURM_JOB_ID": "1", "OMP_NUM_THREADS": "8", "TORCH_HOME": "/a"}}
+    other = {"torch": "2.11", "environ": {"PWD": "/b", "SLURM_JOB_ID": "2", "OMP_NUM_THREADS": "1", "TORCH_HOME": "/b",
+                                           "NVIDIA_TF32_OVERRIDE": "0", "TORCHINDUCTOR_MAX_AUTOTUNE": "1",
+                                           "TORCHDYNAMO_DISABLE": "1"}}
     a, b = comparable_env(base), comparable_env(other)
     assert {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)} == {
-        "environ.OMP_NUM_THREADS", "environ.NVIDIA_TF32_OVERRIDE", "environ.TORCHINDUCTOR_MAX_AUTOTUNE"}
+        "environ.OMP_NUM_THREADS", "environ.NVIDIA_TF32_OVERRIDE", "environ.TORCHINDUCTOR_MAX_AUTOTUNE", "environ.TORCHDYNAMO_DISABLE"}

@@ -22,12 +22,22 @@ from transformers import PreTrainedTokenizerBase
 from eaq.files import cached, code_identity
 
 
+# from_pretrained's options a tokenizer keeps among its settings, which say how it was read, not how it tokenizes
+# (local_files_only is set where the hub does not answer; the *_file paths move with HF_HOME): with them, one
+# tokenizer's key changed with the network, and its tokens and the fp32 reference were computed again.
+LOAD_ONLY = frozenset({"local_files_only", "is_local", "name_or_path", "cache_dir", "_commit_hash", "token", "revision"})
+
+
 def tokenizer_identity(tokenizer: PreTrainedTokenizerBase) -> dict[str, object]:
     """What a tokenizer's output depends on. Beyond its vocabulary: its text cleanup (lower-casing, accent
     stripping), pre-tokenizer and special-token rules (BOS/EOS added or not), all in a fast tokenizer's serialised
     pipeline and a slow one's settings; a tokenizer saved over another with the same vocabulary (``do_lower_case``
     flipped) read the other's cached tokens, and the fp32 reference keyed by them."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
+    pipeline = json.loads(backend.to_str()) if backend is not None else None
+    if pipeline is not None:  # the truncation and padding a call last set: each call sets its own
+        pipeline["truncation"] = pipeline["padding"] = None
+    settings = {k: v for k, v in tokenizer.init_kwargs.items() if k not in LOAD_ONLY and not k.endswith("_file")}
     return {
         "class": type(tokenizer).__name__,
         "name_or_path": tokenizer.name_or_path,
@@ -37,8 +47,8 @@ def tokenizer_identity(tokenizer: PreTrainedTokenizerBase) -> dict[str, object]:
         "pad_token": str(tokenizer.pad_token),
         # The vocabulary itself, in case two tokenizers share a name.
         "vocab_sha256": _sha256(sorted(tokenizer.get_vocab().items())),
-        "pipeline_sha256": _sha256(backend.to_str() if backend is not None else None),
-        "settings_sha256": _sha256([tokenizer.init_kwargs, tokenizer.special_tokens_map]),
+        "pipeline_sha256": _sha256(pipeline),
+        "settings_sha256": _sha256([settings, tokenizer.special_tokens_map]),
     }
 
 

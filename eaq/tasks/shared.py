@@ -40,9 +40,12 @@ def make_inputs(
     else:
         found = make_batches(examples.texts, tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels, cache), None
         if found[0].truncated:
+            limit = position_limit(model_skeleton(cfg.model))
+            whole = (f"seq_len={found[0].longest} keeps every one whole" if limit is None or found[0].longest <= limit
+                     else f"the model's {limit} positions cannot hold the longest")
             log.warning("%d of %d texts are longer than seq_len=%d tokens and were cut to it (the longest has %d): "
-                        "quality is scored on the cut texts; seq_len=%d keeps every one whole (data_truncated_texts)",
-                        found[0].truncated, found[0].num_texts, cfg.seq_len, found[0].longest, found[0].longest)
+                        "quality is scored on the cut texts; %s (data_truncated_texts)",
+                        found[0].truncated, found[0].num_texts, cfg.seq_len, found[0].longest, whole)
     return found, cache
 
 
