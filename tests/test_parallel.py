@@ -596,3 +596,15 @@ def test_resume_does_not_skip_a_configuration_for_a_cpu_run_that_shared_the_cpu(
     assert finished_run(client, experiment, "cpu") == alone
     gpu = finished("gpu", "cuda:1", "1")
     assert finished_run(client, experiment, "gpu") == gpu
+
+
+def test_a_sweep_of_another_sweeper_has_no_job_count_to_hold_it_to() -> None:
+    """The basic sweeper's product of value lists is its jobs; another sweeper (Optuna's trials) chooses its own, and a
+    count read as the basic sweeper's would call its runs missing and exit 1."""
+    from eaq.tracking.jobs import BASIC, count_jobs
+
+    def sweep(target: str) -> DictConfig:
+        return OmegaConf.create({"hydra": {"sweeper": {"_target_": target, "params": None}, "overrides": {"task": ["trial=1,2", "batch_size=4,8"]}}})
+
+    assert count_jobs(sweep(BASIC)) == 4
+    assert count_jobs(sweep("hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper")) is None

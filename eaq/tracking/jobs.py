@@ -8,6 +8,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
 
+BASIC = f"{BasicSweeper.__module__}.{BasicSweeper.__name__}"
+
+
 def job_overrides(config: DictConfig) -> list[list[str]]:
     """Each job's overrides, as the basic sweeper will split them (a named sweep's params first).
 
@@ -26,6 +29,8 @@ def count_jobs(config: DictConfig) -> int | None:
 
     None when that cannot be told (another sweeper, an override it cannot parse here).
     """
+    if config.hydra.sweeper.get("_target_", BASIC) != BASIC:
+        return None  # another sweeper chooses its own jobs (Optuna's trials): no count to hold the sweep to
     try:
         return len(job_overrides(config))
     except Exception:  # a sweep the basic sweeper's rules do not describe: no total, no estimate
