@@ -25,7 +25,8 @@ import yaml
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from eaq.errors import EaqError, reported
+from eaq.errors import EaqError
+from eaq.tracking.failures import reported
 from eaq.tracking.flatten import NOT_MEASUREMENT, flatten
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, NOT_A_RUN_ID, sweep_runs
 from eaq.tracking.store import read_store

@@ -21,7 +21,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from eaq.diff import find_job_run
-from eaq.errors import reported
+from eaq.tracking.failures import reported
 from eaq.tracking.redact import redact, remember
 from eaq.tracking.store import read_store
 

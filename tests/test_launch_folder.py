@@ -78,7 +78,8 @@ def test_validate_reads_every_path_setting_from_the_launch_folder_and_leaves_the
              "model.name_or_path": "models/mine", "model.tokenizer": "org/tokenizer"}
     assert set(given) == set(FOLDER_SETTINGS + FILE_SETTINGS + MODEL_SETTINGS)  # a path setting added later is tested here too
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose("config", overrides=["model=hub", "precision=mixed", *(f"{k}={v}" for k, v in given.items())])
+        cfg = compose("config", overrides=["model=hub", "model.head=sequence_classification", "precision=mixed",
+                                           *(f"{k}={v}" for k, v in given.items())])
     before = OmegaConf.to_container(cfg, resolve=True)
     config = validate(cfg, launched_from=tmp_path)
     for setting, value in given.items():

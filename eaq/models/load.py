@@ -319,7 +319,10 @@ def _sees_later_tokens(model: torch.nn.Module) -> bool:
     """Whether ``model``'s logits at the first position change with the last token: two passes of 4 token ids that
     differ only in the last, on the model's device. Read from what the model computes, not from its config: GPT-2's
     and Llama's say ``is_decoder: false`` and are causal all the same."""
-    ids = torch.tensor([[1, 2, 3, 4]], device=next(model.parameters()).device)
+    device = next(model.parameters()).device
+    if device.type == "meta":  # shapes without values (a parameter count): nothing to compute, nothing to check
+        return False
+    ids = torch.tensor([[1, 2, 3, 4]], device=device)
     with torch.inference_mode():
         first = model(input_ids=ids).logits[0, 0]
         other = model(input_ids=torch.cat([ids[:, :-1], ids[:, -1:] + 1], dim=1)).logits[0, 0]

@@ -15,9 +15,9 @@ import sys
 
 from mlflow.tracking import MlflowClient
 
-from eaq.errors import reported
 from eaq.report.aggregate import compact
 from eaq.report.build import build, log
+from eaq.tracking.failures import reported
 from eaq.tracking.redact import redact, remember
 from eaq.tracking.run_logger import TrackedRun
 

@@ -39,11 +39,11 @@ import sys
 
 import pandas as pd
 
-from eaq.errors import reported
 from eaq.report.aggregate import uncounted
 from eaq.report.frame import DATA, PARAMS, TAGS, compiler_settings, plan_names
 from eaq.report.frame import SETTING as FRAME_SETTING
 from eaq.report.table import runs_table
+from eaq.tracking.failures import reported
 
 SHAPE = ("model.name", "seq_len", "batch_size")
 # Compiled with torchao's tuned Inductor settings or with the defaults: two configurations, never averaged together.

@@ -33,12 +33,12 @@ import sys
 
 import pandas as pd
 
-from eaq.errors import reported
 from eaq.report.aggregate import (
     COSTS, QUALITY, QUALITY_DIGITS, aggregate, benchmark_runs, counted, config_label, first_measured, quality_metric,
     ratio_interval, wide,
 )
 from eaq.report.frame import CONFIG_KEYS, LOWER_IS_BETTER, SCOPE_KEYS, load
+from eaq.tracking.failures import reported
 
 COLUMNS = ("configuration", "cost", "cost_mean", "quality", "quality_mean", "verdict", "versus", "ratio", "ratio_ci_low",
            "ratio_ci_high")

@@ -13,8 +13,8 @@ import sys
 import mlflow
 import pandas as pd
 
-from eaq.errors import reported
 from eaq.report.frame import UNDER_WAY, configuration_param, ended_parents
+from eaq.tracking.failures import reported
 from eaq.tracking.run_logger import PARENT_TAG
 from eaq.tracking.store import read_store
 

@@ -25,11 +25,12 @@ from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig, OmegaConf
 
 from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
-from eaq.errors import EaqError, JobEndedError, store_failed
+from eaq.errors import EaqError, JobEndedError
 from eaq.files import from_launch_folder
 from eaq.slots import gpu_slot, pin_device_order
 from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
+from eaq.tracking.failures import store_failed
 from eaq.tracking.flatten import config_hash, flatten, read_files
 from eaq.tracking.run_logger import PARENT_TAG, TrackedRun, end_run
 from eaq.tracking.store import open_store
