@@ -34,7 +34,7 @@ from eaq.precision.base import cast, dtype_name, set_tf32
 from eaq.precision.kernel_check import (PROFILER_DTYPES, Calls, KernelCheck, Profile, copies, fallbacks_by_shape,
                                        linear_float_gemms, lowp_gemms, runs, times_run)
 from eaq.precision.native import bf16, fp16, fp32
-from eaq.precision.proof import tied_linears, weight_dtypes
+from eaq.precision.proof import tensor_dtypes, tied_linears
 from eaq.precision.requirements import Requirements
 from eaq.precision.torchao_quant import TorchaoQuant, _quantization, fp8, int4_weight_only, int8, int8_weight_only
 
@@ -236,11 +236,9 @@ def layer_formats(model: nn.Module) -> dict[str, str]:
 
 def _stored_dtype(weight: torch.Tensor) -> str:
     """The dtype most of a quantized weight's values are stored in, named as the proof counts them
-    (eaq.precision.proof.weight_dtypes): ``int4`` for torchao's int4, whose ``qdata`` packs eight values into each
+    (eaq.precision.proof.tensor_dtypes): ``int4`` for torchao's int4, whose ``qdata`` packs eight values into each
     int32, so that the layers' formats and the run's stored dtypes say the same (its scales are far fewer values)."""
-    holder = nn.Module()
-    holder.register_buffer("weight", weight)
-    counts = weight_dtypes(holder)
+    counts = tensor_dtypes(weight)
     return max(counts, key=counts.__getitem__).removeprefix("torch.")
 
 

@@ -83,14 +83,20 @@ def weight_dtypes(model: nn.Module) -> dict[str, int]:
     """
     counts: Counter[str] = Counter()
     for tensor in [*model.parameters(), *model.buffers()]:
-        tensor = tensor.data if isinstance(tensor, nn.Parameter) else tensor
-        int4 = type(tensor).__name__.startswith("Int4")
-        if int4:
-            counts["int4"] += tensor.numel()
-        for name, leaf in _named_leaves(tensor):
-            if not (int4 and name == "qdata"):
-                counts[str(leaf.dtype)] += leaf.numel()
+        counts.update(tensor_dtypes(tensor.data if isinstance(tensor, nn.Parameter) else tensor))
     return dict(counts)
+
+
+def tensor_dtypes(tensor: torch.Tensor) -> Counter[str]:
+    """One tensor's stored values by type, as ``weight_dtypes`` counts them (an int4 weight's as int4)."""
+    counts: Counter[str] = Counter()
+    int4 = type(tensor).__name__.startswith("Int4")
+    if int4:
+        counts["int4"] += tensor.numel()
+    for name, leaf in _named_leaves(tensor):
+        if not (int4 and name == "qdata"):
+            counts[str(leaf.dtype)] += leaf.numel()
+    return counts
 
 
 def is_quantized(layer: nn.Linear) -> bool:
