@@ -20,7 +20,8 @@ Neighbours: every take and release is appended to ``slots.jsonl`` in the same fo
 When a run ends it reads which other runs held a GPU of this host at any moment while it
 held its own: the neighbours, recorded on the run (tag ``eaq.neighbours``), so the effect
 of a busy neighbour on energy can be studied. A take without a release from a process
-that is gone (killed) counts as ended.
+that is gone (killed) counts as ended. On a host without GPUs (``gpu_slots.count=N``) the
+slots' runs share one CPU: a run with neighbours there is flagged invalid (``shared_cpu``).
 """
 
 from __future__ import annotations
@@ -157,6 +158,19 @@ class Slot:
             "eaq.neighbours": "; ".join(found) if found else "none",
             "eaq.neighbours.count": str(len(found)),
         }
+
+
+def shared_cpu(tags: dict[str, str]) -> str | None:
+    """Why a run stands for no configuration, if it ran on the CPU beside neighbours; else None.
+
+    A CPU run of a sweep with ``gpu_slots.count=N`` on a host without GPUs shares its CPU with every neighbour: two
+    jobs at once measured one CPU (45.8 against ~9.5 ms a batch alone). Its timing and energy are of the crowd, so the
+    run is flagged invalid: the report counts it only as such and resume measures its configuration again.
+    """
+    if tags.get("eaq.device") != "cpu" or tags.get("eaq.neighbours.count", "0") == "0":
+        return None
+    return (f"ran on the CPU beside {tags['eaq.neighbours.count']} other run(s) of this host's GPU slots, which shared "
+            "that CPU: its timing and energy are theirs too; run CPU sweeps one job at a time (no hydra/launcher=gpus)")
 
 
 def _append(folder: Path, entry: dict[str, Any]) -> None:

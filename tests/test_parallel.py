@@ -191,6 +191,10 @@ def check_neighbours(children: list[Run], slots: Path) -> None:
         assert run.data.tags["eaq.gpu_slot"] in ("0", "1")
         assert all(map(documented_tag, run.data.tags)), [t for t in run.data.tags if not documented_tag(t)]
         assert run.data.tags["eaq.neighbours.count"] == str(len(named[run.info.run_id]))
+        # These sweeps run on the CPU: a run that had a neighbour shared its CPU and stands for no configuration.
+        shared = run.data.tags["eaq.neighbours.count"] != "0"
+        assert (run.data.tags.get("eaq.valid") == "false") == shared, run.data.tags
+        assert not shared or "beside" in run.data.tags["eaq.valid.reasons"]
         for other in named[run.info.run_id]:
             assert run.info.run_id in named[other]
     assert any(named.values())
@@ -201,7 +205,12 @@ def test_a_parallel_sweep_on_sqlite_logs_every_run_once_and_each_runs_neighbours
     result = run_eaq(out, *parallel_sweep(slots))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr
-    check_neighbours(check_sweep(store(out), result.stdout), slots)
+    children = check_sweep(store(out), result.stdout)
+    check_neighbours(children, slots)
+    # Each job's line says its run counts for nothing, and why.
+    shared = [r.info.run_name for r in children if r.data.tags["eaq.neighbours.count"] != "0"]
+    said = [line.split(" - ")[1].split(":")[0] for line in (result.stdout + result.stderr).splitlines() if "INVALID (ran on the CPU beside" in line]
+    assert sorted(said) == sorted(shared), said
 
 
 def test_a_sweep_through_submitits_local_executor_logs_every_run_once(tmp_path: Path) -> None:
@@ -576,26 +585,42 @@ def test_the_time_left_is_told_by_the_runs_that_finished_not_by_refusals() -> No
     assert printed.getvalue().splitlines()[-1].endswith("about 3m00s left")  # 3 more runs of a finished run's 60 s
 
 
-def test_resume_does_not_skip_a_configuration_for_a_cpu_run_that_shared_the_cpu(tmp_path: Path) -> None:
+def test_a_cpu_run_that_shared_the_cpu_is_invalid_and_resume_measures_its_configuration_again(tmp_path: Path) -> None:
     """gpu_slots.count=N on a host without GPUs runs N jobs at once on one CPU: such a run measured its neighbours too
-    (45.8 against ~9.5 ms a batch alone), and resume skipped its configuration for it. A GPU run's neighbours were on
-    other GPUs: it still counts."""
+    (45.8 against ~9.5 ms a batch alone), yet the report averaged it and resume skipped its configuration for it. A GPU
+    run's neighbours were on other GPUs: it still counts."""
+    from eaq.slots import shared_cpu
+    from eaq.tasks.result import TaskResult
     from eaq.tracking.run_logger import TrackedRun, finished_run
     from eaq.tracking.store import open_store
 
     client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
 
-    def finished(config_hash: str, device: str, neighbours: str) -> str:
-        run = TrackedRun(client, experiment, "r", {"eaq.config_hash": config_hash, "eaq.device": device, "eaq.neighbours.count": neighbours})
+    def finished(config_hash: str, device: str, neighbours: str, **checks: str) -> tuple[str, TaskResult]:
+        """A run as the job records it: the task's result, the slot's tags, the verdict on them."""
+        metrics = {"valid": float(checks.get("eaq.valid") == "true")} if checks else {}
+        result = TaskResult(metrics, {"eaq.config_hash": config_hash, "eaq.device": device, **checks, "eaq.neighbours.count": neighbours})
+        if reason := shared_cpu(result.tags):
+            result.invalidate(reason)
+        run = TrackedRun(client, experiment, "r", result.tags)
         run.end("FINISHED")
-        return run.run_id
+        return run.run_id, result
 
-    finished("cpu", "cpu", "1")
+    _, crowded = finished("cpu", "cpu", "1")
+    assert crowded.tags["eaq.valid"] == "false" and "beside 1 other run" in crowded.tags["eaq.valid.reasons"]
+    assert "valid" not in crowded.metrics  # no energy checks ran: no metric of theirs to follow the tag
     assert finished_run(client, experiment, "cpu") is None
-    alone = finished("cpu", "cpu", "0")
-    assert finished_run(client, experiment, "cpu") == alone
-    gpu = finished("gpu", "cuda:1", "1")
-    assert finished_run(client, experiment, "gpu") == gpu
+    alone, result = finished("cpu", "cpu", "0")
+    assert finished_run(client, experiment, "cpu") == alone and "eaq.valid" not in result.tags
+    gpu, result = finished("gpu", "cuda:1", "1")
+    assert finished_run(client, experiment, "gpu") == gpu and "eaq.valid" not in result.tags
+    # A run its own checks judged keeps their reasons beside the slot's, and its metric follows the verdict.
+    _, judged = finished("rapl", "cpu", "2", **{"eaq.valid": "false", "eaq.valid.reasons": "too few sensor updates"})
+    reasons = judged.tags["eaq.valid.reasons"].split("; ")
+    assert reasons[0] == "too few sensor updates" and "beside 2 other run" in reasons[1] and judged.metrics["valid"] == 0.0
+    _, passed = finished("rapl", "cpu", "1", **{"eaq.valid": "true"})
+    assert passed.tags["eaq.valid"] == "false" and passed.metrics["valid"] == 0.0
+    assert finished_run(client, experiment, "rapl") is None
 
 
 def test_a_sweep_of_another_sweeper_has_no_job_count_to_hold_it_to() -> None:

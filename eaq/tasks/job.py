@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
 from eaq.errors import EaqError, JobEndedError
 from eaq.files import from_launch_folder
-from eaq.slots import gpu_slot, pin_device_order
+from eaq.slots import gpu_slot, pin_device_order, shared_cpu
 from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking.failures import store_failed
@@ -114,6 +114,8 @@ def summary_line(name: str, result: TaskResult) -> str:
         f"peak RSS {m['memory_peak_rss_mb']:.0f} MB",
         *quality,
         energy,
+        # A run flagged invalid counts in no average: the line says so and why, measured energy or not.
+        *([f"INVALID ({t.get('eaq.valid.reasons', '')})"] if t.get("eaq.valid") == "false" else []),
     ]
     return f"{name}: " + ", ".join(parts)
 
@@ -301,6 +303,8 @@ def run_job(cfg: DictConfig) -> str:
                 result = run_in_process(task, config, output_dir, on_phase=show_phase, on_tags=_early_tags(run))
             if slot is not None:
                 result.tags.update(slot.tags())
+                if reason := shared_cpu(result.tags):
+                    result.invalidate(reason)
         show_phase("logging")
         logging_started = time.perf_counter()
         result.metrics["phase_setup_s"] = setup_s

@@ -69,8 +69,8 @@ def finished_run(client: MlflowClient, experiment_id: str, config_hash: str, dev
                  tag: str = "eaq.config_hash") -> str | None:
     """The id of a FINISHED run with this config hash that was not flagged invalid, if there is one.
 
-    A run its own checks flagged (``eaq.valid=false``: a throttled GPU, too few sensor updates)
-    counts for nothing in the report, so resuming measures its configuration again. Filtered
+    A run its own checks flagged (``eaq.valid=false``: a throttled GPU, too few sensor updates, a CPU shared with
+    slot neighbours) counts for nothing in the report, so resuming measures its configuration again. Filtered
     here, not in the query: runs without an energy sensor carry no ``eaq.valid`` tag at all.
     ``device_name``: only a run on a device of that name counts (the config says ``cuda``, not which GPU: a store
     shared by an H100 and an H200 host holds both); None: any device. ``tag``: the hash's tag (``eaq.settings_hash``:
@@ -83,13 +83,7 @@ def finished_run(client: MlflowClient, experiment_id: str, config_hash: str, dev
             return None
         where += f" and tags.`eaq.env.device_name` = {quote}{device_name}{quote}"
     found = client.search_runs([experiment_id], filter_string=where, max_results=100)
-    return next((r.info.run_id for r in found if r.data.tags.get("eaq.valid") != "false" and not _shared_cpu(r.data.tags)), None)
-
-
-def _shared_cpu(tags: dict[str, str]) -> bool:
-    """A CPU run of a gpus sweep on a host without GPUs (gpu_slots.count=N) that ran beside others: they measured one
-    CPU at once (45.8 against ~9.5 ms a batch alone), so it stands for no configuration resume should skip."""
-    return tags.get("eaq.device") == "cpu" and tags.get("eaq.neighbours.count", "0") != "0"
+    return next((r.info.run_id for r in found if r.data.tags.get("eaq.valid") != "false"), None)
 
 
 class TrackedRun:
