@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 import pandas as pd
 import pytest
@@ -19,6 +20,7 @@ from eaq.report.compare import compare
 from eaq.report.frame import load
 from eaq.report.html import _table
 from eaq.report.table import runs_table
+from eaq.tracking.store import open_store
 
 BASE = {"batch_size": "8", "seq_len": "32", "compile": "False", "workload.name": "forward", "dataset.name": "sst2",
         "sampler.name": "none"}
@@ -323,14 +325,20 @@ def test_a_mean_over_fewer_trials_than_its_row_says_so_and_the_baseline_is_one_e
     assert (itself[["ratio", "ci_low", "ci_high"]] == 1.0).all().all()  # not 1.0 [0.81, 1.19]
 
 
-def test_a_configuration_label_too_long_for_an_mlflow_name_is_cut_to_fit_and_stays_distinct() -> None:
+def test_a_configuration_label_too_long_for_an_mlflow_name_is_cut_to_fit_stays_distinct_and_is_logged(tmp_path: Path) -> None:
     long = "NVIDIA H100 80GB HBM3 wikitext2 from /home/alice/checkpoints/" + "x" * 200
     rows = [{"model": "m", "precision": "int4_weight_only", "batch_size": 1, "seq_len": 256, "setting": f"{long}{end}",
              "metric": "latency_mean_ms", "mean": 1.0, "ci_low": 0.9, "ci_high": 1.1, "n": 3} for end in ("a", "b")]
     table = pd.DataFrame(rows).reindex(columns=[*CONFIG_KEYS, "metric", "mean", "ci_low", "ci_high", "n"])
-    names = list(aggregate_metrics(table))
+    metrics = aggregate_metrics(table)
+    names = list(metrics)
     assert len(names) == 8 and max(map(len, names)) <= MAX_METRIC_NAME
     assert len({n.split("/")[1] for n in names if n.endswith("/mean")}) == 2
+    # A real store takes every name (the cut's joint was "~", which MLflow refused: the sweep logged no report).
+    client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
+    run = client.create_run(experiment).info.run_id
+    client.log_batch(run, metrics=[Metric(k, v, 0, 0) for k, v in metrics.items()])
+    assert client.get_run(run).data.metrics == metrics
 
 
 def test_one_gpu_against_two_with_one_trial_on_a_side_does_not_judge_agreement() -> None:
@@ -344,6 +352,33 @@ def test_one_gpu_against_two_with_one_trial_on_a_side_does_not_judge_agreement()
 
     table = side_by_side(runs([30.0]), runs([20.0, 30.0, 40.0]))
     assert list(table["agree"]) == ["n/a"]  # one side's spread alone judged 10 apart as agreeing
+
+
+def test_one_gpu_against_two_from_stores_shows_measured_means_and_says_why_agreement_is_not_judged(tmp_path: Path, capsys) -> None:
+    """One trial a side (TRIALS_LIST=1): the energy was measured, yet the comparison said "no energy sensor in these
+    runs" and hid the means."""
+    from eaq.report.multi_gpu import main
+
+    uris = []
+    for side, values in (("one", [30.0]), ("two", [20.0, 30.0, 40.0])):
+        (tmp_path / side).mkdir()
+        uri, client, experiment = _store(tmp_path / side)
+        for trial, value in enumerate(values, 1):
+            _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": str(trial)},
+                 {"energy_per_sample_mj": value})
+        uris.append(uri)
+    assert main(["--one", uris[0], "--two", uris[1], "--one-wall-s", "10", "--two-wall-s", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "no energy sensor" not in out and "agreement not judged" in out
+    assert "| m-bf16-b8-s32" in out and "30" in out.split("| m-bf16-b8-s32")[1]
+    # No energy on either side: said as such.
+    for side in ("none1", "none2"):
+        (tmp_path / side).mkdir()
+        uri, client, experiment = _store(tmp_path / side)
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1"}, {"latency_mean_ms": 1.0})
+        uris.append(uri)
+    assert main(["--one", uris[2], "--two", uris[3], "--one-wall-s", "10", "--two-wall-s", "6"]) == 0
+    assert "energy: not measured (no energy sensor in these runs)" in capsys.readouterr().out
 
 
 def _live_run(client: MlflowClient, experiment: str, parent: str, params: dict[str, str]) -> str:
@@ -647,6 +682,18 @@ def test_equal_quality_over_unequal_trial_counts_is_equal_and_a_non_finite_one_i
     # the worst perplexity: bf16 is no longer "dominated" by a precision whose outputs broke
     assert not found.loc["lm-bf16-b8-s32-wikitext2", "verdict"].startswith("dominated")
     assert found.loc["lm-fp16-b8-s32-wikitext2", "verdict"].startswith("on the front")  # the cheapest and the worst
+    # A panel whose every quality is non-finite (fp16 alone at batch 16) says so: its setting's name was read from the
+    # rows left after the non-finite ones, none, and the report stopped on an IndexError.
+    import matplotlib.image
+    from eaq.report.aggregate import wide
+    from eaq.report.figures import pareto
+    for trial in (1, 2):
+        _log(client, experiment, {**BASE, "model.name": "lm", "precision.name": "fp16", "trial": str(trial),
+                                  "dataset.name": "wikitext2", "batch_size": "16"},
+             {"energy_per_sample_mj": 3.0 + trial / 10, "quality_perplexity": float("nan")})
+    configs = wide(aggregate(load(uri, experiment="eaq")))
+    figure = pareto(configs[configs["model"] == "lm"], "lm", tmp_path)
+    assert figure.png is not None and matplotlib.image.imread(figure.png).shape[1] > 0
 
 
 def test_model_vs_model_compares_every_precision_at_one_batch_size() -> None:
@@ -654,9 +701,15 @@ def test_model_vs_model_compares_every_precision_at_one_batch_size() -> None:
     from eaq.report.figures import at_largest_batch
 
     rows = pd.DataFrame({"model": ["a", "a", "a", "b"], "variant": ["fp32", "fp32", "int8", "fp32"],
-                         "batch_size": [1.0, 32.0, 1.0, 8.0]})
-    kept, largest = at_largest_batch(rows)
+                         "batch_size": [1.0, 32.0, 1.0, 8.0], "energy": [1.0, 9.0, 0.5, 2.0]})
+    kept, largest = at_largest_batch(rows, "energy")
     assert kept["batch_size"].tolist() == [32.0, 8.0] and largest.to_dict() == {"a": 32.0, "b": 8.0}
+    # Every run of a at batch 64 failed (out of memory): a is drawn at 32, where it was measured, not at 64 of nothing;
+    # c, measured at no batch size, keeps its largest, drawn empty.
+    failed = pd.DataFrame({"model": ["a", "a", "c"], "variant": ["fp32", "int8", "fp32"], "batch_size": [64.0, 64.0, 4.0],
+                           "energy": [float("nan")] * 3})
+    kept, largest = at_largest_batch(pd.concat([rows, failed], ignore_index=True), "energy")
+    assert kept["batch_size"].tolist() == [32.0, 8.0, 4.0] and largest.to_dict() == {"a": 32.0, "b": 8.0, "c": 4.0}
 
 
 def test_a_report_reads_every_run_of_an_experiment_page_after_page(tmp_path: Path, monkeypatch) -> None:
@@ -669,3 +722,16 @@ def test_a_report_reads_every_run_of_an_experiment_page_after_page(tmp_path: Pat
              {"latency_mean_ms": 1.0})
     monkeypatch.setattr(run_logger, "PAGE", 2)  # pages of 2 runs: 3 searches
     assert len(load(uri, experiment="eaq")) == 5
+
+
+def test_a_layer_run_without_impact_gets_a_note_for_its_correlation_heatmap_not_an_empty_grid(tmp_path: Path) -> None:
+    """layers.impact=false writes correlation.csv with its header only: the heatmap was drawn as an empty grid."""
+    from eaq.report.layers import correlation_heatmap
+
+    empty = pd.DataFrame(columns=["scope", "impact", "method", "r", "p_value", "n"])
+    nan = pd.DataFrame([{"scope": "all", "impact": "sensitivity", "method": "pearson", "r": float("nan"), "p_value": float("nan"), "n": 2}])
+    for table in (empty, nan):
+        figure = correlation_heatmap(table, "m", "m", "replay", tmp_path)
+        assert figure.png is None and "no correlation computed" in figure.note
+    drawn = correlation_heatmap(nan.assign(r=0.4), "m", "m", "replay", tmp_path)
+    assert drawn.png is not None and not drawn.note

@@ -110,10 +110,10 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
 
 def _fitting(label: str, room: int) -> str:
     """``label`` cut to ``room`` characters where longer, ending in 8 hex digits of its hash, so two long labels that
-    share their start stay two names."""
+    share their start stay two names. Joined by "-": an MLflow metric name holds only letters, digits and ``_-. :/``."""
     if len(label) <= room:
         return label
-    return f"{label[:room - 9]}~{hashlib.sha256(label.encode()).hexdigest()[:8]}"
+    return f"{label[:room - 9]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
 
 
 def aggregate_metrics(table: pd.DataFrame) -> dict[str, float]:

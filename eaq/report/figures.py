@@ -311,16 +311,18 @@ def pareto(configs: pd.DataFrame, model: str, out: Path) -> Figure:
         scope = dict(zip(scopes, key))
         energy = measured(sub, "energy")  # one workload a panel: its own energy figure
         sub = sub[sub[energy].notna()]
+        setting = sub["setting_key"].iloc[0]
         if (quality := first_measured(sub, QUALITY)) is None:
             _not_measured(ax, "quality")
+        elif (sub := sub[np.isfinite(sub[quality]) | sub[quality].isna()]).empty:  # non-finite: in the tables, as such
+            _not_measured(ax, f"{LABELS.get(quality, quality)} (no finite value)")
         else:
-            sub = sub[np.isfinite(sub[quality]) | sub[quality].isna()]  # a non-finite quality: in the tables, as such
             _scatter_ci(ax, sub, energy, quality)
             front = pareto_front(sub[sub[quality].notna()], energy, quality)
             ax.plot(front[energy], front[quality], "k--", lw=1, label="Pareto front")
             ax.legend(fontsize=8)
         ax.set_title(" ".join([f"batch {scope['batch_size']:.0f}", *([f"s{scope['seq_len']:.0f}"] if several["seq_len"] else []),
-                               *([str(scope["workload"])] if several["workload"] else []), sub["setting_key"].iloc[0]]).strip(),
+                               *([str(scope["workload"])] if several["workload"] else []), setting]).strip(),
                      fontsize=9)
     fig.suptitle(title)
     spell_out(fig, pd.concat([sub for _, sub in panels]))
@@ -357,11 +359,14 @@ def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
     return save(fig, out, f"batch_{model}", title)
 
 
-def at_largest_batch(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
-    """The rows of each model's largest batch size, the same for every precision (where precisions differ most), and
-    that size per model. The largest of each precision put fp32 at batch 32 beside int8 at batch 1 where int8 ran at
-    batch 1 only: int8 read 3x dearer, where at batch 1 it was the cheaper."""
-    largest = rows.groupby("model")["batch_size"].max()
+def at_largest_batch(rows: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.Series]:
+    """The rows of each model's largest batch size with ``metric`` measured, the same for every precision (where
+    precisions differ most), and that size per model. The largest of each precision put fp32 at batch 32 beside int8
+    at batch 1 where int8 ran at batch 1 only: int8 read 3x dearer, where at batch 1 it was the cheaper. The largest
+    run at all drew no bar where every run at that size failed (out of memory): the figure said "batch 64" of nothing.
+    A model with the metric at no batch size keeps its largest, drawn empty."""
+    largest = rows[rows[metric].notna()].groupby("model")["batch_size"].max()
+    largest = largest.combine_first(rows.groupby("model")["batch_size"].max())
     return rows[rows["batch_size"] == rows["model"].map(largest)], largest
 
 
@@ -376,7 +381,7 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
     # Each model's own sequence lengths; the settings numbered alike across models, as one legend names them.
     keys = setting_keys(configs)
     rows = pd.concat([with_variants(group, keys) for _, group in configs.groupby("model")])
-    rows, largest = at_largest_batch(rows)
+    rows, largest = at_largest_batch(rows, metric)
     variants = sorted(rows["variant"].unique())
     width = 0.8 / len(variants)
     for i, variant in enumerate(variants):

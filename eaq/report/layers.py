@@ -134,6 +134,9 @@ def correlation_heatmap(correlation: pd.DataFrame, label: str, slug: str, basis:
     """Every correlation of the run at a glance: scope by impact measure and method, r in each cell."""
     title = f"{label}: correlation of {basis} share with impact"
     grid = correlation.pivot_table(index="scope", columns=["impact", "method"], values="r")
+    if grid.empty or grid.isna().all().all():  # impact not measured (layers.impact=false), or no r computable
+        return Figure(title, note=f"{label}: no correlation computed (impact not measured, or too few components with a "
+                                  "finite share and impact); correlation.csv says which.")
     fig, ax = plt.subplots(figsize=(7, 0.5 * len(grid) + 2))
     image = ax.imshow(grid.to_numpy(), cmap="coolwarm", vmin=-1, vmax=1, aspect="auto")
     ax.set_xticks(range(grid.shape[1]), [f"{i}\n{m}" for i, m in grid.columns], fontsize=8)

@@ -51,13 +51,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wall time: one GPU {args.one_wall_s:.1f} s, two GPUs {args.two_wall_s:.1f} s, ratio {ratio:.3f} "
           f"({'meets' if ratio <= args.max_ratio else 'misses'} <= {args.max_ratio})")
     table = side_by_side(load(args.one), load(args.two))
-    measured = table[table["agree"] != "n/a"]
-    if measured.empty:
+    if table[["one_mean", "two_mean"]].isna().all().all():
         print("energy: not measured (no energy sensor in these runs)")
         return 0
     print(f"{METRIC} per configuration (mean and sample std over trials; agree: |two - one| <= the larger std):")
     print(table.to_markdown(floatfmt=".4g"))
-    print(f"energy: {(measured['agree'] == 'yes').sum()} of {len(measured)} configurations agree within their trial spread")
+    judged = table[table["agree"] != "n/a"]
+    if judged.empty:  # measured, but a side of one trial has no spread to judge the difference by
+        print("energy: agreement not judged: no configuration was measured on both sides with two trials or more on each")
+        return 0
+    print(f"energy: {(judged['agree'] == 'yes').sum()} of {len(judged)} configurations agree within their trial spread")
     return 0
 
 
