@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import math
 import time
 import weakref
 from pathlib import Path
@@ -818,7 +819,9 @@ def test_task_layers_with_compiled_savings_measures_the_compiled_pass_per_type_l
     assert len({r["base_per_pass"] for r in by_type}) == 1  # one compiled base (first and last window) against each
     for row in by_type:
         assert row["basis"] == "time" and float(row["lowered_per_pass"]) > 0 and row["valid"] == "not checked (no energy)"
-        assert abs(float(row["base_drift"])) < 1  # the base measured twice, the change between recorded
+        # The base measured twice, the change between recorded: finite, and above -1 (a later pass takes some time).
+        # How far it moved is the machine's: two tests at once on a 2-core CPU moved it 633-fold.
+        assert -1 < float(row["base_drift"]) < math.inf
         assert float(row["saving_per_pass"]) == pytest.approx(float(row["base_per_pass"]) - float(row["lowered_per_pass"]))
     plan = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, "layers/plan.yaml", str(tmp_path))).read_text())
     assert plan["meta"]["saving_basis"] == "compiled_time"

@@ -358,6 +358,27 @@ def test_a_loss_that_is_not_a_number_is_over_any_budget() -> None:
     assert Budget("impact", 0.01).loss(fine) == 0.004
 
 
+def test_outputs_a_change_broke_are_over_an_accuracy_budget_and_a_reference_perplexity_that_is_not_finite_stops() -> None:
+    """One NaN row of 256: the accuracy, scored on argmax (class 0 for a NaN row), moved 0 points, and the plan that
+    broke the model passed a budget in accuracy points. A reference perplexity gone NaN over the text (beyond the
+    batches compared) made every change's percentage NaN and every candidate over budget, blamed on the candidates."""
+    from eaq.layers.impact import Outputs
+
+    logits = torch.randn(256, 2, generator=torch.Generator().manual_seed(0))
+    labels = logits.argmax(-1)
+    broken = logits.clone()
+    broken[0] = math.nan
+    accuracy = lambda values: (values.argmax(-1) == labels).float().mean().item()  # noqa: E731
+    impact = compare("plan", "sensitivity", Outputs(logits, accuracy(logits)), Outputs(broken, accuracy(broken)),
+                     "sequence_classification")
+    assert impact.accuracy_delta_points is not None and math.isfinite(impact.accuracy_delta_points)
+    assert Budget("accuracy_points", 0.5).loss(impact) == math.inf
+    assert Budget("accuracy_points", 0.5).loss(compare("plan", "sensitivity", Outputs(logits, 0.9), Outputs(logits, 0.9),
+                                                       "sequence_classification")) == 0.0
+    with pytest.raises(ConfigError, match=r"perplexity on the text is not finite.*layers.base=fp32"):
+        compare("plan", "sensitivity", Outputs(logits, perplexity=math.nan), Outputs(logits, perplexity=30.0), "causal_lm")
+
+
 def test_the_chosen_plan_respects_its_budget_measured_again_from_the_file(classifier, tmp_path: Path) -> None:
     model, components, data = classifier
     reference = run_outputs(model, data)

@@ -135,6 +135,14 @@ def compare(name: str, method: str, reference: Outputs, changed: Outputs, head: 
             "infinite: its float format overflows on this model and data), so no change can be measured against them; "
             "set layers.base=fp32 (or bf16, which has fp32's range)."
         )
+    if reference.perplexity is not None and not math.isfinite(reference.perplexity):
+        # Scored over the whole text, beyond the batches above: each change's percentage of it would be NaN, and a
+        # perplexity budget would call every candidate over it.
+        raise ConfigError(
+            f"the unchanged model's perplexity on the text is not finite ({reference.perplexity}: its float format "
+            "overflows somewhere in the text), so no change can be measured against it; set layers.base=fp32 (or bf16, "
+            "which has fp32's range)."
+        )
     broken = not torch.isfinite(changed.values).all().item()
     if head == "embedding":
         cosine = fidelity(head, changed.values, reference.values)["quality_cosine_to_fp32_mean"]

@@ -62,7 +62,11 @@ class Budget:
 
     def loss(self, impact: Impact) -> float:
         """The quality lost by a change, in the budget's unit (an improvement counts as 0; a figure that is not a
-        number, from outputs gone NaN or infinite, as infinitely lost: NaN compares as within any limit)."""
+        number, from outputs gone NaN or infinite, as infinitely lost: NaN compares as within any limit). Outputs
+        that broke (``impact`` infinite) are infinitely lost whatever the budget: an accuracy scored on NaN logits
+        (argmax of a NaN row is class 0) came out finite, and a plan that broke the model passed a budget in points."""
+        if not math.isfinite(impact.impact):
+            return math.inf
         value = {
             "accuracy_points": None if impact.accuracy_delta_points is None else -impact.accuracy_delta_points,
             "perplexity_pct": impact.perplexity_delta_pct,
