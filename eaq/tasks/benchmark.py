@@ -9,6 +9,7 @@ the trace shows both and the window's edges have samples on either side.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable
 import time
 from dataclasses import asdict
@@ -53,8 +54,10 @@ from eaq.tasks.shared import (
     FIDELITY_SEED, check_positions, check_scored_labels, data_metrics, data_tags, make_inputs, read_examples, run_precision, synthetic_batches,
 )
 from eaq.tracking.environment import package_version
-from eaq.workloads.generate import Decoder, Generator, check_generation, eos_ids
+from eaq.workloads.generate import Decoder, Generator, check_generation, eos_ids, unapplied_settings
 from eaq.workloads.windows import forward_metrics, generate_metrics, measure_generate
+
+log = logging.getLogger(__name__)
 
 
 def _primary(trace) -> str:
@@ -151,6 +154,10 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     generation_config = getattr(loaded.model, "generation_config", None)
     # Never chosen: a key of generated figures (a forward run's config may have no vocabulary size at its top).
     end_ids = eos_ids(config.vocab_size, config, generation_config) if generating else []
+    if generating and (unapplied := unapplied_settings(generation_config)):
+        log.warning("this model's generation config sets %s, which its own generate() applies and eaq's greedy decode does "
+                    "not (it masks end-of-sequence ids only): the tokens may differ from generate()'s; the work per token, "
+                    "and every precision's comparison with fp32 under eaq's decoding, are as measured", ", ".join(unapplied))
 
     def generator(net: torch.nn.Module, runner: torch.nn.Module | None = None, static: bool = False) -> Generator:
         return Generator(net, runner if runner is not None else net, config, cfg.seq_len, cfg.workload.new_tokens, device, static,

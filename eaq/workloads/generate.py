@@ -4,7 +4,9 @@ Prefill runs the prompt through the model once, fills the KV cache and picks the
 new token (time to first token); each decode step feeds the last token back and picks the
 next one. The number of new tokens is fixed: the end-of-sequence token is never chosen,
 exactly as ``transformers`` ``generate(min_new_tokens=N, max_new_tokens=N)`` masks it, so
-every precision generates the same amount of work.
+every precision generates the same amount of work. Nothing else changes the scores: a
+generation config's repetition penalty or banned words, which ``generate`` applies, are not
+(``unapplied_settings`` names them, and the run warns).
 
 A decode step does no host sync: the chosen token, the position and the output buffer
 stay on the device, so a measurement window can run thousands of steps back to back.
@@ -15,9 +17,15 @@ costs the host more than the GPU's work (an H100, the 1.1B Llama shape with int4
 3.7 ms a step for 1.25 ms of kernels, most of it dynamo's guards and Inductor's wrapper),
 and a replay costs one launch. ``Decoder`` cycles through the ``new_tokens - 1`` decode
 steps of one prompt batch, restarting from the same prefilled cache state each time (a
-DynamicCache is cropped back to the prompt; a StaticCache is simply written from the
-prompt's end again, its later positions masked by ``cache_position``), so no prefill work
-enters a decode window. Restarts run from Python, between replays.
+DynamicCache is cropped back to the prompt, its sliding-window layers set back to what they
+held after it; a StaticCache is simply written from the prompt's end again, its later
+positions masked by ``cache_position``), so no prefill work enters a decode window.
+Restarts run from Python, between replays.
+
+The DynamicCache is built from the model's config, as ``generate`` builds it: a
+sliding-window layer keeps only its window, so an eager decode step attends over what a
+user's ``generate`` attends over (a cache built without the config kept every position and
+read the whole context: Gemma-3's and Mistral's steps measured dearer than they are).
 
 ``static=True`` gives a StaticCache of fixed shape: what a compiled decode step (and CUDA
 graphs) needs, since every step then has the same tensor shapes.
@@ -26,6 +34,7 @@ graphs) needs, since every step then has the same tensor shapes.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 
 import torch
@@ -44,6 +53,24 @@ def eos_ids(vocab_size: int, *configs: object) -> list[int]:
         eos = getattr(config, "eos_token_id", None)
         ids += eos if isinstance(eos, list) else [eos] if eos is not None else []
     return sorted({i for i in ids if 0 <= i < vocab_size})
+
+
+# What a generation config may set that ``generate(do_sample=False)`` applies to the scores and eaq's greedy pick does
+# not (it masks end-of-sequence ids only), with each setting's value that changes nothing.
+UNAPPLIED = {"repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None,
+             "suppress_tokens": None, "begin_suppress_tokens": None, "sequence_bias": None, "forced_bos_token_id": None,
+             "forced_eos_token_id": None, "exponential_decay_length_penalty": None}
+
+
+def unapplied_settings(generation_config: object | None) -> list[str]:
+    """The model's generation settings that its ``generate`` applies and eaq's decode does not, as ``name=value``.
+
+    eaq generates plain greedy tokens (end-of-sequence masked), so every precision does the same work per token and
+    is compared under the same decoding; where these are set, its tokens may differ from the model's own
+    ``generate`` (Qwen2.5-Instruct ships repetition_penalty=1.05), and a user comparing them should know why.
+    """
+    found = {name: getattr(generation_config, name, neutral) for name, neutral in UNAPPLIED.items()}
+    return [f"{name}={value}" for name, value in found.items() if value not in (UNAPPLIED[name], None, [], {})]
 
 
 # Layers whose state is an attention KV cache; any other kind (convolution, linear attention, state-space) keeps a
@@ -92,7 +119,12 @@ def check_generation(config: PretrainedConfig, seq_len: int, new_tokens: int, st
 
 def cache_bytes(cache: DynamicCache | StaticCache) -> int:
     """Bytes held by a cache's key and value tensors (a StaticCache holds its whole length)."""
-    return sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values) if t is not None)
+    return sum(cache_bytes_of(layer) for layer in cache.layers)
+
+
+def cache_bytes_of(layer: object) -> int:
+    """Bytes held by one cache layer's key and value tensors."""
+    return sum(t.numel() * t.element_size() for t in (getattr(layer, "keys", None), getattr(layer, "values", None)) if t is not None)
 
 
 def cache_argument(model: Callable[..., object]) -> str:
@@ -129,7 +161,7 @@ class Generator:
     def new_cache(self) -> DynamicCache | StaticCache:
         if self.static:
             return StaticCache(config=self.config, max_cache_len=self.seq_len + self.new_tokens)
-        return DynamicCache()
+        return DynamicCache(config=self.config)
 
     def pick(self, logits: torch.Tensor) -> torch.Tensor:
         """The greedy token of each row from the last position's logits, EOS excluded; shape (batch, 1)."""
@@ -142,7 +174,7 @@ class Generator:
         """Run the prompt into ``cache`` (a fresh DynamicCache if none) and return the first new token."""
         out = self.model(
             input_ids=input_ids,
-            **{self.cache_arg: cache if cache is not None else DynamicCache()},
+            **{self.cache_arg: cache if cache is not None else self.new_cache()},
             cache_position=self.positions[: input_ids.shape[1]],
             use_cache=True,
             logits_to_keep=1,
@@ -181,14 +213,26 @@ class Decoder:
         self.position = generator.positions[prompt : prompt + 1].clone()
         self.done = 0
         self.kv_bytes_after_prefill = cache_bytes(self.cache)
+        # A sliding-window layer's state after the prompt: once its window is full, crop cannot bring back what rolled
+        # out of it, so restart sets the layer back to these (its updates make new tensors: they stay as they are).
+        self._prefilled = [(layer, layer.keys, layer.values, layer.cumulative_length)
+                           for layer in self.cache.layers if getattr(layer, "is_sliding", False)] if not generator.static else []
+        # Per layer: bytes per cached position after the prompt, and the window it is held to (None: every position).
+        self._kv_layers = [(cache_bytes_of(layer) / layer.keys.shape[-2], getattr(layer, "sliding_window", None)
+                            if getattr(layer, "is_sliding", False) else None)
+                           for layer in self.cache.layers if layer.keys is not None and layer.keys.shape[-2]]
         self._advance: Callable[[], object] = self.advance
 
     def restart(self) -> None:
         """Back to the prefilled state: the first token, the position after the prompt, the cache of the prompt."""
         if not self.g.static and self.done:
+            for layer, keys, values, length in self._prefilled:
+                layer.keys, layer.values, layer.cumulative_length = keys, values, length
             # A negative count removes that many positions from the end on every transformers 5.x
             # (a positive one meant an absolute length before 5.2x, and is refused after).
-            self.cache.crop(-self.done)
+            for layer in self.cache.layers:
+                if not getattr(layer, "is_sliding", False):
+                    layer.crop(-self.done)
         for layer in self.cache.layers if self.g.static else ():
             # Newer static layers write where their own device-side counter says (older ones at
             # cache_position): rewound in place, so a compiled step keeps its addresses.
@@ -240,9 +284,10 @@ class Decoder:
         """KV-cache bytes a decode step's attention reads, on average over a sequence.
 
         A StaticCache is read whole every step (later positions masked, not skipped); a
-        DynamicCache holds the prompt plus the tokens so far: step k reads seq_len + k + 1 positions.
+        DynamicCache holds the prompt plus the tokens so far: step k reads seq_len + k + 1 positions,
+        a sliding-window layer at most its window.
         """
         if self.g.static:
             return float(self.kv_bytes_after_prefill)
-        per_position = self.kv_bytes_after_prefill / self.g.seq_len
-        return per_position * (self.g.seq_len + (self.steps + 1) / 2)
+        return sum(per * min(self.g.seq_len + k + 1, window or math.inf)
+                   for k in range(self.steps) for per, window in self._kv_layers) / self.steps
