@@ -32,9 +32,10 @@ def _session(fake: FakeNvml, seconds: float, before: float = 0.1, interval_s: fl
     sampler = NvmlSampler("1234-abcd", interval_s=interval_s, nvml=fake)
     sampler.start()
     time.sleep(before)
+    wait_for_sample(sampler)  # as the benchmark does: a sample on either side of the window, however late the poller
     with MeasurementWindow(CPU, sampler) as window:
         time.sleep(seconds)
-    time.sleep(0.05)
+    wait_for_sample(sampler)
     trace = sampler.stop()
     result = window.result
     return result, trace, window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
@@ -45,14 +46,18 @@ def test_counter_is_the_primary_figure_and_instant_agrees() -> None:
     assert energy.status == "measured" and energy.source == "energy_counter"
     assert energy.energy_j == pytest.approx(300 * result.duration_s, rel=0.05)
     assert energy.integrals_j["power_instant_w"] == pytest.approx(energy.energy_j, rel=0.05)
-    assert energy.sensor_updates > 20 and energy.samples > 0.8 * energy.expected_samples
+    # Nearly every sample polled (the student framework kept 17 of ~800): half at least, on a machine loaded by
+    # another test's processes; and each update of the sensor counted from the trace over the window alone.
+    assert energy.samples > 0.5 * energy.expected_samples
+    assert energy.sensor_updates == trace.updates("power_instant_w", result.t0, result.t1) > 20
     assert energy.power_w["mean"] == pytest.approx(300, rel=0.01)
 
 
 def test_averaged_field_lags_a_power_step_and_undercounts() -> None:
-    # Idle 80 W, then 400 W from 0.3 s: the 1 s trailing average has not caught up in the window.
-    fake = FakeNvml(schedule=[(0.0, 80.0), (0.3, 400.0)], average_s=1.0)
-    _, _, energy = _session(fake, seconds=0.5, before=0.35)
+    # Idle 80 W for 1 s, then 400 W: a 30 s trailing average has not caught up in a window of the next seconds. (A
+    # 1 s average with the step at 0.3 s caught up once the sampler's start took 0.4 s on a loaded machine.)
+    fake = FakeNvml(schedule=[(0.0, 80.0), (1.0, 400.0)], average_s=30.0)
+    _, _, energy = _session(fake, seconds=0.5, before=1.05)
     assert energy.energy_j == pytest.approx(400 * energy.duration_s, rel=0.05)
     assert energy.integrals_j["power_average_w"] < 0.8 * energy.energy_j
 
@@ -314,8 +319,11 @@ def test_a_slowdown_in_the_middle_of_a_window_is_seen_by_nvmls_cumulative_clock_
     energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
     validity = check(result, energy, idle_power_w=None, min_window_s=0.1)
     assert result.before["clock_event_reasons"] == result.after["clock_event_reasons"] == 0x4  # nothing at the ends
-    assert validity.facts["clock_event_share_hardware_thermal"] == pytest.approx(0.6, rel=0.1)  # 0.3 s of ~0.5 s
-    assert validity.facts["clock_event_share_power_cap"] == pytest.approx(0.9, rel=0.1)
+    # 0.3 s (and 0.45 s) over the time between the two reads of the counters, ~0.5 s (longer on a loaded machine).
+    span_s = result.after["clock_event_read_s"] - result.before["clock_event_read_s"]
+    assert span_s >= 0.5
+    assert validity.facts["clock_event_share_hardware_thermal"] == pytest.approx(0.3 / span_s)
+    assert validity.facts["clock_event_share_power_cap"] == pytest.approx(0.45 / span_s)
     assert validity.facts["clock_event_share_software_thermal"] == 0.0
     reason = next(r for r in validity.reasons if "hardware thermal slowdown held the clocks back for 300.0 ms" in r)
     assert "of the window" in reason
@@ -526,11 +534,12 @@ def test_a_long_session_keeps_polling_past_a_pipe_full_of_samples() -> None:
 
 def test_roofline_calibration_needs_the_sensor_updates_any_window_needs() -> None:
     # The calibration window is short (trials.roofline_window_s); too short for 20 sensor updates is an error, not a peak.
-    sampler = lambda: NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 500.0)], update_s=0.05))  # noqa: E731
+    sampler = lambda update_s: NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 500.0)], update_s=update_s))  # noqa: E731
     with pytest.raises(EaqError, match="raise trials.roofline_window_s"):
-        calibrate(CPU, "float32", sampler(), min_duration_s=0.3, size=64)
-    peak = calibrate(CPU, "float32", sampler(), min_duration_s=1.2, size=64)
-    assert peak is not None and 1.2 <= peak.duration_s < 2.0 and peak.power_mean_w == pytest.approx(500, rel=0.05)
+        calibrate(CPU, "float32", sampler(0.05), min_duration_s=0.3, size=64)  # 6 updates
+    # ~60 updates: some missed by a poller the machine's load holds back still leave 20.
+    peak = calibrate(CPU, "float32", sampler(0.02), min_duration_s=1.2, size=64)
+    assert peak is not None and peak.duration_s >= 1.2 and peak.power_mean_w == pytest.approx(500, rel=0.05)
 
 
 
@@ -720,7 +729,12 @@ def test_an_aligned_window_spans_whole_counter_steps() -> None:
         with MeasurementWindow(CPU, sampler, aligned=True) as window:
             time.sleep(0.25)
         start, end = window.result.counter_j
-        assert (end - start) / window.result.duration_s == pytest.approx(120.0, rel=0.05)
+        # Whole counter steps (12 J each) over about their own time: within 40% of a step, where a window opened
+        # anywhere is off by half of one (0.25 s against 2 or 3 steps). The window notices each update late by
+        # however long its loop waited for the CPU, so a tighter bound measured the machine's load.
+        steps = round((end - start) / (120.0 * 0.1))
+        assert steps >= 2 and (end - start) == pytest.approx(steps * 12.0)
+        assert abs(window.result.duration_s - steps * 0.1) < 0.04, (window.result.duration_s, steps)
 
 
 def test_an_unavailable_windows_reason_says_first_that_nothing_covered_it() -> None:

@@ -775,7 +775,7 @@ def test_task_layers_leaves_a_finished_run_with_the_tables_and_metrics(out: Path
     phases = {k: v for k, v in metrics.items() if k.startswith("phase_")}
     assert {"phase_load_s", "phase_impact_s", "phase_components_s", "phase_artifacts_s", "phase_plan_s"} <= set(phases)
     unexplained = metrics["run_wall_s"] - sum(phases.values()) - metrics["isolation_overhead_s"]
-    assert 0 <= unexplained < 0.1, (unexplained, metrics["run_wall_s"], phases)
+    assert 0 <= unexplained < 0.1 + 0.05 * metrics["run_wall_s"], (unexplained, metrics["run_wall_s"], phases)
 
 
 def test_task_layers_with_measured_savings_plans_from_both_precisions_costs(out: Path, tmp_path: Path) -> None:

@@ -215,7 +215,7 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
         os.kill(process.pid, signal.SIGTERM)
     process.wait(timeout=120)
     # The interrupted run's process marks it KILLED as it exits, seconds later on a loaded machine.
-    deadline = time.time() + 30
+    deadline = time.time() + 120
     while any(r.info.status == "RUNNING" for r in all_runs(out)) and time.time() < deadline:
         time.sleep(0.5)
     before = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
@@ -230,10 +230,10 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
         except psutil.NoSuchProcess:
             return False
 
-    deadline = time.time() + 20
+    deadline = time.time() + 120
     while (alive := [pid for pid in family if running(pid)]) and time.time() < deadline:
         time.sleep(0.5)
-    assert not alive, f"processes of the killed sweep still running 20 s after it ended: {alive}"
+    assert not alive, f"processes of the killed sweep still running 120 s after it ended: {alive}"
 
     result = run_eaq(out, *sweep)
     assert result.returncode == 0, result.stderr[-2000:]
