@@ -20,8 +20,9 @@ Neighbours: every take and release is appended to ``slots.jsonl`` in the same fo
 When a run ends it reads which other runs held a GPU of this host at any moment while it
 held its own: the neighbours, recorded on the run (tag ``eaq.neighbours``), so the effect
 of a busy neighbour on energy can be studied. A take without a release from a process
-that is gone (killed) counts as ended. On a host without GPUs (``gpu_slots.count=N``) the
-slots' runs share one CPU: a run with neighbours there is flagged invalid (``shared_cpu``).
+that is gone (killed) counts as ended. A run on the CPU (``device=cpu``, or a host without
+GPUs under ``gpu_slots.count=N``) shares that CPU with every neighbour: flagged invalid
+(``shared_cpu``).
 """
 
 from __future__ import annotations
@@ -163,9 +164,10 @@ class Slot:
 def shared_cpu(tags: dict[str, str]) -> str | None:
     """Why a run stands for no configuration, if it ran on the CPU beside neighbours; else None.
 
-    A CPU run of a sweep with ``gpu_slots.count=N`` on a host without GPUs shares its CPU with every neighbour: two
-    jobs at once measured one CPU (45.8 against ~9.5 ms a batch alone). Its timing and energy are of the crowd, so the
-    run is flagged invalid: the report counts it only as such and resume measures its configuration again.
+    A run on the CPU under GPU slots (a host without GPUs and ``gpu_slots.count=N``, or ``device=cpu`` on a GPU host)
+    shares its CPU with every neighbour, whose host side runs there too: two jobs at once measured one CPU (45.8
+    against ~9.5 ms a batch alone). Its timing and energy are of the crowd, so the run is flagged invalid: the report
+    counts it only as such and resume measures its configuration again.
     """
     if tags.get("eaq.device") != "cpu" or tags.get("eaq.neighbours.count", "0") == "0":
         return None
@@ -196,6 +198,7 @@ def neighbours(slot: Slot, until: float) -> list[str]:
     folder = slot.folder
     held: dict[tuple[int, str], dict[str, Any]] = {}
     spans: list[tuple[dict[str, Any], float]] = []
+    me = (os.getpid(), slot.key, slot.taken)
     path = folder / LOG_FILE
     with exclusive(folder / (LOG_FILE + ".lock"), shared=True):
         lines = path.read_text().splitlines() if path.exists() else []
@@ -207,14 +210,17 @@ def neighbours(slot: Slot, until: float) -> list[str]:
             continue
         if event == "take":
             # A new take of a lock proves every earlier holder of it gone: a killed job's take, never released,
-            # ends here (its pid, reused by a live process, would list it beside every later run).
+            # ends here (its pid, reused by a live process, would list it beside every later run). Gone before the
+            # lock was free: never a neighbour of the run that took it next (it flagged that run's CPU as shared).
+            mine = (entry["pid"], entry["key"], at) == me
             for other in [k for k in held if k[1] == entry["key"]]:
-                spans.append((held.pop(other), at))
+                gone = held.pop(other)
+                if not mine:
+                    spans.append((gone, at))
             held[key] = entry
         elif key in held:
             spans.append((held.pop(key), at))
     spans += [(entry, until) for (pid, _), entry in held.items() if _alive(pid)]
-    me = (os.getpid(), slot.key, slot.taken)
     return sorted(
         {
             f"{entry['run']} (gpu {entry['index']}, run {entry['run_id']})"

@@ -47,9 +47,8 @@ def test_counter_is_the_primary_figure_and_instant_agrees() -> None:
     assert energy.energy_j == pytest.approx(300 * result.duration_s, rel=0.05)
     assert energy.integrals_j["power_instant_w"] == pytest.approx(energy.energy_j, rel=0.05)
     # Nearly every sample polled (the student framework kept 17 of ~800): half at least, on a machine loaded by
-    # another test's processes; and each update of the sensor counted from the trace over the window alone.
-    assert energy.samples > 0.5 * energy.expected_samples
-    assert energy.sensor_updates == trace.updates("power_instant_w", result.t0, result.t1) > 20
+    # another test's processes; a 0.5 s window of a 10 ms sensor changes ~50 times.
+    assert energy.samples > 0.5 * energy.expected_samples and energy.sensor_updates > 20
     assert energy.power_w["mean"] == pytest.approx(300, rel=0.01)
 
 
@@ -723,18 +722,22 @@ def test_a_polling_process_that_does_not_start_in_time_is_killed_at_the_limit(mo
 def test_an_aligned_window_spans_whole_counter_steps() -> None:
     # A counter that steps every 100 ms: a 0.25 s window opened anywhere holds 2 or 3 steps (-20% or +20% of 120 W);
     # opened and closed on its updates, whole steps over their own time.
-    sampler = NvmlSampler("1234-abcd", interval_s=0.01, nvml=FakeNvml(schedule=[(0.0, 120.0)], update_s=0.1))
+    fake = FakeNvml(schedule=[(0.0, 120.0)], update_s=0.1)
+    sampler = NvmlSampler("1234-abcd", interval_s=0.01, nvml=fake)
     sampler._open()
     for _ in range(3):
         with MeasurementWindow(CPU, sampler, aligned=True) as window:
             time.sleep(0.25)
-        start, end = window.result.counter_j
-        # Whole counter steps (12 J each) over about their own time: within 40% of a step, where a window opened
-        # anywhere is off by half of one (0.25 s against 2 or 3 steps). The window notices each update late by
-        # however long its loop waited for the CPU, so a tighter bound measured the machine's load.
+        result = window.result
+        start, end = result.counter_j
+        # Whole counter steps (12 J each) over about their own time: each end just after an update of the counter
+        # (the fake's updates fall on whole 100 ms from its creation), not at any phase of one. The window notices an
+        # update late by however long its loop waited for the CPU: within 40% of a step, where a window opened
+        # anywhere falls there 40% of the time at each end (a tighter bound on the rate measured the machine's load).
         steps = round((end - start) / (120.0 * 0.1))
         assert steps >= 2 and (end - start) == pytest.approx(steps * 12.0)
-        assert abs(window.result.duration_s - steps * 0.1) < 0.04, (window.result.duration_s, steps)
+        phases = [(t - fake.origin) % 0.1 for t in (result.t0, result.t1)]
+        assert all(phase < 0.04 for phase in phases), phases
 
 
 def test_an_unavailable_windows_reason_says_first_that_nothing_covered_it() -> None:

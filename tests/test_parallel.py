@@ -130,6 +130,12 @@ def test_a_slots_log_survives_a_cut_line_and_a_killed_jobs_take_ends_at_the_next
     (tmp_path / LOG_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"event": "take", "ke')
     assert neighbours(Slot(tmp_path, 1, "gpu1", "mine", "m", taken=2.5), until=4.0) == ["next (gpu 0, run n)"]
     assert neighbours(Slot(tmp_path, 1, "gpu1", "mine", "m", taken=3.5), until=4.0) == []  # "killed" ended at 2.0
+    # The run that took the killed job's lock next never ran beside it (the kernel freed the lock when it died): on a
+    # CPU, counting it flagged that run invalid as a shared CPU.
+    mine = {"event": "take", "key": "gpu0", "index": 0, "run": "mine", "run_id": "m", "pid": os.getpid(), "time": 5.0}
+    (tmp_path / LOG_FILE).write_text("".join(json.dumps(line) + "\n" for line in [lines[0], mine]))
+    assert neighbours(Slot(tmp_path, 0, "gpu0", "mine", "m", taken=5.0), until=6.0) == []
+    assert neighbours(Slot(tmp_path, 1, "gpu1", "other", "o", taken=0.5), until=6.0) == ["killed (gpu 0, run k)", "mine (gpu 0, run m)"]
 
 
 def test_slots_on_a_host_without_gpus_keep_device_auto_on_the_cpu(tmp_path: Path) -> None:
