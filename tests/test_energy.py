@@ -402,9 +402,10 @@ def test_polling_runs_in_its_own_process_and_leaves_none_behind() -> None:
     sampler.start()
     children = psutil.Process(os.getpid()).children()
     assert any(_polls(c) for c in children)
-    time.sleep(0.1)
+    for _ in range(6):  # six samples at least, each taken after the last wait began (not "by now", on a busy machine)
+        wait_for_sample(sampler, limit_s=30)
     trace = sampler.stop()
-    assert len(trace.times) > 5
+    assert len(trace.times) >= 6
     assert "nvmlDeviceGetFieldValues" not in fake.calls  # the parent never polled: the child did
     # No polling process left (other children may live on: Inductor's compile workers, after a compiled test).
     assert not any(_polls(c) for c in psutil.Process(os.getpid()).children())
@@ -423,8 +424,9 @@ def test_the_trace_margin_waits_for_one_sample_past_the_edge_not_a_fixed_time() 
     sampler = NvmlSampler("1234-abcd", interval_s=0.015, nvml=FakeNvml(schedule=[(0.0, 300.0)]))
     sampler.start()
     try:
-        # Without it the child's first sample can come after the window opened (seen here).
-        assert wait_for_sample(sampler) < TRACE_MARGIN_S / 3
+        # Without it the child's first sample can come after the window opened (seen here); the child's start takes
+        # what the machine gives it, so this first wait is not timed.
+        wait_for_sample(sampler)
         with MeasurementWindow(CPU, sampler) as window:
             time.sleep(0.2)
         waited = wait_for_sample(sampler)

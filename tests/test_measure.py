@@ -43,7 +43,8 @@ def test_timed_loop_honours_iterations_and_minimum_duration() -> None:
     assert all(t >= 0.002 for t in latencies)
     start = time.perf_counter()
     longer = run_timed(lambda x: time.sleep(0.01), [0], CPU, iters=1, min_duration_s=0.2)
-    assert time.perf_counter() - start >= 0.2 and len(longer) > 5
+    # More than the one iteration asked, and stopped at the first step past the minimum (however slow each step).
+    assert time.perf_counter() - start >= 0.2 and len(longer) > 1 and sum(longer[:-1]) < 0.2
 
 
 def test_work_between_steps_runs_before_each_and_is_in_no_steps_time() -> None:
