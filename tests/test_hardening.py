@@ -145,19 +145,37 @@ def test_a_sweep_whose_parent_run_cannot_be_created_stops_non_zero_in_one_senten
 
 
 def test_a_second_sweep_in_a_running_sweeps_folder_stops_and_the_first_is_untouched(out: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "one-sweep-folder"
-    # Windows of at least 10 s keep the first sweep running while the second starts (its interpreter and
-    # imports take seconds on a loaded 2-core machine): quick runs let the first end before the second looked.
-    cmd = [sys.executable, "-m", "eaq.run", "-m", "trial=1,2", *FAST, "trials.min_duration_s=10", f"paths.output_dir={out}",
-           f"hydra.sweep.dir={folder}"]
-    first = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while not (folder / "mlflow_parent_run_id.txt").exists():
-        assert first.poll() is None and time.time() < deadline, "the first sweep never created its parent run"
-        time.sleep(0.2)
+    import signal
 
-    second = run_eaq(out, "-m", "trial=3", *FAST, f"hydra.sweep.dir={folder}")
-    stdout, stderr = first.communicate(timeout=600)
+    folder = tmp_path / "one-sweep-folder"
+    cmd = [sys.executable, "-m", "eaq.run", "-m", "trial=1,2", *FAST, "trials.min_duration_s=2", f"paths.output_dir={out}",
+           f"hydra.sweep.dir={folder}"]
+    first = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=os.environ | {"PYTHONUNBUFFERED": "1"})
+    # The first sweep is held still (SIGSTOP) while the second runs, so it is running whatever the second's start
+    # costs on a loaded machine (long windows only made the race unlikely). Held while its run measures: its process
+    # then waits on the measuring one, between store calls, its folder's lock held.
+    measuring, lines = threading.Event(), []
+
+    def read_stderr() -> None:
+        for line in first.stderr:
+            lines.append(line)
+            if ": window" in line:
+                measuring.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    assert measuring.wait(timeout=300), "the first sweep never reached its first window: " + "".join(lines)[-3000:]
+    assert (folder / "mlflow_parent_run_id.txt").exists()
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        second = run_eaq(out, "-m", "trial=3", *FAST, f"hydra.sweep.dir={folder}")
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    stdout = first.stdout.read()
+    first.wait(timeout=600)
+    reader.join(timeout=60)
+    stderr = "".join(lines)
     assert second.returncode == 2
     assert f"error: the sweep stopped: creating the sweep's MLflow parent run failed (another sweep is running in the folder hydra.sweep.dir={folder}" in second.stderr
     assert first.returncode == 0, stderr[-3000:]
