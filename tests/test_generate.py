@@ -141,8 +141,7 @@ def test_sliding_window_models_generate_over_a_dynamic_cache_and_refuse_a_static
     # The bytes a step reads: the window's (window - 1 cached, and the new token), not seq_len + k + 1 positions.
     per_position = decoder.kv_bytes_after_prefill / (window - 1)
     assert decoder.kv_bytes_read_per_step() == pytest.approx(per_position * window)
-    full = Decoder(Generator(model, model, model.config, PROMPT, NEW, CPU, static=False), ids)
-    assert all(getattr(layer, "is_sliding", False) for layer in full.cache.layers)
+    assert all(getattr(layer, "is_sliding", False) for layer in decoder.cache.layers)  # the config's layers, as generate's
 
 
 @torch.inference_mode()
