@@ -57,11 +57,14 @@ def eos_ids(vocab_size: int, *configs: object) -> list[int]:
     return sorted({i for i in ids if 0 <= i < vocab_size})
 
 
-# What a generation config may set that ``generate(do_sample=False)`` applies to the scores and eaq's greedy pick does
-# not (it masks end-of-sequence ids only), with each setting's value that changes nothing.
+# What a generation config may set that ``generate(do_sample=False)`` applies and eaq's greedy pick does not (it masks
+# end-of-sequence ids only), with each setting's value that changes nothing: processors of the scores (penalties, banned,
+# suppressed or forced tokens, classifier-free guidance, a watermark) and searches other than greedy (beam, group beam,
+# contrastive, DoLa). Sampling settings are absent: with do_sample=False they change no pick.
 UNAPPLIED = {"repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None,
              "suppress_tokens": None, "begin_suppress_tokens": None, "sequence_bias": None, "forced_bos_token_id": None,
-             "forced_eos_token_id": None, "exponential_decay_length_penalty": None}
+             "forced_eos_token_id": None, "exponential_decay_length_penalty": None, "guidance_scale": 1.0,
+             "watermarking_config": None, "num_beams": 1, "num_beam_groups": 1, "penalty_alpha": None, "dola_layers": None}
 
 
 def unapplied_settings(generation_config: object | None) -> list[str]:
