@@ -540,6 +540,12 @@ def test_the_runs_closing_line_gives_token_figures_in_tokens_and_scores_to_four_
     assert "perplexity 30512.2500, perplexity_tokens 282743, first_divergence_mean_tokens 32.5, " in line
     assert "token_agreement_with_fp32 0.9688" in line
 
+    measured = {**metrics, "decode_energy_per_token_mj": 41.5, "decode_power_mean_w": 310.0}
+    tags = {"eaq.energy.source": "nvml", "eaq.valid": "false", "eaq.valid.reasons": "idle drifted"}
+    line = summary_line("r", TaskResult(measured, tags))
+    assert line.endswith("41.50 mJ/token at 310 W (nvml), INVALID (idle drifted)")  # the verdict said once
+    assert "INVALID" not in summary_line("r", TaskResult(measured, {**tags, "eaq.valid": "true"}))
+
 
 @pytest.mark.parametrize("name", ["gpt2_tiny_random", "llama_1b_random"])
 def test_the_cache_argument_is_the_transformers_models_own_through_a_wrapper(name: str) -> None:

@@ -104,7 +104,7 @@ def summary_line(name: str, result: TaskResult) -> str:
     per = next(((key, unit) for key, unit in (("energy_per_sample_mj", "sample"), ("decode_energy_per_token_mj", "token")) if key in m), None)
     power = m.get("power_mean_w", m.get("decode_power_mean_w"))
     energy = (
-        f"{m[per[0]]:.2f} mJ/{per[1]} at {power:.0f} W ({t['eaq.energy.source']}, valid={t['eaq.valid']})"
+        f"{m[per[0]]:.2f} mJ/{per[1]} at {power:.0f} W ({t['eaq.energy.source']})"
         if per
         else f"energy unavailable ({t.get('eaq.energy.reason', '')})"
     )
@@ -114,7 +114,7 @@ def summary_line(name: str, result: TaskResult) -> str:
         f"peak RSS {m['memory_peak_rss_mb']:.0f} MB",
         *quality,
         energy,
-        # A run flagged invalid counts in no average: the line says so and why, measured energy or not.
+        # A run flagged invalid counts in no average: the line says so and why, once, measured energy or not.
         *([f"INVALID ({t.get('eaq.valid.reasons', '')})"] if t.get("eaq.valid") == "false" else []),
     ]
     return f"{name}: " + ", ".join(parts)
