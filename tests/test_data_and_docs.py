@@ -217,6 +217,26 @@ def test_missing_local_file_with_a_hub_fallback_says_what_to_do(tmp_path: Path) 
         load_examples(cfg)  # no `datasets` library here, or no hub: either way one actionable sentence
 
 
+def test_a_hub_splits_columns_read_as_a_local_file_of_its_kind_is_read() -> None:
+    """A hub split's columns (as the `datasets` library gives them; no hub offline): a missing column is one sentence
+    naming those there are (it was a KeyError traceback), labels are read only for the labelled kinds and refused
+    where not whole (int() cut 0.5 to 0), and the unlabelled text kind needs no label column."""
+    from eaq.data.texts import _hub_examples
+
+    imdb = {"text": ["good", "bad"], "label": [1, 0]}
+    with pytest.raises(DataError, match=r"dataset.hub='imdb:test' has no column 'sentence'; it has \['text', 'label'\]: "
+                                        r"set dataset.text_column=<one of them>"):
+        _hub_examples(imdb, DatasetConfig(kind="tsv", hub="imdb:test"))
+    examples = _hub_examples(imdb, DatasetConfig(kind="tsv", hub="imdb:test", text_column="text"))
+    assert examples.texts == ["good", "bad"] and examples.labels == [1, 0]
+    unlabelled = _hub_examples({"text": ["a", "b"]}, DatasetConfig(kind="text", hub="x:train", text_column="text"))
+    assert unlabelled.texts == ["a", "b"] and unlabelled.labels is None
+    with pytest.raises(DataError, match="label_column=<one of them>, or null"):
+        _hub_examples({"text": ["a"]}, DatasetConfig(kind="jsonl", hub="x:train", text_column="text"))
+    with pytest.raises(DataError, match="label=0.5 is not an integer class label"):
+        _hub_examples({"text": ["a"], "label": [0.5]}, DatasetConfig(kind="jsonl", hub="x:train", text_column="text"))
+
+
 def test_quality_counts_each_text_once_where_a_batch_cycles_them() -> None:
     """Three labelled texts at batch 8: the batch repeats them to fill its rows, quality scores the three."""
     from eaq.data import Batches
@@ -297,7 +317,10 @@ def test_raw_text_read_from_the_hub_is_the_files_stream(tmp_path: Path, monkeypa
 
     raw = " \n = Robert Boulter = \n \n Robert Boulter is an English film , television and theatre actor . \n"
     rows = ["" if line == " \n" else line for line in raw.splitlines(keepends=True)]
-    monkeypatch.setitem(sys.modules, "datasets", SimpleNamespace(load_dataset=lambda *names, split: {"text": rows}))
+    class Split(dict):  # a datasets.Dataset's two ways in used here: its column names, and a column by name
+        column_names = property(list)
+
+    monkeypatch.setitem(sys.modules, "datasets", SimpleNamespace(load_dataset=lambda *names, split: Split(text=rows)))
     cfg = DatasetConfig(kind="raw", path=str(tmp_path / "absent.raw"), hub="wikitext:wikitext-2-raw-v1:test", text_column="text")
     examples = load_examples(cfg)
     assert examples.texts == [raw] and examples.source == "wikitext:wikitext-2-raw-v1:test"

@@ -240,3 +240,18 @@ def test_the_position_limit_is_the_tables_rows_less_robertas_padding_offset() ->
     assert position_limit(roberta) == 512
     assert position_limit(BertModel(BertConfig(vocab_size=100, hidden_size=32, max_position_embeddings=64, **small))) == 64
     assert position_limit(GPT2Model(GPT2Config(vocab_size=100, n_embd=32, n_layer=1, n_head=2, n_positions=40))) == 40
+
+
+def test_opts_position_table_limits_its_tokens_past_its_offset_rows() -> None:
+    """OPT's (and BART's) table is named embed_positions, max_position_embeddings + 2 rows shifted by ``offset``: read
+    as no table, seq_len past it went through to torch's IndexError mid-run."""
+    from transformers import OPTConfig, OPTModel
+
+    from eaq.models import position_limit
+
+    opt = OPTModel(OPTConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, ffn_dim=64,
+                             word_embed_proj_dim=32, max_position_embeddings=64))
+    assert position_limit(opt) == 64
+    opt(input_ids=torch.zeros(1, 64, dtype=torch.long))  # the limit's every position runs
+    with pytest.raises(IndexError):
+        opt(input_ids=torch.zeros(1, 65, dtype=torch.long))  # and one past it does not

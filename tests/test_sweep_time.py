@@ -330,6 +330,10 @@ def test_a_models_flop_count_is_counted_once_per_architecture_and_shape(tmp_path
     model.config.num_hidden_layers += 1  # another architecture under the same name: not the cached count
     assert _model_flops(str(tmp_path), model, batch) != 12345
     assert len(list(tmp_path.glob("flops-*.json"))) == 3
+    causal = preset("gpt2_tiny_random")  # one configuration, with and without its LM head at every position
+    tokens = {"input_ids": torch.randint(0, 100, (2, 16))}
+    with_head = _model_flops(str(tmp_path), causal, tokens)
+    assert _model_flops(str(tmp_path), causal.transformer, tokens) == forward_flops(lambda: causal.transformer(**tokens)) < with_head
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="compares torch's GPU UUIDs with NVML's (runs on the lent GPU)")

@@ -78,14 +78,20 @@ def _text(value: object, name: str, line: int, column: str) -> str:
     return value
 
 
+def _check_columns(columns: list[str], where: str, cfg: DatasetConfig, labelled: bool) -> None:
+    """Refuse, naming the columns there are and the setting to change, data lacking the configured text column (or
+    label column, where ``labelled``)."""
+    wanted = [cfg.text_column, *([cfg.label_column] if labelled and cfg.label_column else [])]
+    missing = [c for c in wanted if c not in columns]
+    if missing:
+        hint = "set dataset.text_column=<one of them>" if cfg.text_column in missing else "set dataset.label_column=<one of them>, or null for unlabelled data"
+        raise DataError(f"{where} has no column {', '.join(map(repr, missing))}; it has {columns}: {hint}.")
+
+
 def _tsv(text: str, name: str, cfg: DatasetConfig) -> Examples:
     lines = _lines(text)
     header = lines[0].split("\t")
-    wanted = [cfg.text_column, *([cfg.label_column] if cfg.label_column else [])]
-    missing = [c for c in wanted if c not in header]
-    if missing:
-        hint = "set dataset.text_column=<one of them>" if cfg.text_column in missing else "set dataset.label_column=<one of them>, or null for unlabelled data"
-        raise DataError(f"{name}, line 1: the header has no column {', '.join(map(repr, missing))}; it has {header}: {hint}.")
+    _check_columns(header, f"{name}, line 1: the header", cfg, labelled=True)
     text_at, label_at = header.index(cfg.text_column), header.index(cfg.label_column) if cfg.label_column else None
     texts, labels = [], []
     for number, line in enumerate(lines[1:], start=2):
@@ -138,12 +144,21 @@ def _from_hub(cfg: DatasetConfig) -> Examples:
             f"dataset.hub={cfg.hub!r} could not be loaded ({type(exc).__name__}: {exc}); it reads name[:config]:split "
             f"(e.g. glue:sst2:validation); without the hub, pass dataset.path=<local file> (the preset's default is {cfg.path!r})."
         ) from exc
+    return _hub_examples({name: rows[name] for name in rows.column_names}, cfg)
+
+
+def _hub_examples(columns: dict[str, list], cfg: DatasetConfig) -> Examples:
+    """The examples of a hub split's ``columns`` (name: values), read as a local file of ``cfg.kind`` is read: labels
+    only for the labelled kinds (tsv, jsonl), each a whole number; a missing column named with those there are."""
+    assert cfg.hub is not None
+    labelled = cfg.kind in ("tsv", "jsonl") and cfg.label_column is not None
+    _check_columns(list(columns), f"dataset.hub={cfg.hub!r}", cfg, labelled)
     if cfg.kind == "raw":
         # Its rows keep their newlines, but a blank line of the file (WikiText's " \n": 1,467 of wiki.test.raw's 4,358
         # lines) is an empty row: joined as they are, the hub's stream would not be the file's.
-        return Examples(["".join(row or " \n" for row in rows[cfg.text_column])], None, cfg.hub)
-    labels = [int(v) for v in rows[cfg.label_column]] if cfg.label_column else None
-    return Examples([_text(t, cfg.hub, row, cfg.text_column) for row, t in enumerate(rows[cfg.text_column], start=1)], labels, cfg.hub)
+        return Examples(["".join(row or " \n" for row in columns[cfg.text_column])], None, cfg.hub)
+    labels = [_label(v, cfg.hub, row, cfg.label_column) for row, v in enumerate(columns[cfg.label_column], start=1)] if labelled else None
+    return Examples([_text(t, cfg.hub, row, cfg.text_column) for row, t in enumerate(columns[cfg.text_column], start=1)], labels, cfg.hub)
 
 
 def examples_digest(examples: Examples) -> str:

@@ -269,17 +269,21 @@ def model_skeleton(cfg: ModelConfig) -> torch.nn.Module:
     return model
 
 
-# The names transformers gives a learned absolute position table (BERT's, RoBERTa's, DistilBERT's; GPT-2's).
-POSITION_TABLES = ("position_embeddings", "wpe")
+# The names transformers gives a learned absolute position table (BERT's, RoBERTa's, DistilBERT's; GPT-2's; OPT's,
+# BART's, Whisper's).
+POSITION_TABLES = ("position_embeddings", "wpe", "embed_positions")
 
 
 def position_limit(model: torch.nn.Module) -> int | None:
     """The tokens ``model``'s learned absolute position table holds (its skeleton will do), or None where positions
-    are computed (rotary, ALiBi): a config's max_position_embeddings is no limit there (Llama runs past it), and
-    RoBERTa's table of 514 rows holds 512 tokens, its rows offset past the padding index."""
+    are computed (rotary, ALiBi; a sinusoidal table that grows as needed is no Embedding): a config's
+    max_position_embeddings is no limit there (Llama runs past it). Rows a model reserves are not positions:
+    RoBERTa's table of 514 rows holds 512 tokens, its rows offset past the padding index; OPT's and BART's of
+    max_position_embeddings + 2 rows hold max_position_embeddings, their positions shifted by ``offset``."""
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in POSITION_TABLES:
-            return module.num_embeddings - (module.padding_idx + 1 if module.padding_idx is not None else 0)
+            reserved = module.padding_idx + 1 if module.padding_idx is not None else 0
+            return module.num_embeddings - reserved - int(getattr(module, "offset", 0))
     return None
 
 

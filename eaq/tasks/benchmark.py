@@ -100,11 +100,15 @@ def _model_flops(cache_dir: str, model: torch.nn.Module, batch: dict[str, torch.
     a run on the H100 for DistilBERT-base at batch 32, docs/results/2026-11-25-h100-sweep-time), for
     the same figure in every trial and precision of a sweep (it counts the fp32 model). The key
     holds all the count depends on: the model's configuration (its architecture; every model eaq
-    loads has one), the inputs' names and shapes, and the versions of torch and transformers.
+    loads has one), its class and its parameters' names and shapes (one configuration loads as an
+    encoder, a causal LM whose head runs at every position, or an encoder under a classifier head),
+    the inputs' names and shapes, and the versions of torch and transformers.
     """
     count = lambda: {"forward_flops": float(forward_flops(lambda: model(**batch)))}  # noqa: E731
     key = reference_key(
-        architecture=model.config.to_dict(), shapes={name: list(value.shape) for name, value in batch.items()},
+        architecture=model.config.to_dict(), model=type(model).__qualname__,
+        parameters={name: list(value.shape) for name, value in model.named_parameters()},
+        shapes={name: list(value.shape) for name, value in batch.items()},
         torch=torch.__version__, transformers=transformers.__version__,
     )
     return int(cached_figures(cache_dir, "flops", key, count)[0]["forward_flops"])
