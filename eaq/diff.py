@@ -174,6 +174,11 @@ def _files_differences(a: str, files_a: dict[str, str] | None, b: str, files_b: 
 
 def sweep(parent: str, client: MlflowClient) -> int:
     run = _find_run(client, parent)
+    if run.data.tags.get("eaq.kind") != "sweep":  # an ordinary run has no children: "0 runs, 0 vary" would be no answer
+        raise EaqError(
+            f"{parent!r} is no sweep's parent run (eaq.kind={run.data.tags.get('eaq.kind')}); pass the sweep's run (named "
+            "after its folder, tagged eaq.kind=sweep), or compare two runs with: python -m eaq.diff A B"
+        )
     # Its children and the runs resume reused for it, by id: a rerun of a killed run has that run's name.
     configs, unrecorded = {}, []
     for child in sweep_runs(client, run):

@@ -18,9 +18,11 @@ import tempfile
 from pathlib import Path
 
 import yaml
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from eaq.diff import find_job_run
+from eaq.errors import EaqError
 from eaq.tracking.failures import reported
 from eaq.tracking.redact import redact, remember
 from eaq.tracking.store import read_store
@@ -50,7 +52,15 @@ def logged_command(ref: str, client: MlflowClient | None) -> list[str]:
     assert client is not None, "a run id or name is looked up in a store"
     run = find_job_run(client, ref)
     with tempfile.TemporaryDirectory() as tmp:
-        return _read(Path(client.download_artifacts(run.info.run_id, ".hydra", tmp)).parent)
+        try:
+            logged = Path(client.download_artifacts(run.info.run_id, ".hydra", tmp))
+        except (MlflowException, OSError) as error:  # not the store failing: the run never logged it
+            raise EaqError(
+                f"run {run.info.run_name} ({run.info.run_id}) has no recorded .hydra/ (it ended, killed or out of time, "
+                "before logging its config); pass its job folder instead (the sweep's folder/<job number>, which holds "
+                ".hydra/ from the job's start)."
+            ) from error
+        return _read(logged.parent)
 
 
 def _read(folder: Path) -> list[str]:

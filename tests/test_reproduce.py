@@ -126,6 +126,25 @@ def test_each_run_records_the_packages_installed_at_its_end(tmp_path: Path, monk
     assert capture({}, "x", {})["pip_freeze"] == sorted([*before, "eaq-installed-midway==1.0"])
 
 
+def test_the_tools_say_what_was_passed_wrong_not_that_the_store_failed(tmp_path: Path, capsys) -> None:
+    """A run that ended before logging its config (a job out of time: its ended-job record holds params only), an
+    ordinary run given as a sweep, and a store file given as a bare path: each one sentence about what was passed and
+    exit 2 (rerun said the store was down; diff --sweep said "0 runs; 0 key(s) vary" and exit 0; a path read as a
+    file store that MLflow refuses with advice on migrating one)."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client, experiment = open_store(uri, "eaq", str(tmp_path / "artifacts"))
+    run = TrackedRun(client, experiment, "out-of-time", {"eaq.kind": "benchmark"})
+    run.end("FAILED")
+    capsys.readouterr()
+    assert rerun_main([run.run_id, "--uri", uri]) == 2
+    said = capsys.readouterr().err
+    assert "has no recorded .hydra/" in said and "pass its job folder instead" in said and "store" not in said
+    assert diff_main(["--sweep", "out-of-time", "--uri", uri]) == 2
+    assert "is no sweep's parent run (eaq.kind=benchmark)" in capsys.readouterr().err
+    assert diff_main([run.run_id, "x", "--uri", str(tmp_path / "mlflow.db")]) == 2
+    assert "is a path, not a store URI: pass --uri sqlite:///" in capsys.readouterr().err
+
+
 def test_resume_measures_again_a_configuration_whose_finished_runs_were_all_flagged_invalid(tmp_path: Path) -> None:
     # The report counts no eaq.valid=false run: resume must not skip its configuration for one.
     client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))

@@ -107,6 +107,12 @@ def read_store(uri: str) -> MlflowClient:
     not created empty (the tools' default, ``outputs/mlflow.db``, is relative to the folder they run in).
     """
     remember(uri)
+    if len(urllib.parse.urlsplit(uri).scheme) <= 1:  # a path (a Windows drive's letter is no scheme), read by MLflow
+        # as a file store that it refuses with advice on migrating one
+        raise EaqError(
+            f"--uri {redact(uri)} is a path, not a store URI: pass --uri sqlite:///<absolute path to the .db file> for a "
+            "store file (a run writes outputs/mlflow.db), or http(s)://host:port for a tracking server."
+        )
     if uri.startswith(("http://", "https://")):
         _check_reachable(uri, "--uri")
     elif uri.startswith("sqlite:///") and not (database := Path(uri.removeprefix("sqlite:///"))).is_file():
