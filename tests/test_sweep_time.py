@@ -412,6 +412,31 @@ def test_a_peak_refused_after_the_runs_window_costs_the_run_its_roofline_not_its
     assert "task=calibrate precision=fp32" in tags["eaq.roofline.calibration"]
 
 
+def test_a_peak_or_bandwidth_with_no_room_beside_the_runs_model_costs_the_run_that_figure_not_its_measurement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both are measured, the first time a device needs them, after the run's window with its model and KV cache
+    still loaded: 1 GiB buffers or 8192^3 matrices that do not fit ended the finished run in a traceback, its
+    figures unlogged. (No GPU here: the calibrations raise torch's out-of-memory error as a full GPU's would.)"""
+    cfg = _config(tmp_path, roofline_window_s=0.3)
+    cfg.device, cfg.precision.name = "cpu", "bf16"
+    sensor = lambda *_: NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)]))  # noqa: E731
+    monkeypatch.setattr(roofline, "select_sampler", sensor)
+
+    def full(*_: object, **__: object) -> None:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
+
+    monkeypatch.setattr(roofline, "calibrate", full)
+    monkeypatch.setattr(roofline, "measure_bandwidth", full)
+    metrics, tags = roofline.roofline_metrics(cfg, torch.device("cpu"), "bfloat16", 10**9, 5.0, 10)
+    assert metrics == {"forward_flops_per_batch": 1e9}
+    assert tags["eaq.roofline.calibration"].startswith("none: measuring the peak FLOP/J ran out of device memory")
+    metrics, tags = roofline.decode_roofline_metrics(cfg, torch.device("cpu"), 2e9, 0.002)
+    assert metrics == {"decode_bytes_per_step_mb": 2000.0}
+    assert "measuring the bandwidth ran out of device memory" in tags["eaq.roofline.bandwidth"]
+    assert "task=calibrate precision=bf16" in tags["eaq.roofline.bandwidth"]
+
+
 def test_the_process_ahead_is_stopped_when_the_sweep_exits_before_its_end_hook() -> None:
     """Hydra runs the end hooks in reverse order and stops at an exit: the sweep's MLflow hook exits 1 after failed
     runs, before this one's, and the calibrating process went on loading the device after the sweep had ended."""

@@ -87,7 +87,10 @@ def decode_roofline_metrics(
     ``bytes_per_step``: the stored weights a step reads (``stored_bytes_read``) plus the KV cache it reads on average;
     ``step_s``: the measured mean time of a decode step.
     """
-    bandwidth = _bandwidth(cfg, device, reuse=True)
+    try:
+        bandwidth = _bandwidth(cfg, device, reuse=True)
+    except torch.OutOfMemoryError:
+        return {"decode_bytes_per_step_mb": bytes_per_step / 1e6}, {"eaq.roofline.bandwidth": _no_room(cfg, device, "bandwidth")}
     limit_s = bytes_per_step / (bandwidth.gb_per_s * 1e9)
     metrics = {
         "decode_bytes_per_step_mb": bytes_per_step / 1e6,
@@ -103,11 +106,21 @@ def decode_roofline_metrics(
     }
 
 
+def _no_room(cfg: EaqConfig, device: torch.device, what: str) -> str:
+    """Why a run has no roofline figure whose first measurement found no room beside the run's model: measured after
+    the run's window, a peak or bandwidth not cached yet costs the run that figure, not its measurement."""
+    torch.cuda.empty_cache()  # the measurement's own buffers, freed, for the checks after it
+    return (f"none: measuring the {what} ran out of device memory beside this run's model and data on {device}; "
+            f"python -m eaq.run task=calibrate precision={cfg.precision.name} measures it alone, for the runs after it")
+
+
 def roofline_metrics(
     cfg: EaqConfig, device: torch.device, matmul: str, flops_per_batch: int, energy_j: float, iterations: int
 ) -> tuple[dict[str, float], dict[str, str]]:
     try:
         calibration = _calibration(cfg, device, matmul, reuse=True)
+    except torch.OutOfMemoryError:
+        return {"forward_flops_per_batch": float(flops_per_batch)}, {"eaq.roofline.calibration": _no_room(cfg, device, "peak FLOP/J")}
     except EaqError as exc:
         # Measured after the run's own window: a peak refused (too few sensor updates, another process, a slowdown)
         # costs the run its roofline figures, not its measurement.
