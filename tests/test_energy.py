@@ -721,6 +721,40 @@ def test_a_polling_process_that_does_not_start_in_time_is_killed_at_the_limit(mo
     assert time.perf_counter() - started < 5  # not the sensor's 30 s
 
 
+class _HangingSensor:
+    """A reader factory whose reads hang after 1 s (a GPU fallen off the bus mid-run)."""
+
+    def __call__(self):  # type: ignore[no-untyped-def]
+        opened = time.perf_counter()
+
+        def read() -> dict[str, float]:
+            if time.perf_counter() - opened > 1.0:
+                time.sleep(30)
+            return {"power_instant_w": 1.0}
+
+        return read
+
+
+def test_a_polling_process_whose_read_hangs_is_stopped_at_the_limit_and_said(monkeypatch) -> None:
+    """A drain waited without end for a child stuck in a read, before any bound of the run's own could apply."""
+    from eaq.measure import poll_process
+
+    monkeypatch.setattr(poll_process, "STOP_TIMEOUT_S", 1.0)
+    trace = PowerTrace()
+    poller = poll_process.PollProcess(_HangingSensor(), 0.01, trace)
+    poller.start()
+    poller.drain()
+    assert len(trace.times) >= 1 and not trace.notes  # answered while it reads
+    time.sleep(1.5)
+    started = time.perf_counter()
+    poller.drain()
+    poller.drain()  # stopped: nothing more to wait for
+    poller.stop()
+    assert time.perf_counter() - started < 5  # not the read's 30 s
+    assert trace.notes == ["the power-polling process did not answer within 1 s (a sensor read hung) and was stopped: "
+                           "no samples after it"]
+
+
 def test_an_aligned_window_spans_whole_counter_steps() -> None:
     # A counter that steps every 100 ms: a 0.25 s window opened anywhere holds 2 or 3 steps (-20% or +20% of 120 W);
     # opened and closed on its updates, whole steps over their own time.

@@ -36,7 +36,7 @@ MakeReader = Callable[[], Callable[[], dict[str, float]]]
 START_TIMEOUT_S = 60.0
 # How long stop() waits for the child's last samples and its exit before killing it (a GPU fallen off the bus hangs
 # a read, and the run must end rather than wait for it).
-STOP_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 10.0  # the longest a stop or a drain waits for the child's answer
 DRAIN = b"d"
 _HEADER = struct.Struct("!I")
 
@@ -156,6 +156,15 @@ class PollProcess:
             self._process.stdin.write(DRAIN)
             self._process.stdin.flush()
         except BrokenPipeError:
+            return
+        if not select.select([self._process.stdout], [], [], STOP_TIMEOUT_S)[0]:
+            # A read hung in the child (a GPU fallen off the bus): the run must go on to its end, not wait for it.
+            # No samples follow, a gap the window's coverage and sensor-update checks judge.
+            process, self._process = self._process, None
+            process.kill()
+            process.wait()
+            self._trace.note(f"the power-polling process did not answer within {STOP_TIMEOUT_S:g} s (a sensor read hung) "
+                             "and was stopped: no samples after it")
             return
         self._take(_receive(self._process.stdout))
 
