@@ -261,6 +261,15 @@ def test_bad_input_gets_one_sentence_no_traceback_and_no_running_run(out: Path, 
         assert not any(r.info.status == "RUNNING" for r in all_runs(out))
 
 
+def test_a_failed_calibration_is_recorded_as_a_calibration(out: Path) -> None:
+    """Its run was tagged a benchmark until the calibration succeeded: failed, it read as a failed benchmark
+    configuration in the report, which counts benchmark and layers runs."""
+    result = run_eaq(out, *FAST, "task=calibrate", "sampler=none")
+    assert result.returncode == 2 and "task=calibrate needs a sampler that measures energy" in result.stderr
+    (run,) = all_runs(out)
+    assert run.info.status == "FAILED" and run.data.tags["eaq.kind"] == "calibrate"
+
+
 def test_malformed_dataset_names_file_and_line(out: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"a fine sentence\nanother one\n\xff\xfe not utf-8\n")

@@ -148,7 +148,8 @@ def _new_run(client: MlflowClient, experiment_id: str, resolved: dict[str, Any],
         run_name=str(resolved["run_name"]),
         tags={**choices, "eaq.config_hash": digest,
               "eaq.settings_hash": config_hash(resolved, hydra_cfg.runtime.cwd, code=False),
-              "eaq.kind": "layers" if resolved.get("task") == "layers" else "benchmark",
+              # The task as asked, so that a calibration that failed is not read as a failed benchmark.
+              "eaq.kind": str(resolved.get("task") or "benchmark"),
               **({JOB_TAG: str(hydra_cfg.job.num)} if multirun else {}), **tags},
         parent_run_id=parent_run_id(sweep_dir(hydra_cfg)) if multirun else None,
     )
