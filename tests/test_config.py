@@ -76,6 +76,13 @@ def test_bad_values_fail_validation_with_one_sentence(override: str, message: st
     assert str(info.value).count(". ") == 0 and str(info.value).endswith(".")
 
 
+def test_gpu_slots_refuse_runs_in_the_workers_own_process() -> None:
+    """A worker that ran a job in process keeps its CUDA context on that GPU, and may take another slot next."""
+    with pytest.raises(ConfigError, match="leave isolate=true under the gpus launcher"):
+        validate(_compose("paths.root=/x", "gpu_slots.enabled=true", "isolate=false"))
+    assert validate(_compose("paths.root=/x", "gpu_slots.enabled=true")).isolate
+
+
 def test_unknown_precision_lists_the_valid_ones() -> None:
     with pytest.raises(Exception) as info:
         _compose("precision=int3")
