@@ -425,3 +425,22 @@ def test_the_servers_check_trusts_mlflows_tls_settings(monkeypatch, tmp_path: Pa
     monkeypatch.delenv("MLFLOW_TRACKING_INSECURE_TLS")
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path))  # a folder of certificates, as requests takes it
     assert _tls_context().verify_mode == ssl.CERT_REQUIRED
+
+
+def test_a_device_out_of_memory_is_one_sentence_naming_what_sets_the_memory_a_run_needs() -> None:
+    """A run's torch.OutOfMemoryError, as it comes back pickled from the forked run, ended the job in a traceback
+    (exit 1); a host's out-of-memory kill already had its sentence. (No GPU here: the error is made as CUDA's.)"""
+    import pickle
+
+    from eaq.tasks.job import out_of_memory
+
+    said = ("CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 12.00 MiB "
+            "is free. Including non-PyTorch memory, this process has 79.17 GiB memory in use. Of the allocated memory ...")
+    resolved = {"model": {"name": "llama-7b-random"}, "batch_size": 64, "seq_len": 2048, "precision": {"name": "bf16"}}
+    error = out_of_memory(pickle.loads(pickle.dumps(torch.OutOfMemoryError(said))), resolved)
+    assert isinstance(error, EaqError)
+    assert str(error) == (
+        "the device ran out of memory running model=llama-7b-random at batch_size=64, seq_len=2048, precision=bf16 (CUDA "
+        "out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 12.00 MiB is free); "
+        "lower batch_size or seq_len, use a smaller model, or free the device of other processes (nvidia-smi lists them).")
+    assert out_of_memory(RuntimeError("index out of range in self"), resolved) is None

@@ -68,6 +68,22 @@ def _report_error(exc: BaseException, debug: bool) -> None:
         print(text, end="", file=sys.stderr)
 
 
+def out_of_memory(exc: BaseException, resolved: dict[str, Any]) -> EaqError | None:
+    """The sentence for torch running out of device memory (``torch.OutOfMemoryError``, known by name: this process
+    does not import torch), naming what sets the memory a run needs; None for any other error.
+
+    The forked run's error travels back as that class, and ended in a traceback from the process measuring it."""
+    if type(exc).__name__ != "OutOfMemoryError" or not type(exc).__module__.startswith("torch"):
+        return None
+    # torch's first three sentences: what it tried to allocate, of how much free (then a paragraph of allocator advice)
+    said = ". ".join(str(exc).strip().split(". ")[:3]).rstrip(".") or "no detail"
+    return EaqError(
+        f"the device ran out of memory running model={resolved['model']['name']} at batch_size={resolved['batch_size']}, "
+        f"seq_len={resolved['seq_len']}, precision={resolved['precision']['name']} ({said}); lower batch_size or seq_len, "
+        "use a smaller model, or free the device of other processes (nvidia-smi lists them)."
+    )
+
+
 def _end(run: TrackedRun, status: str, error: BaseException, uri: str, debug: bool) -> None:
     """End a job's run as ``status``, ``error`` its reason. A store that fails to take it (``uri``) is said, redacted,
     not raised: the job's own error is the one to report (an interrupt, to raise), and the sweep's summary counts a run
@@ -325,7 +341,7 @@ def run_job(cfg: DictConfig) -> str:
             _end(run, "KILLED", exc, uri, debug)
         raise
     except Exception as exc:
-        error = store_failed(exc, uri) if isinstance(exc, MlflowException) else exc
+        error = store_failed(exc, uri) if isinstance(exc, MlflowException) else out_of_memory(exc, resolved) or exc
         if run is not None:
             _end(run, "FAILED", error, uri, debug)
         _report_error(error, debug)
