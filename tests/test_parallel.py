@@ -230,7 +230,10 @@ def test_a_sweep_through_submitits_local_executor_logs_every_run_once(tmp_path: 
     out = tmp_path / "outputs"
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Submitit 'local' sweep" in result.stdout + result.stderr
-    check_sweep(store(out), result.stdout, trials)
+    children = check_sweep(store(out), result.stdout, trials)
+    # A rehearsal (every job at once on this host): no run stands for its configuration, and each says why.
+    assert {r.data.tags["eaq.valid"] for r in children} == {"false"}
+    assert all("submitit's local executor" in r.data.tags["eaq.valid.reasons"] for r in children)
     assert list(out.glob("multirun/*/.submitit/*/*_result.pkl"))  # each job went through submitit
     # Each job left its record in the sweep folder, as under joblib: one plain line per finished job.
     lines = [line for line in result.stderr.splitlines() if line.startswith("[sweep ")]

@@ -68,6 +68,19 @@ def _report_error(exc: BaseException, debug: bool) -> None:
         print(text, end="", file=sys.stderr)
 
 
+def rehearsal(hydra_cfg: Any) -> str | None:
+    """Why a run under submitit's local executor (``hydra/launcher=slurm_local``) stands for no configuration; else None.
+
+    That executor starts every job of a sweep at once on this host, so each run's timing and energy are those of
+    the crowd: a rehearsal of a cluster sweep, flagged invalid so that the report counts it only as such and a later
+    sweep on this host measures its configuration again rather than skip it as done.
+    """
+    if not str(OmegaConf.select(hydra_cfg, "launcher._target_", default="")).endswith(".LocalLauncher"):
+        return None
+    return ("ran under submitit's local executor, which starts every job of the sweep at once on this host: a "
+            "rehearsal, its timing and energy the crowd's; measure with the basic launcher, hydra/launcher=gpus or slurm")
+
+
 def out_of_memory(exc: BaseException, resolved: dict[str, Any]) -> EaqError | None:
     """The sentence for torch running out of device memory (``torch.OutOfMemoryError``, known by name: this process
     does not import torch), naming what sets the memory a run needs; None for any other error.
@@ -322,6 +335,8 @@ def run_job(cfg: DictConfig) -> str:
                 result.tags.update(slot.tags())
                 if reason := shared_cpu(result.tags):
                     result.invalidate(reason)
+            if reason := rehearsal(hydra_cfg):
+                result.invalidate(reason)
         show_phase("logging")
         logging_started = time.perf_counter()
         result.metrics["phase_setup_s"] = setup_s
