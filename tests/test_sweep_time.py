@@ -165,6 +165,13 @@ def test_a_stale_idle_baseline_is_measured_again(tmp_path: Path) -> None:
 
         _, window, tags = idle_baseline(cpu, sampler, 0.3, idle_store(_config(tmp_path, idle_reuse=False), cpu, sampler))
         assert window is not None and "reuse off" in tags["eaq.idle"]
+        # A CPU other jobs share (GPU slots; submitit's local executor): its idle is theirs too, so never kept.
+        slots = _config(tmp_path)
+        slots.gpu_slots.enabled = True
+        assert idle_store(slots, cpu, sampler) is None and idle_store(cfg, cpu, sampler) is not None
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("SUBMITIT_LOCAL_JOB_ID", "123")
+            assert idle_store(cfg, cpu, sampler) is None
 
         # A protocol asking for a longer idle does not take the shorter baseline stored by another.
         longer, window, tags = idle_baseline(cpu, sampler, 0.6, idle_store(cfg, cpu, sampler))
