@@ -203,6 +203,10 @@ def check_neighbours(children: list[Run], slots: Path) -> None:
         assert not shared or "beside" in run.data.tags["eaq.valid.reasons"]
         for other in named[run.info.run_id]:
             assert run.info.run_id in named[other]
+        # The wait for a slot is a phase too: the phases and the isolation account for the run's wall time.
+        metrics = run.data.metrics
+        unexplained = metrics["run_wall_s"] - sum(v for k, v in metrics.items() if k.startswith("phase_")) - metrics["isolation_overhead_s"]
+        assert "phase_slot_s" in metrics and 0 <= unexplained < 0.1 + 0.05 * metrics["run_wall_s"], (unexplained, metrics)
     assert any(named.values())
 
 

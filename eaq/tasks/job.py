@@ -322,7 +322,9 @@ def run_job(cfg: DictConfig) -> str:
         # Device work a sweep started ahead of its runs (eaq.tasks.ahead) ends before this run touches the device.
         ahead_s = wait_for_device(config.paths.cache_dir)
         gpus = config.gpu_slots
+        waiting = time.perf_counter()  # for a free GPU slot: another sweep on this host may hold them all, for minutes
         with gpu_slot(gpus.dir, gpus.count, run.run.info.run_name, run.run_id) if gpus.enabled else nullcontext() as slot:
+            slot_s = time.perf_counter() - waiting
             if slot is not None:
                 config.device = slot.device(config.device)
             if config.isolate:
@@ -341,6 +343,8 @@ def run_job(cfg: DictConfig) -> str:
         logging_started = time.perf_counter()
         result.metrics["phase_setup_s"] = setup_s
         result.metrics["phase_ahead_s"] = ahead_s
+        if gpus.enabled:
+            result.metrics["phase_slot_s"] = slot_s
         run.log_metrics(result.metrics)
         run.set_tags(result.tags)
         env = capture(result.device, digest, files)
