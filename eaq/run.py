@@ -62,4 +62,8 @@ if __name__ == "__main__":
         main()
     except SystemExit as stop:  # Hydra's and eaq's own exits (a failed run, a sweep with failures)
         exit_without_teardown(stop.code)
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (stop_on_terminate): the records are closed on the way here
+        print(f"stopped by {'SIGTERM' if 'SIGTERM' in str(stop) else 'Ctrl-C'}: a run under way is recorded KILLED (and a "
+              "sweep's parent run FAILED); the same command again resumes, skipping the runs that finished.", file=sys.stderr)
+        exit_without_teardown(143 if "SIGTERM" in str(stop) else 130)  # the shell's codes for the two signals
     exit_without_teardown(0)

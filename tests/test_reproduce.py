@@ -215,8 +215,10 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     cmd = [sys.executable, "-m", "eaq.run", *sweep, f"paths.output_dir={out}"]
     # Ctrl-C reaches the sweep as it reaches one started from a terminal: a test runner started in the
     # background of a shell without job control inherits SIGINT ignored, and Python would keep ignoring it.
-    process = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    said = out.parent / "stderr.txt"  # a file, not a pipe: nothing reads it while the sweep runs
+    with said.open("w") as stderr:
+        process = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
     while time.time() < deadline:  # kill it (Ctrl-C) once the first run has finished and the second is under way
         # Read the store only after the sweep created it: a second first-writer races its migration.
@@ -233,6 +235,11 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     else:
         os.kill(process.pid, signal.SIGTERM)
     process.wait(timeout=120)
+    # One sentence, not the KeyboardInterrupt's traceback (a stop by a scheduler's limit read as a crash), and the
+    # shell's exit code for the signal.
+    assert process.returncode == (130 if stop == "ctrl-c" else 143), said.read_text()[-2000:]
+    assert f"stopped by {'Ctrl-C' if stop == 'ctrl-c' else 'SIGTERM'}: a run under way is recorded KILLED" in said.read_text()
+    assert "Traceback" not in said.read_text(), said.read_text()[-3000:]
     # The interrupted run's process marks it KILLED as it exits, seconds later on a loaded machine.
     deadline = time.time() + 120
     while any(r.info.status == "RUNNING" for r in all_runs(out)) and time.time() < deadline:
