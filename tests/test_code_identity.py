@@ -126,6 +126,10 @@ def test_files_are_hashed_by_contents_alike_everywhere(tmp_path: Path) -> None:
     cfg = EaqConfig()
     cfg.precision.name, cfg.precision.plan = "mixed", str(plan)
     assert peaks._settings(cfg)["plan_sha256"] == expected
+    # Its matmul format is that of most of the model's Linear layers: a classifier head on the model adds one.
+    headed = EaqConfig()
+    headed.precision.name, headed.precision.plan, headed.model.classifier_head = "mixed", str(plan), "head.safetensors"
+    assert peaks._record_path(headed, peaks._settings(headed)) != peaks._record_path(cfg, peaks._settings(cfg))
 
 
 def test_a_model_folder_is_hashed_by_its_files_and_one_that_changes_while_it_is_walked_is_no_error(tmp_path: Path) -> None:

@@ -44,10 +44,11 @@ def _settings(cfg: EaqConfig) -> dict[str, str | None]:
         "precision": cfg.precision.name,
         "sampler": cfg.sampler.name,  # a peak per sampler (eaq.measure.roofline.calibration_path)
         # A plan's matmul format is that of most of the model's Linear layers, the plan's and the base's: its content
-        # and the model's layers decide it (a classifier head adds one), not the plan's name.
+        # and the model's layers decide it (a head adds one, a classifier head on an embedding model one more), not
+        # the plan's name.
         "plan_sha256": file_sha256(plan) if plan and plan.is_file() else cfg.precision.plan,
         **({"model": cfg.model.name_or_path, "architecture": json.dumps(cfg.model.architecture, sort_keys=True),
-            "head": cfg.model.head} if plan else {}),
+            "head": cfg.model.head, "classifier_head": cfg.model.classifier_head} if plan else {}),
     }
 
 
