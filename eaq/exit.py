@@ -60,3 +60,7 @@ def stop_on_terminate() -> None:
         raise KeyboardInterrupt(f"stopped by signal {signum} (SIGTERM)")
 
     signal.signal(signal.SIGTERM, terminated)
+    # Started in the background of a script (``cmd &`` in a shell without job control), a process inherits SIGINT
+    # ignored, and so does every process it starts: the runs' processes then let the SIGINT above pass, measuring on
+    # as orphans after the sweep had said they stopped. Ctrl-C's own meaning, restored here, is what they inherit.
+    signal.signal(signal.SIGINT, signal.default_int_handler)

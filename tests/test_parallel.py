@@ -18,6 +18,7 @@ import pickle
 import pwd
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -243,6 +244,114 @@ def test_a_sweep_through_submitits_local_executor_logs_every_run_once(tmp_path: 
     lines = [line for line in result.stderr.splitlines() if line.startswith("[sweep ")]
     assert [line.split("]")[0] for line in lines] == ["[sweep 1/2", "[sweep 2/2"], lines
     assert lines[-1].endswith("; 2 finished, 0 failed, 0 skipped"), lines
+
+
+def test_a_job_signalled_before_its_time_limit_ends_its_one_run_failed_saying_so(out: Path) -> None:
+    """SLURM signals a job (USR2, through submitit's handler) ahead of its time limit or a preemption; upstream's
+    launcher then requeued it, and each start left a run RUNNING (the local executor's three requeues ran a slow job
+    four times). The signal is sent here as SLURM would, to the job's process, while its run measures."""
+    command = [sys.executable, "-m", "eaq.run", "-m", "hydra/launcher=slurm_local", *FAST, "sampler=none",
+               "trials.min_duration_s=60", f"paths.output_dir={out}"]
+    sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=os.environ | {"PYTHONUNBUFFERED": "1"})
+    try:
+        deadline = time.monotonic() + 300
+        while not any(r.info.status == "RUNNING" and r.data.tags.get("eaq.kind") == "benchmark" for r in all_runs(out)):
+            assert time.monotonic() < deadline and sweep.poll() is None, "the job's run never started"
+            time.sleep(0.2)
+        (task,) = psutil.Process(_job_processes(out)[0]).children()  # the local executor's controller runs the task
+        task.send_signal(signal.SIGUSR2)
+        stdout, stderr = sweep.communicate(timeout=120)
+    finally:
+        sweep.kill()
+    assert sweep.returncode == 1, stderr[-3000:]
+    (run,) = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]  # started once, not requeued
+    assert run.info.status == "FAILED", run.data.tags
+    assert run.data.tags["eaq.error"].startswith("JobEndedError: SLURM signalled this job that it is about to end: its "
+                                                 "time limit (hydra.launcher.timeout_min=60)"), run.data.tags["eaq.error"]
+    assert "sweep: 0 of 1 runs finished" in stdout
+
+
+def test_a_submitit_sweep_stopped_by_sigterm_stops_its_jobs(out: Path) -> None:
+    """SIGTERM, as a scheduler stops the sweep's own job, to the sweep's process alone, started in the background of a
+    script (SIGINT ignored, inherited by every process it starts: the SIGINT the sweep hands its jobs passed them by,
+    and they measured on as orphans after the sweep said they stopped)."""
+    command = [sys.executable, "-m", "eaq.run", "-m", "hydra/launcher=slurm_local", *FAST, "sampler=none",
+               "trials.min_duration_s=60", f"paths.output_dir={out}"]
+    sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=os.environ | {"PYTHONUNBUFFERED": "1"}, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 300
+        while not any(r.info.status == "RUNNING" and r.data.tags.get("eaq.kind") == "benchmark" for r in all_runs(out)):
+            assert time.monotonic() < deadline and sweep.poll() is None, "the job's run never started"
+            time.sleep(0.2)
+        family = [sweep.pid, *(p.pid for p in psutil.Process(sweep.pid).children(recursive=True))]
+        sweep.send_signal(signal.SIGTERM)
+        stdout, stderr = sweep.communicate(timeout=120)
+    finally:
+        sweep.kill()
+    assert sweep.returncode == 143, stderr[-3000:]
+    deadline = time.monotonic() + 60  # the job's process records its run KILLED as it stops, then exits
+    while (alive := [p for p in family if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]) \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not alive, f"processes of the stopped sweep still running: {alive}"
+    (run,) = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
+    assert run.info.status == "KILLED"
+
+
+def test_a_slurm_sweep_stopped_cancels_its_jobs_still_queued_or_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SLURM's jobs run on other nodes, out of any signal's reach: a stopped sweep said its run was KILLED while they
+    measured on, and the same command again submitted their configurations a second time. (No SLURM here: jobs that
+    say whether they are done and take a cancel stand in for submitit's.)"""
+    from hydra_plugins.eaq_launchers.submitit_collect import LocalLauncher, SlurmLauncher
+
+    class Job:
+        def __init__(self, job_id: int, done: bool) -> None:
+            self.job_id, self._done, self.cancelled = job_id, done, False
+
+        def done(self) -> bool:
+            return self._done
+
+        def cancel(self, check: bool = True) -> None:
+            self.cancelled = True
+
+        def results(self) -> list:
+            raise KeyboardInterrupt  # the sweep stopped while it waited for this job
+
+    jobs = [Job(1, done=True), Job(2, done=False), Job(3, done=False)]
+    for launcher, cancelled in ((SlurmLauncher(), [False, True, True]), (LocalLauncher(), [False, False, False])):
+        monkeypatch.setattr(launcher, "_executor", lambda: type("Executor", (), {"map_array": lambda *_: jobs})())
+        launcher.config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "sweep")}}})
+        with pytest.raises(KeyboardInterrupt):
+            launcher.launch([["trial=1"], ["trial=2"], ["trial=3"]], 0)
+        assert [job.cancelled for job in jobs] == cancelled
+        for job in jobs:
+            job.cancelled = False
+
+
+def test_a_job_the_scheduler_started_again_ends_its_earlier_run_and_leaves_others_alone(tmp_path: Path) -> None:
+    """SLURM requeues a job itself (PreemptMode=REQUEUE, a node failure) with no signal to the job: its next start
+    ends FAILED the run the first left RUNNING, which the sweep's summary counted as a second, failed run of the job."""
+    from omegaconf import OmegaConf
+
+    from eaq.tasks.job import JOB_TAG, _supersede
+    from eaq.tracking.callbacks import PARENT_ID_FILE
+    from eaq.tracking.run_logger import PARENT_TAG, TrackedRun
+    from eaq.tracking.store import open_store
+
+    client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
+    parent = TrackedRun(client, experiment, "sweep", {"eaq.kind": "sweep"})
+    (tmp_path / PARENT_ID_FILE).write_text(parent.run_id)
+    runs = {key: TrackedRun(client, experiment, key, {JOB_TAG: number, PARENT_TAG: parent.run_id})
+            for key, number in (("first start", "3"), ("another job", "4"))}
+    finished = TrackedRun(client, experiment, "ended", {JOB_TAG: "3", PARENT_TAG: parent.run_id})
+    finished.end("FINISHED")
+    _supersede(client, experiment, OmegaConf.create({"job": {"num": 3}, "sweep": {"dir": str(tmp_path)}, "runtime": {"cwd": "/"}}))
+    first = client.get_run(runs["first start"].run_id)
+    assert first.info.status == "FAILED" and "started this job again (a requeue)" in first.data.tags["eaq.error"]
+    assert client.get_run(runs["another job"].run_id).info.status == "RUNNING"
+    assert client.get_run(finished.run_id).info.status == "FINISHED"
 
 
 def test_the_slurm_preset_hands_every_setting_to_submitits_slurm_executor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 import time
 import traceback
@@ -94,6 +95,24 @@ def out_of_memory(exc: BaseException, resolved: dict[str, Any]) -> EaqError | No
         f"the device ran out of memory running model={resolved['model']['name']} at batch_size={resolved['batch_size']}, "
         f"seq_len={resolved['seq_len']}, precision={resolved['precision']['name']} ({said}); lower batch_size or seq_len, "
         "use a smaller model, or free the device of other processes (nvidia-smi lists them)."
+    )
+
+
+def scheduler_ended(exc: BaseException, hydra_cfg: Any) -> JobEndedError | None:
+    """The sentence for a SLURM job that submitit's signal handler ended (its ``UncompletedJobError``, known by name:
+    this process need not import submitit); None for any other error.
+
+    SLURM signals a job (USR2, about two minutes ahead) before its time limit or a preemption; eaq's launchers never
+    requeue a run (eaq_launchers' ``checkpoint``), so submitit raises in the job, whose run ends FAILED: said as what
+    happened and what to change, not as submitit's "Job not requeued because: checkpoint function returned None"."""
+    if type(exc).__name__ != "UncompletedJobError" or not type(exc).__module__.startswith("submitit"):
+        return None
+    limit = OmegaConf.select(hydra_cfg, "launcher.timeout_min", default=None)
+    return JobEndedError(
+        f"SLURM signalled this job that it is about to end: its time limit (hydra.launcher.timeout_min={limit}) or a "
+        "preemption (the job's error output under the sweep folder's .submitit/ says which); eaq does not requeue a "
+        "run: give jobs more time, or submit where they are not preempted. The same command again measures only what "
+        "did not finish (resume)."
     )
 
 
@@ -214,8 +233,7 @@ def record_ended_job(cfg: DictConfig, reason: str) -> str:
     error = JobEndedError(reason)
     name = str(resolved["run_name"])
     folder = sweep_dir(hydra_cfg)
-    where = f"tags.`{JOB_TAG}` = '{hydra_cfg.job.num}' and tags.`{PARENT_TAG}` = '{parent_run_id(folder)}'"
-    found = client.search_runs([experiment_id], filter_string=where, max_results=10)
+    found = _job_runs(client, experiment_id, hydra_cfg)
     for existing in found:
         if existing.info.status == "RUNNING":
             end_run(client, existing.info.run_id, "FAILED", error)
@@ -236,6 +254,22 @@ def record_ended_job(cfg: DictConfig, reason: str) -> str:
         status = "failed"
     leave_record(name, status, None)
     return status
+
+
+def _job_runs(client: MlflowClient, experiment_id: str, hydra_cfg: Any) -> list:
+    """The runs of this sweep's job (its number under the sweep's parent run), however many times it started."""
+    where = f"tags.`{JOB_TAG}` = '{hydra_cfg.job.num}' and tags.`{PARENT_TAG}` = '{parent_run_id(sweep_dir(hydra_cfg))}'"
+    return client.search_runs([experiment_id], filter_string=where, max_results=10)
+
+
+def _supersede(client: MlflowClient, experiment_id: str, hydra_cfg: Any) -> None:
+    """End FAILED the runs an earlier start of this job left RUNNING: a scheduler that requeues a job itself (SLURM's
+    PreemptMode=REQUEUE, a node failure) starts it again from the top, and its first run, never ended, was counted by
+    the sweep's summary as a second run of the job and as failed."""
+    for earlier in _job_runs(client, experiment_id, hydra_cfg):
+        if earlier.info.status == "RUNNING":
+            end_run(client, earlier.info.run_id, "FAILED", JobEndedError(
+                "the scheduler started this job again (a requeue) before this run ended; the job's next run replaces it"))
 
 
 def _skipped_for(client: MlflowClient, experiment_id: str, digest: str, folder: Path) -> str | None:
@@ -303,6 +337,8 @@ def run_job(cfg: DictConfig) -> str:
             if device is not None and (older := finished_run(client, experiment_id, settings, device, tag="eaq.settings_hash")):
                 log.info("%s: measured again: run %s measured these settings with other eaq code (eaq's code counts in "
                          "resume; env.json's eaq_code says which ran)", resolved["run_name"], older)
+        if multirun:
+            _supersede(client, experiment_id, hydra_cfg)
         run = _new_run(
             client, experiment_id, resolved, digest,
             # Only where sure: "auto" read as the CPU because NVML saw no GPU may yet run on one that torch sees.
@@ -356,11 +392,13 @@ def run_job(cfg: DictConfig) -> str:
         run.log_metrics({"phase_logging_s": time.perf_counter() - logging_started, "run_wall_s": time.perf_counter() - started})
         run.end("FINISHED")
     except KeyboardInterrupt as exc:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the KILLED record short
         if run is not None:
             _end(run, "KILLED", exc, uri, debug)
         raise
     except Exception as exc:
-        error = store_failed(exc, uri) if isinstance(exc, MlflowException) else out_of_memory(exc, resolved) or exc
+        error = (store_failed(exc, uri) if isinstance(exc, MlflowException) else
+                 out_of_memory(exc, resolved) or scheduler_ended(exc, hydra_cfg) or exc)
         if run is not None:
             _end(run, "FAILED", error, uri, debug)
         _report_error(error, debug)

@@ -18,8 +18,10 @@ from __future__ import annotations
 import atexit
 import functools
 import logging
+import shutil
 import sys
 import traceback
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -42,7 +44,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 PARENT_ID_FILE = "mlflow_parent_run_id.txt"
-SKIPPED_FILE = "skipped_runs.txt"
+# One file per job that resume skipped, each holding the run it matched: jobs on several nodes append to no shared
+# file (O_APPEND over NFS can lose or merge lines, and a lost one read as a job that left no run).
+SKIPPED_FOLDER = "skipped_runs"
 # Held by a running sweep for its whole life: a second sweep pointed at the same folder stops.
 SWEEP_LOCK_FILE = ".sweep.lock"
 
@@ -78,8 +82,7 @@ def record_skip(client: MlflowClient, folder: str | Path, run_id: str) -> None:
     then covers every configuration of the sweep, measured now or before."""
     from eaq.tracking.run_logger import REUSED_TAG
 
-    with (Path(folder) / SKIPPED_FILE).open("a") as handle:
-        handle.write(run_id + "\n")
+    atomic_write_text(Path(folder) / SKIPPED_FOLDER / f"{uuid.uuid4().hex}.txt", run_id + "\n")
     parent = parent_run_id(folder)
     if parent is not None:
         client.set_tag(parent, REUSED_TAG + run_id, redact(client.get_run(run_id).info.run_name))  # as every record
@@ -88,8 +91,7 @@ def record_skip(client: MlflowClient, folder: str | Path, run_id: str) -> None:
 def skipped_runs(folder: str | Path) -> list[str]:
     """The run each skipped job of the sweep in ``folder`` was skipped for, as ``record_skip`` left them (two jobs of
     one configuration, two entries)."""
-    path = Path(folder) / SKIPPED_FILE
-    return path.read_text().split() if path.exists() else []
+    return [run for path in sorted((Path(folder) / SKIPPED_FOLDER).glob("*.txt")) for run in path.read_text().split()]
 
 
 def parent_run_id(folder: str | Path) -> str | None:
@@ -186,7 +188,7 @@ class MlflowSweepCallback(Callback):
 
         folder = sweep_folder(config)
         self._sweep_lock = _hold_sweep_folder(folder)
-        (folder / SKIPPED_FILE).unlink(missing_ok=True)  # left by an earlier sweep in this folder
+        shutil.rmtree(folder / SKIPPED_FOLDER, ignore_errors=True)  # left by an earlier sweep in this folder
         tracking = config.tracking
         client, experiment_id = open_store(tracking.uri, tracking.experiment, tracking.artifact_location)
         self.parent = TrackedRun(

@@ -32,6 +32,17 @@ ENDED_FROM_OUTSIDE = {"TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NOD
 
 
 class _CollectingLauncher(BaseSubmititLauncher):
+    # Whether a stopped sweep cancels its jobs: SLURM's run on other nodes, which no signal to this process reaches
+    # (else they measured on, and the same command again submitted their configurations a second time).
+    _CANCEL_ON_STOP = True
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> None:
+        """No requeue (upstream resubmits the job): a job SLURM signals before its time limit or a preemption ends
+        its run FAILED (eaq.tasks.job.scheduler_ended says why), and resume measures the configuration again. A
+        requeued job started over with its first run left RUNNING, the sweep counting both; the local executor's
+        default of three requeues ran a slow job four times."""
+        return None
+
     def _executor(self) -> Any:
         """submitit's executor for this launcher's cluster, its settings from ``hydra.launcher`` as upstream reads
         them: the keys every queue has by their names, the others prefixed with the cluster's (``slurm_qos``)."""
@@ -64,7 +75,18 @@ class _CollectingLauncher(BaseSubmititLauncher):
             self, [list(o) for o in job_overrides], ["hydra.sweep.dir"] * count, numbers,
             [f"job_id_for_{n}" for n in numbers], [Singleton.get_state()] * count,
         )
-        return [self._collect(job, list(overrides), number) for job, overrides, number in zip(jobs, job_overrides, numbers)]
+        try:
+            return [self._collect(job, list(overrides), number) for job, overrides, number in zip(jobs, job_overrides, numbers)]
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the sweep stops, and so do its jobs (their runs end KILLED)
+            if not self._CANCEL_ON_STOP:
+                raise
+            pending = [job for job in jobs if not job.done()]
+            for job in pending:
+                job.cancel(check=False)
+            if pending:
+                log.warning("cancelled %d job(s) of the sweep still queued or running: %s", len(pending),
+                            " ".join(str(job.job_id) for job in pending))
+            raise
 
     def _collect(self, job: Any, overrides: list[str], number: int) -> JobReturn:
         """The job's result; for a job that returned none (ended from outside, exited, raised), its record as a failed
@@ -124,6 +146,9 @@ def _why(job: Any, error: Exception) -> str:
 
 class LocalLauncher(_CollectingLauncher):
     _EXECUTOR = "local"
+    # Its jobs are this process's children: Ctrl-C reaches them with it, and SIGTERM's handler hands them SIGINT
+    # (eaq.exit.stop_on_terminate); a cancel would send each a second one while it records its run KILLED.
+    _CANCEL_ON_STOP = False
 
 
 class SlurmLauncher(_CollectingLauncher):
