@@ -300,6 +300,15 @@ def test_a_submitit_sweep_stopped_by_sigterm_stops_its_jobs(out: Path) -> None:
     assert run.info.status == "KILLED"
 
 
+def test_a_launcher_setting_submitit_does_not_take_is_one_sentence(out: Path) -> None:
+    """submitit's NameError ended the sweep in a traceback."""
+    result = run_eaq(out, "-m", "hydra/launcher=slurm_local", "+hydra.launcher.signal_delay_s=90", *FAST, "sampler=none")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "hydra.launcher holds a setting submitit's local executor does not take (Unknown argument 'signal_delay_s'" in result.stderr
+    (parent,) = all_runs(out)
+    assert parent.info.status == "FAILED"  # the sweep's parent run, closed as the sweep exits
+
+
 def test_a_slurm_sweep_stopped_cancels_its_jobs_still_queued_or_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SLURM's jobs run on other nodes, out of any signal's reach: a stopped sweep said its run was KILLED while they
     measured on, and the same command again submitted their configurations a second time. (No SLURM here: jobs that

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -53,10 +54,15 @@ class _CollectingLauncher(BaseSubmititLauncher):
             init[f"{self._EXECUTOR}_max_num_timeout"] = self.params["max_num_timeout"]
         executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init)
         common = set(OmegaConf.structured(BaseQueueConf).keys())
-        executor.update_parameters(**{
-            key if key in common else f"{self._EXECUTOR}_{key}": value
-            for key, value in self.params.items() if key not in EXECUTOR_KEYS
-        })
+        try:
+            executor.update_parameters(**{
+                key if key in common else f"{self._EXECUTOR}_{key}": value
+                for key, value in self.params.items() if key not in EXECUTOR_KEYS
+            })
+        except NameError as error:  # submitit's word for a setting its executor does not take: a sentence, exit 2
+            print(f"error: the sweep stopped: hydra.launcher holds a setting submitit's {self._EXECUTOR} executor does "
+                  f"not take ({str(error).splitlines()[0]}); drop it.", file=sys.stderr)
+            raise SystemExit(2) from error
         return executor
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
