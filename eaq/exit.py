@@ -60,7 +60,13 @@ def stop_on_terminate() -> None:
         raise KeyboardInterrupt(f"stopped by signal {signum} (SIGTERM)")
 
     signal.signal(signal.SIGTERM, terminated)
-    # Started in the background of a script (``cmd &`` in a shell without job control), a process inherits SIGINT
-    # ignored, and so does every process it starts: the runs' processes then let the SIGINT above pass, measuring on
-    # as orphans after the sweep had said they stopped. Ctrl-C's own meaning, restored here, is what they inherit.
+
+
+def restore_interrupt() -> None:
+    """Give SIGINT Ctrl-C's meaning again, before this process starts any other (the fork server first).
+
+    Started in the background of a script (``cmd &`` in a shell without job control), a process inherits SIGINT
+    ignored, and so does every process it starts, and every run the fork server forks: they let the SIGINT that
+    ``stop_on_terminate`` hands them pass, measuring on as orphans after the sweep said they stopped.
+    """
     signal.signal(signal.SIGINT, signal.default_int_handler)

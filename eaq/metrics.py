@@ -246,6 +246,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.error", "Error class and message of a FAILED (or KILLED) run; JobEndedError: a sweep's job returned no result (ended from outside: SLURM's time limit, out of memory, a cancel; or it exited or raised first), with submitit's state for it and its output files."),
     ("eaq.kind", "'benchmark', 'layers' (task=layers), 'calibrate', 'sweep' (a multirun's parent run), or 'report' (python -m eaq.report --log without --sweep)."),
     ("eaq.sweep.job", "A sweep's run: its job number in the sweep (hydra.job.num; its folder's name under the sweep folder). The sweep finds by it the run of a job that could not end it itself."),
+    ("eaq.superseded", "On a run of a sweep's job that a later start of the same job replaced (a scheduler's requeue): why. Neither the sweep's summary nor the report counts it."),
     ("eaq.gpu_slot", "hydra/launcher=gpus (gpu_slots.enabled): the index of the GPU slot the run held, the GPU it measured on."),
     ("eaq.gpu_slot.key", "The slot's lock name: the GPU's UUID."),
     ("eaq.neighbours", "Under GPU slots: the other eaq runs that held a GPU of this host while this run held its own (name, GPU and run id of each), or 'none'."),

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 
-from eaq.exit import exit_without_teardown, stop_on_terminate
+from eaq.exit import exit_without_teardown, restore_interrupt, stop_on_terminate
 from eaq.slots import ORDER
 from eaq.tasks.isolation import start_server
 
@@ -17,6 +17,8 @@ from eaq.tasks.isolation import start_server
 # for the CPU with the run measuring in this process.
 IN_PROCESS = re.compile(r"\+{0,2}isolate=(false|no|off|0)", re.IGNORECASE)
 
+if __name__ == "__main__":
+    restore_interrupt()  # before any process starts: they inherit it
 if __name__ == "__main__" and not any(IN_PROCESS.fullmatch(arg) for arg in sys.argv[1:]):
     # Before anything else: the fork server's imports (torch, transformers, torchao: 14 s
     # on the H100 machine) then run while this process imports Hydra and MLflow and sets

@@ -329,14 +329,19 @@ def test_a_slurm_sweep_stopped_cancels_its_jobs_still_queued_or_running(tmp_path
             raise KeyboardInterrupt  # the sweep stopped while it waited for this job
 
     jobs = [Job(1, done=True), Job(2, done=False), Job(3, done=False)]
+    previous = signal.getsignal(signal.SIGINT)
     for launcher, cancelled in ((SlurmLauncher(), [False, True, True]), (LocalLauncher(), [False, False, False])):
+        recorded = []  # each cancelled job's run, ended from here (eaq.tasks.job.record_ended_job, tested above)
         monkeypatch.setattr(launcher, "_executor", lambda: type("Executor", (), {"map_array": lambda *_: jobs})())
+        monkeypatch.setattr(launcher, "_ended", lambda job, overrides, number, reason, status: recorded.append((number, status)))
         launcher.config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "sweep")}}})
         with pytest.raises(KeyboardInterrupt):
             launcher.launch([["trial=1"], ["trial=2"], ["trial=3"]], 0)
         assert [job.cancelled for job in jobs] == cancelled
+        assert recorded == ([(1, "KILLED"), (2, "KILLED")] if any(cancelled) else [])
         for job in jobs:
             job.cancelled = False
+    signal.signal(signal.SIGINT, previous)  # the stop's handling ignored it in this process
 
 
 def test_a_job_the_scheduler_started_again_ends_its_earlier_run_and_leaves_others_alone(tmp_path: Path) -> None:
@@ -352,15 +357,25 @@ def test_a_job_the_scheduler_started_again_ends_its_earlier_run_and_leaves_other
     client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
     parent = TrackedRun(client, experiment, "sweep", {"eaq.kind": "sweep"})
     (tmp_path / PARENT_ID_FILE).write_text(parent.run_id)
-    runs = {key: TrackedRun(client, experiment, key, {JOB_TAG: number, PARENT_TAG: parent.run_id})
-            for key, number in (("first start", "3"), ("another job", "4"))}
-    finished = TrackedRun(client, experiment, "ended", {JOB_TAG: "3", PARENT_TAG: parent.run_id})
+    job = {PARENT_TAG: parent.run_id, "eaq.kind": "benchmark"}
+    runs = {key: TrackedRun(client, experiment, key, {JOB_TAG: number, **job}) for key, number in (("first start", "3"), ("another job", "4"))}
+    finished = TrackedRun(client, experiment, "ended", {JOB_TAG: "3", **job})
     finished.end("FINISHED")
+    failed = TrackedRun(client, experiment, "preempted", {JOB_TAG: "3", **job})
+    failed.end("FAILED")  # ended by eaq as SLURM signalled a preemption, before SLURM requeued the job
     _supersede(client, experiment, OmegaConf.create({"job": {"num": 3}, "sweep": {"dir": str(tmp_path)}, "runtime": {"cwd": "/"}}))
     first = client.get_run(runs["first start"].run_id)
     assert first.info.status == "FAILED" and "started this job again (a requeue)" in first.data.tags["eaq.error"]
+    assert "eaq.superseded" in first.data.tags and "eaq.superseded" in client.get_run(failed.run_id).data.tags
     assert client.get_run(runs["another job"].run_id).info.status == "RUNNING"
-    assert client.get_run(finished.run_id).info.status == "FINISHED"
+    assert "eaq.superseded" not in client.get_run(runs["another job"].run_id).data.tags
+    ended = client.get_run(finished.run_id)
+    assert ended.info.status == "FINISHED" and "eaq.superseded" not in ended.data.tags
+    # Neither the sweep's summary nor the report counts a replaced start.
+    from eaq.report.frame import fetch_runs
+
+    counted = {r.info.run_id for r in fetch_runs(f"sqlite:///{tmp_path}/mlflow.db", sweep=parent.run_id)}
+    assert counted == {runs["another job"].run_id, finished.run_id}
 
 
 def test_the_slurm_preset_hands_every_setting_to_submitits_slurm_executor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

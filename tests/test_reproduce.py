@@ -139,6 +139,11 @@ def test_the_tools_say_what_was_passed_wrong_not_that_the_store_failed(tmp_path:
     assert rerun_main([run.run_id, "--uri", uri]) == 2
     said = capsys.readouterr().err
     assert "has no recorded .hydra/" in said and "pass its job folder instead" in said and "store" not in said
+    # A finished run logged .hydra/ as it started: not finding it is the store's artifacts failing, said as such.
+    finished = TrackedRun(client, experiment, "finished", {"eaq.kind": "benchmark"})
+    finished.end("FINISHED")
+    assert rerun_main([finished.run_id, "--uri", uri]) == 2
+    assert "the MLflow tracking store named by --uri failed" in capsys.readouterr().err
     assert diff_main(["--sweep", "out-of-time", "--uri", uri]) == 2
     assert "is no sweep's parent run (eaq.kind=benchmark)" in capsys.readouterr().err
     assert diff_main([run.run_id, "x", "--uri", str(tmp_path / "mlflow.db")]) == 2
@@ -205,6 +210,35 @@ def test_the_device_a_run_will_get_is_named_ahead_only_where_it_can_be_told(monk
     assert device_name("auto") is None
 
 
+def test_a_run_started_with_sigint_ignored_hands_its_processes_ctrl_cs_meaning(out: Path) -> None:
+    """From a script's background (``cmd &``, no job control) a process inherits SIGINT ignored, as does every process
+    it starts and every run the fork server forks: they let pass the SIGINT a SIGTERM'd sweep hands them and measured
+    on as orphans after the sweep said they stopped. Read from the kernel, while the run measures."""
+    cmd = [sys.executable, "-m", "eaq.run", *FAST, "trials.min_duration_s=30", f"paths.output_dir={out}"]
+    process = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        deadline = time.time() + 300
+        # Read the store only once the run has logged its config (a second first-writer races its migration).
+        while not (list(out.glob("runs/*/config.yaml")) and any(r.info.status == "RUNNING" for r in all_runs(out))):
+            assert time.time() < deadline and process.poll() is None, "the run never started"
+            time.sleep(0.5)
+        # The job's process, and the runs the fork server forked (the server and multiprocessing's resource tracker
+        # ignore SIGINT by design: Ctrl-C stops their users, which stop them).
+        servers = [p for p in psutil.Process(process.pid).children() if "forkserver" in " ".join(p.cmdline())]
+        runs = [child.pid for server in servers for child in server.children()]
+        assert len(runs) == 1
+
+        def ignores_sigint(pid: int) -> bool:
+            status = Path(f"/proc/{pid}/status").read_text()
+            return bool(int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")), 16) & 1 << (signal.SIGINT - 1))
+
+        assert [pid for pid in (process.pid, *runs) if ignores_sigint(pid)] == []
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+
+
 @pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
 def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path, capsys, stop: str) -> None:
     """Ctrl-C reaches the sweep's whole process group; SIGTERM (kill, timeout, a scheduler's limit) the sweep's
@@ -217,8 +251,11 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     # background of a shell without job control inherits SIGINT ignored, and Python would keep ignoring it.
     said = out.parent / "stderr.txt"  # a file, not a pipe: nothing reads it while the sweep runs
     with said.open("w") as stderr:
+        # SIGTERM: as from a script that started the sweep in its background, SIGINT ignored (inherited by every
+        # process the sweep starts, which then let pass the SIGINT the sweep hands them, measuring on as orphans).
+        ignored = signal.SIG_DFL if stop == "ctrl-c" else signal.SIG_IGN
         process = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
-                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, ignored))
     deadline = time.time() + 300
     while time.time() < deadline:  # kill it (Ctrl-C) once the first run has finished and the second is under way
         # Read the store only after the sweep created it: a second first-writer races its migration.

@@ -143,7 +143,8 @@ def idle_baseline(
     if idle_s <= 0:
         return None, None, {"eaq.idle": "none (no idle time asked for)"}
     stored = load_baseline(store[0]) if store else None
-    reason = stale_reason(stored, sampler.name, sampler.snapshot(), store[1], idle_s) if store else "reuse off"
+    reason = (stale_reason(stored, sampler.name, sampler.snapshot(), store[1], idle_s) if store else
+              "reuse off: trials.idle_reuse=false, or a CPU the sweep's other jobs share")
     if reason is None and stored is not None:
         tags = {"eaq.idle": f"reused, measured {stored.age_s():.0f} s earlier", "eaq.idle.measured_unix_s": f"{stored.measured_unix_s:.3f}"}
         return stored, None, tags

@@ -22,7 +22,7 @@ from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
 from eaq.tracking.flatten import NOT_MEASUREMENT
 from eaq.tracking.redact import redact
-from eaq.tracking.run_logger import NOT_A_RUN_ID, PARENT_TAG, every_run, sweep_runs
+from eaq.tracking.run_logger import NOT_A_RUN_ID, PARENT_TAG, SUPERSEDED_TAG, every_run, sweep_runs
 from eaq.tracking.store import read_store
 
 # The configuration of a run: what a row of an aggregate is keyed by (trial is what varies within one).
@@ -107,7 +107,7 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
             names = ", ".join(e.name for e in client.search_experiments())
             raise EaqError(f"--experiment {name}: not in {redact(uri)}; experiments there: {names or 'none'}.")
         runs = every_run(client, [found.experiment_id])
-    return [r for r in runs if r.data.tags.get("eaq.kind") in KINDS]
+    return [r for r in runs if r.data.tags.get("eaq.kind") in KINDS and SUPERSEDED_TAG not in r.data.tags]
 
 
 def compiler_settings(frame: pd.DataFrame, compiled: pd.Series) -> None:

@@ -33,7 +33,7 @@ from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking.failures import store_failed
 from eaq.tracking.flatten import config_hash, flatten, read_files
-from eaq.tracking.run_logger import PARENT_TAG, TrackedRun, end_run
+from eaq.tracking.run_logger import PARENT_TAG, SUPERSEDED_TAG, TrackedRun, end_run
 from eaq.tracking.store import open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip, skipped_runs, sweep_dir
 from eaq.tracking.environment import capture, cpu_model, device_name, summary_tags
@@ -212,7 +212,7 @@ def _job_store(resolved: dict, launched_from: str) -> tuple[MlflowClient, str]:
     return open_store(tracking["uri"], tracking["experiment"], from_launch_folder(tracking["artifact_location"], launched_from))
 
 
-def record_ended_job(cfg: DictConfig, reason: str) -> str:
+def record_ended_job(cfg: DictConfig, reason: str, status: str = "FAILED") -> str:
     """Record a sweep's job that returned no result as FAILED: ended from outside (a scheduler's time limit, out of
     memory, a cancel), or exited or raised before its run could end. Returns how the job counts for the sweep's
     progress (``failed``; ``finished`` or ``skipped`` where it got that far before it ended).
@@ -223,7 +223,8 @@ def record_ended_job(cfg: DictConfig, reason: str) -> str:
     the job's run (found by its number under the sweep's parent) ends FAILED with ``reason``; where there is none, a
     FAILED run of the job's name and config says it, so resume measures the configuration again. A job without a run
     that resume had skipped (its configuration's FINISHED run among the sweep's skips) stays skipped: a FAILED run
-    beside the FINISHED one would put a failure in the report that no measurement had.
+    beside the FINISHED one would put a failure in the report that no measurement had. ``status``: KILLED for a job
+    the stopped sweep cancelled.
     """
     hydra_cfg = HydraConfig.get()
     resolved = OmegaConf.to_container(cfg, resolve=True)
@@ -236,7 +237,7 @@ def record_ended_job(cfg: DictConfig, reason: str) -> str:
     found = _job_runs(client, experiment_id, hydra_cfg)
     for existing in found:
         if existing.info.status == "RUNNING":
-            end_run(client, existing.info.run_id, "FAILED", error)
+            end_run(client, existing.info.run_id, status, error)
     digest = config_hash(resolved, hydra_cfg.runtime.cwd) if not found else ""  # files read once, where needed
     if any(existing.info.status == "FINISHED" for existing in found):  # ended after its run did, in its teardown
         status = "finished"
@@ -249,7 +250,7 @@ def record_ended_job(cfg: DictConfig, reason: str) -> str:
             try:
                 run.log_params(flatten(resolved))
             finally:
-                run.end("FAILED", error)
+                run.end(status, error)
         log.error("%s: %s", name, redact(reason))
         status = "failed"
     leave_record(name, status, None)
@@ -263,13 +264,16 @@ def _job_runs(client: MlflowClient, experiment_id: str, hydra_cfg: Any) -> list:
 
 
 def _supersede(client: MlflowClient, experiment_id: str, hydra_cfg: Any) -> None:
-    """End FAILED the runs an earlier start of this job left RUNNING: a scheduler that requeues a job itself (SLURM's
-    PreemptMode=REQUEUE, a node failure) starts it again from the top, and its first run, never ended, was counted by
-    the sweep's summary as a second run of the job and as failed."""
+    """Mark replaced the runs an earlier start of this job did not finish, ending FAILED one it left RUNNING: a
+    scheduler that requeues a job itself (SLURM's PreemptMode=REQUEUE after a preemption eaq's run ended FAILED, a node
+    failure) starts it again from the top, and the sweep's summary and report counted the first start's run as a
+    second, failed run of the job (tag ``SUPERSEDED_TAG``: they count neither)."""
+    why = "the scheduler started this job again (a requeue) before this run finished; the job's next run replaces it"
     for earlier in _job_runs(client, experiment_id, hydra_cfg):
-        if earlier.info.status == "RUNNING":
-            end_run(client, earlier.info.run_id, "FAILED", JobEndedError(
-                "the scheduler started this job again (a requeue) before this run ended; the job's next run replaces it"))
+        if earlier.info.status != "FINISHED":
+            client.set_tag(earlier.info.run_id, SUPERSEDED_TAG, why)
+            if earlier.info.status == "RUNNING":
+                end_run(client, earlier.info.run_id, "FAILED", JobEndedError(why))
 
 
 def _skipped_for(client: MlflowClient, experiment_id: str, digest: str, folder: Path) -> str | None:

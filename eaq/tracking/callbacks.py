@@ -220,12 +220,13 @@ class MlflowSweepCallback(Callback):
 
     @fail_loudly("closing the sweep's MLflow parent run")
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from eaq.tracking.run_logger import PARENT_TAG, every_experiment, every_run
+        from eaq.tracking.run_logger import PARENT_TAG, SUPERSEDED_TAG, every_experiment, every_run
 
         if self.parent is None:
             return
         client = self.parent.client
         children = every_run(client, every_experiment(client), f"tags.`{PARENT_TAG}` = '{self.parent.run_id}'")
+        children = [r for r in children if SUPERSEDED_TAG not in r.data.tags]  # a job's start that a later one replaced
         failed = [r for r in children if r.info.status != "FINISHED"]
         self.parent.log_metrics({"sweep_runs": len(children), "sweep_runs_failed": len(failed)})
         self.parent.end("FAILED" if failed else "FINISHED")

@@ -21,6 +21,8 @@ from mlflow.tracking import MlflowClient
 from eaq.tracking.redact import redact, redact_file, redact_folder, redact_tree
 
 PARENT_TAG = "mlflow.parentRunId"
+# On a run a later start of its job replaced (a scheduler's requeue): neither the sweep's summary nor the report counts it.
+SUPERSEDED_TAG = "eaq.superseded"
 # On a sweep's parent, one tag per FINISHED run that resume reused instead of measuring its configuration again
 # (the value: the run's name): the sweep's report reads them as the sweep's own runs.
 REUSED_TAG = "eaq.reused."

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -86,12 +87,17 @@ class _CollectingLauncher(BaseSubmititLauncher):
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the sweep stops, and so do its jobs (their runs end KILLED)
             if not self._CANCEL_ON_STOP:
                 raise
-            pending = [job for job in jobs if not job.done()]
-            for job in pending:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the records below short
+            pending = [(job, list(o), n) for job, o, n in zip(jobs, job_overrides, numbers) if not job.done()]
+            for job, _, _ in pending:
                 job.cancel(check=False)
             if pending:
                 log.warning("cancelled %d job(s) of the sweep still queued or running: %s", len(pending),
-                            " ".join(str(job.job_id) for job in pending))
+                            " ".join(str(job.job_id) for job, _, _ in pending))
+            # Recorded here: SLURM ends a cancelled job with signals submitit's job process passes by, then kills it.
+            for job, overrides, number in pending:
+                self._ended(job, overrides, number, f"job {job.job_id} was cancelled as the sweep stopped (Ctrl-C or "
+                            "SIGTERM); the same command again measures only what did not finish (resume).", "KILLED")
             raise
 
     def _collect(self, job: Any, overrides: list[str], number: int) -> JobReturn:
@@ -104,7 +110,7 @@ class _CollectingLauncher(BaseSubmititLauncher):
         except UncompletedJobError as error:  # FailedJobError too: the job raised
             return self._ended(job, overrides, number, _why(job, error))
 
-    def _ended(self, job: Any, overrides: list[str], number: int, reason: str) -> JobReturn:
+    def _ended(self, job: Any, overrides: list[str], number: int, reason: str, run_status: str = "FAILED") -> JobReturn:
         from eaq.tasks.job import record_ended_job
 
         assert self.hydra_context is not None and self.config is not None
@@ -118,7 +124,7 @@ class _CollectingLauncher(BaseSubmititLauncher):
             del task_config["hydra"]
         status = "failed"
         try:
-            status = record_ended_job(task_config, reason)
+            status = record_ended_job(task_config, reason, run_status)
         except Exception as error:  # one record that cannot be made must not stop the collection of the other jobs
             log.error("job %s returned no result, and could not be recorded as a failed run (%s): %s", job.job_id, error, reason)
         return JobReturn(overrides=overrides, cfg=task_config, hydra_cfg=config, status=JobStatus.COMPLETED,
