@@ -212,7 +212,7 @@ def _job_store(resolved: dict, launched_from: str) -> tuple[MlflowClient, str]:
     return open_store(tracking["uri"], tracking["experiment"], from_launch_folder(tracking["artifact_location"], launched_from))
 
 
-def record_ended_job(cfg: DictConfig, reason: str, status: str = "FAILED") -> str:
+def record_ended_job(cfg: DictConfig, reason: str, run_status: str = "FAILED") -> str:
     """Record a sweep's job that returned no result as FAILED: ended from outside (a scheduler's time limit, out of
     memory, a cancel), or exited or raised before its run could end. Returns how the job counts for the sweep's
     progress (``failed``; ``finished`` or ``skipped`` where it got that far before it ended).
@@ -223,7 +223,7 @@ def record_ended_job(cfg: DictConfig, reason: str, status: str = "FAILED") -> st
     the job's run (found by its number under the sweep's parent) ends FAILED with ``reason``; where there is none, a
     FAILED run of the job's name and config says it, so resume measures the configuration again. A job without a run
     that resume had skipped (its configuration's FINISHED run among the sweep's skips) stays skipped: a FAILED run
-    beside the FINISHED one would put a failure in the report that no measurement had. ``status``: KILLED for a job
+    beside the FINISHED one would put a failure in the report that no measurement had. ``run_status``: KILLED for a job
     the stopped sweep cancelled.
     """
     hydra_cfg = HydraConfig.get()
@@ -237,7 +237,7 @@ def record_ended_job(cfg: DictConfig, reason: str, status: str = "FAILED") -> st
     found = _job_runs(client, experiment_id, hydra_cfg)
     for existing in found:
         if existing.info.status == "RUNNING":
-            end_run(client, existing.info.run_id, status, error)
+            end_run(client, existing.info.run_id, run_status, error)
     digest = config_hash(resolved, hydra_cfg.runtime.cwd) if not found else ""  # files read once, where needed
     if any(existing.info.status == "FINISHED" for existing in found):  # ended after its run did, in its teardown
         status = "finished"
@@ -250,7 +250,7 @@ def record_ended_job(cfg: DictConfig, reason: str, status: str = "FAILED") -> st
             try:
                 run.log_params(flatten(resolved))
             finally:
-                run.end(status, error)
+                run.end(run_status, error)
         log.error("%s: %s", name, redact(reason))
         status = "failed"
     leave_record(name, status, None)
