@@ -56,7 +56,9 @@ def logged_command(ref: str, client: MlflowClient | None) -> list[str]:
             logged = Path(client.download_artifacts(run.info.run_id, ".hydra", tmp))
         except (MlflowException, OSError) as error:
             if run.info.status == "FINISHED":  # it logged .hydra/ as it started: the store's artifacts are unreadable
-                raise error if isinstance(error, MlflowException) else MlflowException(str(error)) from error
+                if isinstance(error, MlflowException):
+                    raise
+                raise MlflowException(str(error)) from error
             raise EaqError(
                 f"run {run.info.run_name} ({run.info.run_id}) has no recorded .hydra/ (it ended, killed or out of time, "
                 "before logging its config); pass its job folder instead (the sweep's folder/<job number>, which holds "
