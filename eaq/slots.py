@@ -161,6 +161,12 @@ class Slot:
         }
 
 
+def local_executor() -> bool:
+    """Whether this process is a job submitit's local executor started (``hydra/launcher=slurm_local``): that
+    executor starts every job of a sweep at once on this host, so each shares the host with all the others."""
+    return "SUBMITIT_LOCAL_JOB_ID" in os.environ
+
+
 def shared_cpu(tags: dict[str, str]) -> str | None:
     """Why a run stands for no configuration, if it ran on the CPU beside neighbours; else None.
 

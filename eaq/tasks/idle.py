@@ -16,7 +16,6 @@ takes to measure its own baseline once the fork server is ready.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,11 +30,12 @@ if TYPE_CHECKING:
 def idle_store(cfg: EaqConfig, device: torch.device, sampler: Sampler) -> tuple[Path, ReusePolicy] | None:
     """Where this device's idle baseline is kept and when it still stands; None (measured, neither reused nor kept)
     with ``trials.idle_reuse=false``, and for a CPU that other jobs of the sweep share: under GPU slots, or started
-    with every other job by submitit's local executor (``SUBMITIT_LOCAL_JOB_ID``). RAPL shows no other process, so
+    with every other job by submitit's local executor (``eaq.slots.local_executor``). RAPL shows no other process, so
     such an idle cannot be told from a quiet one, and kept it would be netted from a later run alone on the host."""
     from eaq.device import device_key
+    from eaq.slots import local_executor
 
-    shared = device.type == "cpu" and (cfg.gpu_slots.enabled or "SUBMITIT_LOCAL_JOB_ID" in os.environ)
+    shared = device.type == "cpu" and (cfg.gpu_slots.enabled or local_executor())
     if not cfg.trials.idle_reuse or shared:
         return None
     policy = ReusePolicy(cfg.trials.idle_max_age_s, cfg.trials.idle_max_temp_delta_c, cfg.trials.idle_max_clock_change)

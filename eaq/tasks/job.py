@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
 from eaq.errors import EaqError, JobEndedError
 from eaq.files import from_launch_folder
-from eaq.slots import gpu_slot, pin_device_order, shared_cpu
+from eaq.slots import gpu_slot, local_executor, pin_device_order, shared_cpu
 from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking.failures import store_failed
@@ -69,14 +69,14 @@ def _report_error(exc: BaseException, debug: bool) -> None:
         print(text, end="", file=sys.stderr)
 
 
-def rehearsal(hydra_cfg: Any) -> str | None:
+def rehearsal() -> str | None:
     """Why a run under submitit's local executor (``hydra/launcher=slurm_local``) stands for no configuration; else None.
 
     That executor starts every job of a sweep at once on this host, so each run's timing and energy are those of
     the crowd: a rehearsal of a cluster sweep, flagged invalid so that the report counts it only as such and a later
     sweep on this host measures its configuration again rather than skip it as done.
     """
-    if not str(OmegaConf.select(hydra_cfg, "launcher._target_", default="")).endswith(".LocalLauncher"):
+    if not local_executor():
         return None
     return ("ran under submitit's local executor, which starts every job of the sweep at once on this host: a "
             "rehearsal, its timing and energy the crowd's; measure with the basic launcher, hydra/launcher=gpus or slurm")
@@ -377,7 +377,7 @@ def run_job(cfg: DictConfig) -> str:
                 result.tags.update(slot.tags())
                 if reason := shared_cpu(result.tags):
                     result.invalidate(reason)
-            if reason := rehearsal(hydra_cfg):
+            if reason := rehearsal():
                 result.invalidate(reason)
         show_phase("logging")
         logging_started = time.perf_counter()
