@@ -37,7 +37,15 @@ def run_eaq(output_dir: Path, *overrides: str, timeout: int = 600,
 
 
 def store(output_dir: Path) -> MlflowClient:
-    return MlflowClient(tracking_uri=f"sqlite:///{output_dir}/mlflow.db")
+    """The store under ``output_dir``, its first request under eaq's creation lock: a test polling the store of a sweep
+    still starting created the schema at the moment the sweep did, and the sweep failed in the race."""
+    from eaq.tracking.store import creation_lock
+
+    uri = f"sqlite:///{output_dir}/mlflow.db"
+    with creation_lock(uri):
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments()
+    return client
 
 
 def all_runs(output_dir: Path) -> list:

@@ -246,6 +246,17 @@ def test_a_sweep_through_submitits_local_executor_logs_every_run_once(tmp_path: 
     assert lines[-1].endswith("; 2 finished, 0 failed, 0 skipped"), lines
 
 
+def _wait_for_a_measuring_run(sweep: subprocess.Popen, out: Path) -> None:
+    """Until the sweep's job has a benchmark run RUNNING in the store; a sweep that ended first fails with its output."""
+    deadline = time.monotonic() + 300
+    while not any(r.info.status == "RUNNING" and r.data.tags.get("eaq.kind") == "benchmark" for r in all_runs(out)):
+        if sweep.poll() is not None:
+            stdout, stderr = sweep.communicate()
+            pytest.fail(f"the sweep ended (exit {sweep.returncode}) before its job's run started:\n{stdout[-2000:]}\n{stderr[-4000:]}")
+        assert time.monotonic() < deadline, "the job's run never started"
+        time.sleep(0.2)
+
+
 def test_a_job_signalled_before_its_time_limit_ends_its_one_run_failed_saying_so(out: Path) -> None:
     """SLURM signals a job (USR2, through submitit's handler) ahead of its time limit or a preemption; upstream's
     launcher then requeued it, and each start left a run RUNNING (the local executor's three requeues ran a slow job
@@ -255,10 +266,7 @@ def test_a_job_signalled_before_its_time_limit_ends_its_one_run_failed_saying_so
     sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=os.environ | {"PYTHONUNBUFFERED": "1"})
     try:
-        deadline = time.monotonic() + 300
-        while not any(r.info.status == "RUNNING" and r.data.tags.get("eaq.kind") == "benchmark" for r in all_runs(out)):
-            assert time.monotonic() < deadline and sweep.poll() is None, "the job's run never started"
-            time.sleep(0.2)
+        _wait_for_a_measuring_run(sweep, out)
         (task,) = psutil.Process(_job_processes(out)[0]).children()  # the local executor's controller runs the task
         task.send_signal(signal.SIGUSR2)
         stdout, stderr = sweep.communicate(timeout=120)
@@ -281,10 +289,7 @@ def test_a_submitit_sweep_stopped_by_sigterm_stops_its_jobs(out: Path) -> None:
     sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=os.environ | {"PYTHONUNBUFFERED": "1"}, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
-        deadline = time.monotonic() + 300
-        while not any(r.info.status == "RUNNING" and r.data.tags.get("eaq.kind") == "benchmark" for r in all_runs(out)):
-            assert time.monotonic() < deadline and sweep.poll() is None, "the job's run never started"
-            time.sleep(0.2)
+        _wait_for_a_measuring_run(sweep, out)
         family = [sweep.pid, *(p.pid for p in psutil.Process(sweep.pid).children(recursive=True))]
         sweep.send_signal(signal.SIGTERM)
         stdout, stderr = sweep.communicate(timeout=120)

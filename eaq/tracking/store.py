@@ -80,8 +80,11 @@ def _check_reachable(uri: str, setting: str = "tracking.uri") -> None:
         ) from exc
 
 
-def _creation_lock(uri: str) -> AbstractContextManager[object]:
-    """An exclusive lock beside a SQLite database (its folder created); a server serializes its own creation."""
+def creation_lock(uri: str) -> AbstractContextManager[object]:
+    """An exclusive lock beside a SQLite database (its folder created); a server serializes its own creation.
+
+    Whatever else opens a store that eaq may be creating at the same moment (a script polling a sweep's store) makes
+    its first request under this lock too, or races eaq's migration."""
     if not uri.startswith("sqlite:///"):
         return nullcontext()
     database = Path(uri.removeprefix("sqlite:///"))
@@ -137,7 +140,7 @@ def open_store(uri: str, experiment: str, artifact_location: str | None) -> tupl
     try:
         if uri.startswith(("http://", "https://")):
             _check_reachable(uri)
-        with _creation_lock(uri):
+        with creation_lock(uri):
             client = MlflowClient(tracking_uri=uri)
             found = client.get_experiment_by_name(experiment)
             if found is None:
