@@ -97,6 +97,25 @@ def test_no_credential_from_the_environment_or_tracking_uri_lands_in_any_record(
         assert said in told.stderr and redacted_uri in told.stderr and TRACKING_PASSWORD not in told.stdout + told.stderr, told.stderr
 
 
+def test_a_submitit_sweeps_pickled_jobs_hold_no_credential_and_its_jobs_still_reach_the_store(out: Path, mlflow_server) -> None:
+    """submitit pickles each job (the launcher with the sweep's config, its overrides, Hydra's state) into the sweep
+    folder for the job to unpickle: the tracking URI's password lay there in the clear."""
+    port, _ = mlflow_server
+    uri = f"http://trackuser:{TRACKING_PASSWORD}@127.0.0.1:{port}"
+    env = os.environ | SECRET_ENV | {"PYTHONUNBUFFERED": "1", "no_proxy": "127.0.0.1,localhost"}
+    cmd = [sys.executable, "-m", "eaq.run", "-m", "hydra/launcher=slurm_local", *FAST, "sampler=none",
+           f"paths.output_dir={out}", f"tracking.uri={uri}"]
+    result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert list(out.glob("multirun/*/.submitit/*/*_submitted.pkl"))  # the job went through submitit's pickles
+    assert _files_holding(out, SECRETS) == []
+    client = MlflowClient(tracking_uri=uri)
+    (child,) = [r for r in client.search_runs([e.experiment_id for e in client.search_experiments()])
+                if r.data.tags.get("eaq.kind") == "benchmark"]
+    assert child.info.status == "FINISHED"
+    assert child.data.params["tracking.uri"] == f"http://trackuser:{REDACTED}@127.0.0.1:{port}"
+
+
 def test_two_sweeps_launched_at_once_on_a_new_store_each_get_their_parent_and_summary(out: Path) -> None:
     env = os.environ | {"PYTHONUNBUFFERED": "1"}
     sweeps = [

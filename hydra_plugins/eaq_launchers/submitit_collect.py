@@ -8,29 +8,41 @@ and where its output is (eaq.tasks.job.record_ended_job), counted as failed by t
 code, while the other jobs' results are still waited for. A job that exited or raised without returning its result
 (a compute node that cannot reach the store) is recorded the same way, its reason from its state and error output. ``conf/hydra/launcher/slurm.yaml`` and ``slurm_local.yaml``
 name them.
+
+Neither do they pickle a credential: submitit pickles each job (this launcher with the sweep's config, the job's
+overrides, Hydra's state) into the sweep folder, and writes the job's result beside it. A tracking URI holding a
+password is handed to the jobs in the environment instead (``EAQ_TRACKING_URI``; SLURM's jobs inherit the environment
+they were submitted from, its default), the pickled config naming the variable (``_credentials_out_of_the_pickles``).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import signal
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Sequence
+from urllib.parse import urlsplit
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher
-from omegaconf import OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 log = logging.getLogger(__name__)
 # Settings of submitit's executor itself, not of each job's resources.
 EXECUTOR_KEYS = {"submitit_folder", "max_num_timeout"}
 # Job states (SLURM's; INTERRUPTED: the local executor's for a killed job) of a job ended from outside.
 ENDED_FROM_OUTSIDE = {"TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "INTERRUPTED"}
+# The variable that hands the jobs a tracking URI holding a credential, and the value their pickled config holds.
+URI_VARIABLE = "EAQ_TRACKING_URI"
+URI_FROM_ENVIRONMENT = f"${{oc.env:{URI_VARIABLE}}}"
 
 
 class _CollectingLauncher(BaseSubmititLauncher):
@@ -78,10 +90,11 @@ class _CollectingLauncher(BaseSubmititLauncher):
         for number, overrides in zip(numbers, job_overrides):
             log.info("\t#%d : %s", number, " ".join(filter_overrides(overrides)))
         count = len(numbers)
-        jobs = executor.map_array(
-            self, [list(o) for o in job_overrides], ["hydra.sweep.dir"] * count, numbers,
-            [f"job_id_for_{n}" for n in numbers], [Singleton.get_state()] * count,
-        )
+        with _credentials_out_of_the_pickles(self) as job_override:
+            jobs = executor.map_array(
+                self, [[job_override(o) for o in overrides] for overrides in job_overrides], ["hydra.sweep.dir"] * count,
+                numbers, [f"job_id_for_{n}" for n in numbers], [Singleton.get_state()] * count,
+            )
         try:
             return [self._collect(job, list(overrides), number) for job, overrides, number in zip(jobs, job_overrides, numbers)]
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the sweep stops, and so do its jobs (their runs end KILLED)
@@ -129,6 +142,66 @@ class _CollectingLauncher(BaseSubmititLauncher):
             log.error("job %s returned no result, and could not be recorded as a failed run (%s): %s", job.job_id, error, reason)
         return JobReturn(overrides=overrides, cfg=task_config, hydra_cfg=config, status=JobStatus.COMPLETED,
                          _return_value=status, task_name=str(config.hydra.job.name))
+
+
+@contextmanager
+def _credentials_out_of_the_pickles(launcher: _CollectingLauncher) -> Iterator[Callable[[str], str]]:
+    """While submitit pickles the jobs: a ``tracking.uri`` holding a credential is in the environment the jobs start
+    with (``URI_VARIABLE``), and the launcher's config and Hydra's (both pickled, and each job's result holds its
+    config) name that variable in its place, as do the job's overrides through the function this yields. The sweep's
+    process gets its own back after."""
+    from eaq.errors import EaqError
+    from eaq.tracking.redact import redact
+
+    assert launcher.config is not None
+    uri = str(OmegaConf.select(launcher.config, "tracking.uri", default=""))
+    if redact(uri) == uri:
+        yield lambda override: override
+        return
+    hydra_config = HydraConfig.instance()
+    own, own_hydra, before = launcher.config, hydra_config.cfg, os.environ.get(URI_VARIABLE)
+    launcher.config = _uri_from_environment(own)
+    hydra_config.cfg = _uri_from_environment(own_hydra)
+    os.environ[URI_VARIABLE] = uri
+    try:
+        import cloudpickle  # submitit's own pickler
+
+        password = urlsplit(uri).password or ""
+        if password and password.encode() in cloudpickle.dumps((launcher, Singleton.get_state())):
+            raise EaqError(f"the sweep stopped before submitting: the password of tracking.uri={redact(uri)} would "
+                           f"have been pickled into the sweep folder for submitit; pass it in the environment instead: "
+                           f"export {URI_VARIABLE}=<the URI>, then tracking.uri='{URI_FROM_ENVIRONMENT}'.")
+        yield _override_from_environment
+    finally:
+        launcher.config, hydra_config.cfg = own, own_hydra
+        if before is None:
+            os.environ.pop(URI_VARIABLE, None)
+        else:
+            os.environ[URI_VARIABLE] = before
+
+
+def _uri_from_environment(config: DictConfig) -> DictConfig:
+    """A copy of ``config`` with ``tracking.uri`` and its command-line override naming ``URI_VARIABLE``, and Hydra's
+    joined overrides (``hydra.job.override_dirname``) redacted."""
+    from eaq.tracking.redact import redact
+
+    config = copy.deepcopy(config)
+    with read_write(config), open_dict(config):
+        if "tracking" in config:
+            config.tracking.uri = URI_FROM_ENVIRONMENT
+    if "hydra" in config:
+        hydra = config.hydra
+        with read_write(hydra), open_dict(hydra):  # Hydra sets its node read-only, apart from the config's own flag
+            hydra.overrides.task = [_override_from_environment(o) for o in hydra.overrides.task]
+            hydra.job.override_dirname = redact(str(hydra.job.override_dirname))
+    return config
+
+
+def _override_from_environment(override: str) -> str:
+    """A command-line override of ``tracking.uri`` (``+`` or ``++`` before it, Hydra's escapes in it) naming
+    ``URI_VARIABLE`` for its value; any other as it is."""
+    key, _, _ = override.partition("=")
+    return f"{key}={URI_FROM_ENVIRONMENT}" if key.lstrip("+") == "tracking.uri" else override
 
 
 def _last_line(text: str) -> str:
