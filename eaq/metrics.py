@@ -222,7 +222,8 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.idle", "Which idle baseline idle_power_w is: measured in this run (and why a stored one was not reused), reused (measured how long before), or none; 'measured in this run, not used: <why>' when the GPU was not idle through its window (its utilization samples averaging over 1%, or other processes at its ends): no net figures then."),
     ("eaq.idle.measured_unix_s", "When that idle baseline was measured (Unix seconds)."),
     ("eaq.energy.sampler", "The sampler that ran (auto records what it picked)."),
-    ("eaq.warmup.settled", "'true'/'false' when warm-up ran until latency and power settled; 'not asked' for a fixed count."),
+    ("eaq.warmup.settled", "'true'/'false' when warm-up ran until latency and power settled (generation: 'true' only if "
+     "both prefill's and decode's did); 'not asked' for a fixed count."),
     ("eaq.layers.share_basis", "task=layers: what energy_share is a share of: replay or attribution energy, or time where no energy was measured."),
     ("eaq.layers.impact", "task=layers: the impact measured (target precision, base format, ablation), or why none."),
     ("eaq.layers.plan", "task=layers: the mixed-precision plan written to layers/plan.yaml (layers lowered, budget)."),

@@ -204,24 +204,27 @@ def test_generation_agreement_counts_matches_and_the_first_divergence() -> None:
 
 
 class Recorder:
-    """Calls a model and records when each call started and ended (perf_counter, the windows' clock)."""
+    """Calls a model and records when each call started and ended (perf_counter, the windows' clock), and the type of
+    the KV cache it was given."""
 
     def __init__(self, model: torch.nn.Module) -> None:
-        self.model, self.calls = model, []
+        self.model, self.calls, self.caches = model, [], []
 
     def __call__(self, **kwargs: object) -> object:
         start = time.perf_counter()
         out = self.model(**kwargs)
         self.calls.append((start, time.perf_counter()))
+        self.caches.append(type(kwargs["past_key_values"]).__name__)
         return out
 
 
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic-cache", "static-cache"])
 @torch.inference_mode()
-def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consistent_per_token_figures() -> None:
+def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consistent_per_token_figures(static: bool) -> None:
     model = preset("gpt2_tiny_random")
     batch, update_s, watts, min_window_s = 2, 0.005, 300.0, 0.5
     prefill, decode = Recorder(model), Recorder(model)
-    generator = Generator(prefill, decode, model.config, PROMPT, NEW, CPU)
+    generator = Generator(prefill, decode, model.config, PROMPT, NEW, CPU, static=static)
     batches = [prompts(model, batch, seed) for seed in range(2)]
     sampler = NvmlSampler("1234-abcd", interval_s=update_s, nvml=FakeNvml(schedule=[(0.0, watts)], update_s=update_s))
     sampler.start()
@@ -238,6 +241,11 @@ def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consist
         trace = sampler.stop()
     p, d = w.prefill, w.decode
     assert p.t1 <= d.t0  # disjoint, prefill first
+    # Every timed prefill runs into a fresh dynamic cache, as the README says, a compiled run's (static=True) too:
+    # its fresh static cache allocated and zeroed a whole-length buffer per layer inside each timed prefill.
+    timed = [cache for call, cache in zip(prefill.calls, prefill.caches) if p.t0 <= call[0] and call[1] <= p.t1]
+    assert timed and set(timed) == {"DynamicCache"}
+    assert set(decode.caches) == {"StaticCache" if static else "DynamicCache"}
     inside = lambda calls, win: [c for c in calls if win.t0 <= c[0] and c[1] <= win.t1]  # noqa: E731
     straddling = [c for c in prefill.calls + decode.calls for win in (p, d) if c[0] < win.t0 < c[1] or c[0] < win.t1 < c[1]]
     assert not straddling
@@ -248,19 +256,32 @@ def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consist
     assert not inside(prefill.calls, d) and not inside(decode.calls, p)
     # Whole sequences of new_tokens - 1 decode steps, each restarting from the same prefilled cache.
     assert d.iterations % (NEW - 1) == 0 and d.duration_s >= min_window_s
-    # Before the window, the warm-up ran every position once at least (a new cache length's setup stays out of it),
-    # though the warm-up itself was asked for 2 steps; the metrics count those steps.
+    # Before the window, the warm-up ran every position of a dynamic cache once at least (a new cache length's setup
+    # stays out of it; a static cache has one shape), though the warm-up itself was asked for 2 steps; the metrics
+    # count those steps.
     between = [c for c in decode.calls if p.t1 <= c[0] and c[1] <= d.t0]
-    assert len(between) >= NEW - 1 and w.warmups[1].iterations == len(between)
+    assert len(between) >= (2 if static else NEW - 1) and w.warmups[1].iterations == len(between)
     assert torch.equal(w.decoder.tokens, Generator(model, model, model.config, PROMPT, NEW, CPU).generate(batches[0]))
     # Per-call latencies fit inside their windows.
     assert sum(w.prefill_latencies) <= p.duration_s and sum(w.decode_latencies) <= d.duration_s
 
     metrics, energy, validity = generate_metrics(w, batch, sampler.name, trace, watts, min_window_s)
     assert set(metrics) <= METRIC_NAMES
+    # Settling (not asked here): the run's verdict is both warm-ups', a prefill still moving as much as a decode.
+    assert w.settled is None
+    prefill_moving = replace(w, warmups=(replace(w.warmups[0], settled=False), replace(w.warmups[1], settled=True)))
+    assert prefill_moving.settled is False and replace(prefill_moving, warmups=(w.warmups[1], w.warmups[1])).settled is None
+    assert replace(w, warmups=(replace(w.warmups[0], settled=True),) * 2).settled is True
     # A prefill window the sensor missed (no counter, no trace over it) beside a measured decode: invalid, not half.
     blind = replace(w, prefill=replace(w.prefill, counter_j=(None, None), t0=trace.times[0] - 2, t1=trace.times[0] - 1))
     assert any(r.startswith("prefill: energy unavailable") for r in generate_metrics(blind, batch, sampler.name, trace, watts, min_window_s)[2].reasons)
+    # A prefill window whose counter did not move (energy from the trace) beside a decode read from the counter: the
+    # run's energy tags are the decode window's, so the prefill's source and note are said among the run's notes.
+    still = replace(w, prefill=replace(w.prefill, counter_j=(5.0, 5.0)))
+    notes = generate_metrics(still, batch, sampler.name, trace, watts, min_window_s)[2].notes
+    assert any(n.startswith("prefill: the energy counter did not move") for n in notes), notes
+    assert any(n.startswith("prefill: energy from ") and "the decode window's from energy_counter" in n for n in notes), notes
+    assert not any(n.startswith("prefill:") for n in validity.notes)  # both from the counter: nothing to say
     # The other way round, the run's energy (the decode window's) unavailable beside a measured prefill, its figures
     # logged: the run carries a verdict, invalid, not none (which the report counted as valid).
     deaf = replace(w, decode=replace(w.decode, counter_j=(None, None), t0=trace.times[-1] + 1, t1=trace.times[-1] + 2))

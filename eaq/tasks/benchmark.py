@@ -290,7 +290,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     idle_w = idle.power_w if idle is not None else None
     if measured is not None:
         workload_metrics, energy, validity = generate_metrics(windows, cfg.batch_size, sampler.name, trace, idle_w, min_window_s)
-        result, settled = windows.decode, windows.warmups[1].settled
+        result, settled = windows.decode, windows.settled
     else:
         result, settled = window.result, warmed.settled
         assert result is not None

@@ -176,10 +176,12 @@ class Generator:
         return scores.argmax(-1, keepdim=True)
 
     def prefill(self, input_ids: torch.Tensor, cache: DynamicCache | StaticCache | None = None) -> torch.Tensor:
-        """Run the prompt into ``cache`` (a fresh DynamicCache if none) and return the first new token."""
+        """Run the prompt into ``cache`` (a fresh DynamicCache if none, a static generator's too: the prefill window
+        times an eager prefill as any run has it, where a fresh StaticCache also allocated and zeroed a whole-length
+        buffer per layer each time) and return the first new token."""
         out = self.model(
             input_ids=input_ids,
-            **{self.cache_arg: cache if cache is not None else self.new_cache()},
+            **{self.cache_arg: cache if cache is not None else DynamicCache(config=self.config)},
             cache_position=self.positions[: input_ids.shape[1]],
             use_cache=True,
             logits_to_keep=1,

@@ -67,6 +67,13 @@ class GenerateWindows:
     decoder: Decoder
     decode_graph: str | None  # None when every decode step replayed one CUDA graph, else why not (not asked for)
 
+    @property
+    def settled(self) -> bool | None:
+        """Whether both warm-ups settled (None: settling not asked for): prefill's, straight after the idle baseline,
+        is the likelier to stop at trials.warmup_max_s still moving, and decode's alone said nothing of it."""
+        asked = [warm.settled for warm in self.warmups if warm.settled is not None]
+        return all(asked) if asked else None
+
 
 def measure_generate(
     generator: Generator,
@@ -175,6 +182,11 @@ def generate_metrics(
     if any(e.energy_j is not None for e in energies.values()):
         reasons += tuple(f"{name}: energy unavailable ({e.reason})" for name, e in energies.items() if e.energy_j is None)
     notes = tuple(f"{name}: {n}" for name, c in checks.items() for n in c.notes)
+    # The run's energy tags (eaq.energy.source, .notes) are the decode window's: the prefill window's own say here.
+    # (Its notes beyond the session's, which come with every window.)
+    notes += tuple(f"prefill: {n}" for n in prefill_energy.notes if n not in decode_energy.notes)
+    if None not in (prefill_energy.energy_j, decode_energy.energy_j) and prefill_energy.source != decode_energy.source:
+        notes += (f"prefill: energy from {prefill_energy.source} (the decode window's from {decode_energy.source})",)
     # Both windows must hold; their facts (sensor updates, coverage, clocks) keep the decode window's under the
     # forward pass's names, the prefill window's as prefill_<name>, so a reader sees what each check read.
     facts = decode_check.facts | {f"prefill_{name}": value for name, value in prefill_check.facts.items()}
