@@ -27,7 +27,7 @@ from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError
 from eaq.tracking.failures import reported
-from eaq.tracking.flatten import NOT_MEASUREMENT, flatten
+from eaq.tracking.flatten import NOT_MEASUREMENT, READ_FILES, flatten
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, NOT_A_RUN_ID, sweep_runs
 from eaq.tracking.store import read_store
 
@@ -141,9 +141,16 @@ def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int
     config_b, env_b = load(b, client)
     config_diff = differences(measurement_config(config_a), measurement_config(config_b))
     repeat = config_diff.pop("trial", None)
+    # A file named by two paths (the data file resolves from the folder a run is launched in: two checkouts) whose
+    # contents both runs recorded the same is one file read, as the report and resume count it.
+    files_a, files_b = env_a.get("read_files") or {}, env_b.get("read_files") or {}
+    moved = {k: config_diff.pop(k) for k in list(config_diff)
+             if k in READ_FILES and files_a.get(k) is not None and files_a.get(k) == files_b.get(k)}
     _print_grouped("configuration", config_diff)
     if repeat is not None:
         print(f"  trial: {repeat[0]} -> {repeat[1]} (repeats of one configuration: not a difference)")
+    for key, (left, right) in moved.items():
+        print(f"  {key}: {left} -> {right} (the same contents from two paths: not a difference)")
     # A run that failed before its end captured no environment: every fact of the other would read as a difference.
     unrecorded = [ref for ref, env in ((a, env_a), (b, env_b)) if not env]
     if unrecorded:

@@ -129,6 +129,16 @@ def test_compare_counts_flagged_runs_in_valid_only_and_keeps_workloads_apart() -
     assert forward.loc["int8", "energy_mj_per_sample"] == 50.0 and forward.loc["int8", "valid"] == "1/2"
     assert forward.loc["int8", "trials"] == 1 and forward.loc["fp32", "trials"] == 2
     assert forward.loc["fp32", "energy_mj_per_sample"] == 101.0 and len(table) == 3
+    # Runs of an older eaq that recorded no device, beside runs of a named one: two configurations, as in the report
+    # (they were averaged: one row of 4 trials); a run no check judged (a CPU's, no tag) is not counted as not valid.
+    older = [run(p, e, v) | {"eaq.env.device_name": None} for p, e, v in (("fp32", 10.0, ""), ("fp32", 12.0, ""),
+                                                                          ("fp32", 99.0, "false"), ("int8", 6.0, ""))]
+    named = [run(p, e, "true") | {"eaq.env.device_name": "NVIDIA H100"} for p, e in (("fp32", 5.0), ("fp32", 5.0), ("int8", 3.0))]
+    mixed = compare(pd.DataFrame(older + named), "fp32")
+    rows = {(r["eaq.env.device_name"] if isinstance(r["eaq.env.device_name"], str) else None, r["precision.name"]):
+            (r["trials"], r["energy_mj_per_sample"], r["valid"]) for _, r in mixed.iterrows()}
+    assert rows == {(None, "fp32"): (2, 11.0, "2/3"), (None, "int8"): (1, 6.0, ""),
+                    ("NVIDIA H100", "fp32"): (2, 5.0, "2/2"), ("NVIDIA H100", "int8"): (1, 3.0, "1/1")}, rows
 
 
 def test_inductors_pattern_matcher_can_be_turned_off_for_every_precision_and_is_its_own_configuration(out: Path) -> None:

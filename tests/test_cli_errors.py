@@ -10,6 +10,7 @@ from eaq.diff import main as diff_main
 from eaq.report.__main__ import main as report_main
 from eaq.report.compare import main as compare_main
 from eaq.report.front import main as front_main
+from eaq.report.multi_gpu import main as multi_gpu_main
 from eaq.report.table import main as table_main
 from eaq.rerun import main as rerun_main
 
@@ -30,5 +31,13 @@ def test_a_missing_store_is_one_error_line(tmp_path: Path, capsys: pytest.Captur
     uri = f"sqlite:///{tmp_path}/none.db"  # not there: every tool reading a store says so
     args = [a if a != "rep" else str(tmp_path / "rep") for a in args]
     assert main([*args, "--uri", uri]) == status
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and str(tmp_path) in err[0], err
+
+
+def test_the_multi_gpu_comparison_says_a_missing_store_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its stores are --one and --two, not --uri; it was the one read tool whose error came as a traceback."""
+    uri = f"sqlite:///{tmp_path}/none.db"
+    assert multi_gpu_main(["--one", uri, "--two", uri, "--one-wall-s", "100", "--two-wall-s", "60"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and str(tmp_path) in err[0], err

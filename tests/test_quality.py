@@ -119,6 +119,30 @@ def test_a_tokenizer_edited_under_the_same_path_gets_a_new_reference(out: Path, 
     assert "configuration: identical" in shown and "files read: 1 difference(s)" in shown and "model.tokenizer: " in shown
 
 
+def test_one_data_file_read_from_two_checkouts_is_no_difference_to_eaq_diff(out: Path, tmp_path: Path, capsys) -> None:
+    """The data file's path resolves from the folder a run is launched in: two trials of one configuration launched
+    from two checkouts differed in dataset.path, and eaq.diff exited 1 where the report averages them as one."""
+    from eaq.diff import main as diff_main
+
+    rows = "sentence\tlabel\nthe tea is cold\t0\nwe measure energy\t1\n"
+    copies = [tmp_path / name / "dev.tsv" for name in ("checkout-a", "checkout-b", "edited")]
+    for copy, text in zip(copies, (rows, rows, rows.replace("cold", "warm"))):
+        copy.parent.mkdir()
+        copy.write_text(text)
+    for copy in copies:
+        done = run_eaq(out, "model=bert_tiny_random", "trials=quick", "batch_size=2", "seq_len=16", "dataset=sst2",
+                       f"dataset.path={copy}", "isolate=false")
+        assert done.returncode == 0, done.stderr[-2000:]
+    jobs = sorted((p.parent for p in out.glob("runs/*/.hydra")), key=lambda job: job.stat().st_mtime)
+    capsys.readouterr()
+    assert diff_main([str(jobs[0]), str(jobs[1])]) == 0
+    shown = capsys.readouterr().out
+    assert "configuration: identical" in shown and "(the same contents from two paths: not a difference)" in shown, shown
+    assert diff_main([str(jobs[0]), str(jobs[2])]) == 1  # another file's contents: a difference still
+    shown = capsys.readouterr().out
+    assert "configuration: 1 difference(s)" in shown and "files read: 1 difference(s)" in shown, shown
+
+
 def test_quality_figures_are_computed_again_under_another_torchao(out: Path) -> None:
     """torchao decides how its precisions quantize; figures cached under one version are not another's."""
     import subprocess

@@ -68,6 +68,27 @@ def test_a_hub_id_and_one_trial_at_the_largest_batch_draw_every_figure(tmp_path:
     assert all(f.png.parent == tmp_path / "report" / "figures" for f in report.figures if f.png is not None)
 
 
+def test_a_report_built_again_into_the_same_folder_keeps_nothing_of_the_last_one(tmp_path: Path) -> None:
+    """The README builds every report into outputs/report, and --log uploads that folder: a figure or table of the
+    last report that this one does not write (another model's overview, a front) went onto this report's run."""
+    out = tmp_path / "report"
+    for name, models in (("first", ("Qwen/Qwen2-0.5B", "m")), ("second", ("m",))):
+        uri, client, experiment = _store(tmp_path / name)
+        for model in models:
+            for trial in ("1", "2"):
+                _log(client, experiment, {**BASE, "model.name": model, "precision.name": "fp32", "trial": trial},
+                     {"latency_mean_ms": 10.0 + int(trial)})
+        if name == "first":
+            (out / "front.csv").parent.mkdir(parents=True)
+            (out / "front.csv").write_text("a front of another sweep\n")
+            (out / "notes.txt").write_text("the user's own\n")
+        report = build(uri, out, experiment="eaq")
+        written = {f.png.name for f in report.figures if f.png is not None}
+        assert {p.name for p in (out / "figures").glob("*.png")} == written
+    assert not (out / "figures" / "overview_Qwen__Qwen2-0.5B.png").exists() and "overview_m.png" in written
+    assert not (out / "front.csv").exists() and (out / "notes.txt").exists()
+
+
 def test_a_sweep_whose_runs_all_failed_still_counts_them_and_builds(tmp_path: Path) -> None:
     uri, client, experiment = _store(tmp_path)
     for trial in ("1", "2"):

@@ -65,6 +65,22 @@ def _commands(client: MlflowClient, frame: pd.DataFrame) -> list[str]:
     return lines
 
 
+# What a report writes under its folder: a figure or table of an earlier report that this one does not write (another
+# model's overview, a front) must not pass for this one's, in the folder and in what --log uploads.
+REPORT_FILES = ("runs.csv", "runs.parquet", "aggregates.csv", "ratios.csv", "front.csv", "layers_capture.csv", "report.html")
+FIGURE_FILES = ("*.png", "*.svg")
+
+
+def _clear(out: Path) -> None:
+    """``out`` made, and an earlier report's files in it removed; any other file of the folder is left alone."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in REPORT_FILES:
+        (out / name).unlink(missing_ok=True)
+    for pattern in FIGURE_FILES:
+        for figure in (out / "figures").glob(pattern):
+            figure.unlink()
+
+
 def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None = None, baseline: str | None = None,
           trace_run: str | None = None, ended: frozenset[str] = frozenset()) -> Report:
     """Frame, aggregates, ratios, figures and ``report.html`` under ``out``; returns where they are.
@@ -74,7 +90,7 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     client = MlflowClient(tracking_uri=uri)
     if trace_run is not None and trace_run not in set(frame["run_id"]):
         raise EaqError(f"--trace-run {trace_run} is not one of the reported runs; pick a run id from runs.csv.")
-    out.mkdir(parents=True, exist_ok=True)
+    _clear(out)
     frames.export(frame, out)
     table = aggregate.aggregate(frame)
     table.to_csv(out / "aggregates.csv", index=False)

@@ -40,7 +40,7 @@ import sys
 import pandas as pd
 
 from eaq.report.aggregate import uncounted
-from eaq.report.frame import DATA, PARAMS, TAGS, compiler_settings, plan_names
+from eaq.report.frame import DATA, PARAMS, TAGS, compiler_settings, plan_names, splits_runs
 from eaq.report.frame import SETTING as FRAME_SETTING
 from eaq.report.table import runs_table
 from eaq.tracking.failures import reported
@@ -115,8 +115,11 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     runs.loc[generating, "workload.name"] = "generate" + tokens[generating]
     runs = runs.drop(columns="workload.new_tokens")
     runs["precision.name"] = plan_names(runs["precision.name"], runs["eaq.precision.plan_sha256"])  # as the report names plans
-    keys = [k for k in KEYS if runs[k].notna().any()] + [k for k in ("workload.name", *SETTING, DATA, *_settings(runs))
-                                                         if runs[k].nunique() > 1]
+    # Where a run ran splits as in the report (a finished run that recorded no device stays apart); any other
+    # setting where the runs hold two values.
+    keys = [k for k in KEYS if runs[k].notna().any()] + [
+        k for k in ("workload.name", *SETTING, DATA, *_settings(runs))
+        if (splits_runs(runs[k], finished) if k in SETTING else runs[k].nunique() > 1)]
     for name, (forward, generated) in OWN.items():
         runs[f"own_{name}"] = runs[forward].where(~generating, runs[generated])
     # All NaN (float) where no run was flagged; a run that did not finish was checked by nothing (None: not in "valid").
@@ -145,7 +148,8 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
         own_energy=("own_energy", "mean"),
         quantized=("quantized_linear_layers", "max"),
         linears=("linear_layers", "max"),
-        valid=("valid", lambda v: f"{(v == 'true').sum()}/{v.count()}" if (v.dropna() != "").any() else ""),
+        # Valid: finished and not flagged (a run no check judged, a CPU's, is not "not valid"), of the finished runs.
+        valid=("valid", lambda v: f"{(v.dropna() != 'false').sum()}/{v.count()}" if (v.dropna() != "").any() else ""),
         running=("running", "sum"),
         flagged=("flagged", "sum"),
     ).reset_index()

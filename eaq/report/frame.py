@@ -129,6 +129,12 @@ def plan_names(precision: pd.Series, sha256: pd.Series) -> pd.Series:
     return precision.mask(mixed, "mixed-" + sha256.fillna("").str[:8])
 
 
+def splits_runs(found: pd.Series, finished: pd.Series) -> bool:
+    """Whether runs' values of a setting (``found``) tell them apart: two values, or a value and a finished run that
+    recorded none (an older eaq's device), whose measured figures must not be averaged with another device's."""
+    return found.nunique() > 1 or bool(found.notna().any() and (found.isna() & finished).any())
+
+
 def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Series:
     """Each run's values of the ``columns`` that vary (SETTING: among the runs; any other: among the runs of one
     scope and setting), as words ("" where none varies): what tells two otherwise equal configurations apart, and
@@ -156,10 +162,7 @@ def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Serie
                 only = only.where(runs["status"] != "FINISHED")
             values[column] = values[column].fillna(only)
         finished = runs["status"] == "FINISHED"
-
-        def splits(found: pd.Series) -> bool:
-            """Two values, or a value and a finished run that recorded none (an older eaq's device)."""
-            return found.nunique() > 1 or bool(found.notna().any() and (found.isna() & finished[found.index]).any())
+        splits = lambda found: splits_runs(found, finished[found.index])  # noqa: E731
 
         # Where a run ran names it wherever runs differ in it; another parameter, where it differs among the runs of
         # one scope (a model, shape and workload, compared across precisions) on one device, dataset, sampler and

@@ -18,6 +18,7 @@ import pandas as pd
 
 from eaq.report.aggregate import aggregate, config_label
 from eaq.report.frame import load
+from eaq.tracking.failures import reported
 
 METRIC = "energy_per_sample_mj"
 
@@ -39,6 +40,7 @@ def side_by_side(one: pd.DataFrame, two: pd.DataFrame, metric: str = METRIC) -> 
     return joined
 
 
+@reported()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--one", required=True, help="MLflow URI of the sweep on one GPU")
