@@ -19,7 +19,7 @@ from transformers import (
 from conftest import REPO
 from eaq.config import DatasetConfig, ModelConfig
 from eaq.data import load_examples, make_batches, make_stream
-from eaq.errors import ConfigError
+from eaq.errors import ConfigError, EaqError
 from eaq.layers.components import Component, find_components
 from eaq.layers.correlation import EXACT_MAX, correlate, correlations
 from eaq.layers.impact import (
@@ -125,6 +125,50 @@ def test_pre_ln_ffn_ablation_passes_the_residual_through(causal_lm) -> None:
     assert torch.equal(next_block, residual)
     assert not torch.allclose(changed, before)
     assert torch.equal(model(**batch).logits, before) and _hooks(model) == 0
+
+
+@pytest.mark.parametrize(("kind", "stage"), [("bloom", "self_attention"), ("bloom", "mlp"), ("mpt", "ffn")])
+def test_a_branch_that_adds_its_own_residual_is_skipped_leaving_the_residual(kind: str, stage: str) -> None:
+    """BLOOM's attention and MLP and MPT's MLP add the residual they are given inside their forward: zeroing their
+    output zeroed the residual stream too, the model restarting from zeros there instead of skipping one branch."""
+    torch.manual_seed(0)
+    small = dict(vocab_size=64, hidden_size=32, n_layer=2, n_head=4) if kind == "bloom" else \
+        dict(vocab_size=64, d_model=32, n_layers=2, n_heads=4, max_seq_len=16)
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(kind, **small)).eval()
+    blocks = "transformer.h" if kind == "bloom" else "transformer.blocks"
+    component = _named(find_components(model), "block.0.attention" if stage == "self_attention" else "block.0.ffn")
+    ids = {"input_ids": torch.randint(0, 64, (2, 7))}
+    before = model(**ids).logits
+    # What the skipped branch leaves: the block's input past attention, the stream entering the second norm past the MLP.
+    kept = _capture_input(model, f"{blocks}.0" if stage == "self_attention" else
+                          f"{blocks}.0.{'post_attention_layernorm' if kind == 'bloom' else 'norm_2'}", lambda: model(**ids))
+    with ablated(model, [component]) as skipped:
+        assert skipped == [f"{blocks}.0.{stage}"]
+        after_branch = _capture_input(model, f"{blocks}.0.post_attention_layernorm" if stage == "self_attention"
+                                      else f"{blocks}.1", lambda: model(**ids))
+        changed = model(**ids).logits
+    assert after_branch.abs().max() > 0 and torch.equal(after_branch, kept)
+    assert not torch.allclose(changed, before)
+    assert torch.equal(model(**ids).logits, before) and _hooks(model) == 0
+
+
+def test_a_branch_that_takes_its_residual_under_another_name_is_refused_in_a_sentence() -> None:
+    """Which of two residual tensors a module adds where is its own: skipping it is not eaq's to guess."""
+    class Output(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor, residual_tensor: torch.Tensor) -> torch.Tensor:
+            return self.dense(x) + residual_tensor
+
+    model = nn.ModuleDict({"output": Output()})
+    ffn = Component("block.0.ffn", "ffn", 0, ("output.dense",), ("output",))
+    with pytest.raises(EaqError, match=r"output \(Output\) adds its residual inside its forward \(residual_tensor\).*"
+                                       r"layers.ablation=false"):
+        with ablated(model, [ffn]):
+            pass
+    assert _hooks(model) == 0
 
 
 MOE_TINY = dict(vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16, shared_expert_intermediate_size=32,

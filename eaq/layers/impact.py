@@ -37,15 +37,16 @@ leave nothing to measure a change against: ``compare`` refuses them.
 from __future__ import annotations
 
 import copy
+import inspect
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from eaq.errors import ConfigError
+from eaq.errors import ConfigError, EaqError
 from eaq.evaluate import accuracy, fidelity
 from eaq.evaluate.outputs import model_outputs
 from eaq.evaluate.perplexity import perplexity
@@ -265,12 +266,37 @@ def _zero_branch(module: nn.Module, args: object, out: object) -> object:
     return torch.zeros_like(out)
 
 
+def _residual_only(module: nn.Module, args: tuple, kwargs: dict, out: object) -> object:
+    """A forward hook (with kwargs) for a module that adds the residual it is given to its branch itself: its output
+    is that residual alone, the branch skipped."""
+    residual = inspect.signature(module.forward).bind(*args, **kwargs).arguments["residual"]
+    return (residual, *out[1:]) if isinstance(out, tuple) else residual
+
+
+def _skip_hook(model: nn.Module, name: str) -> Callable[..., object]:
+    """How a branch module is skipped: its output zeroed, or, where its forward adds the residual itself (BLOOM's
+    attention and MLP, MPT's MLP, Megatron-BERT's attention output: zeroed, they zeroed the residual stream with the
+    branch), its output the residual. An EaqError for one that takes its residual otherwise (MobileBERT's outputs)."""
+    module = model.get_submodule(name)
+    taken = [p for p in inspect.signature(module.forward).parameters if p.startswith("residual")]
+    if taken == ["residual"]:
+        return _residual_only
+    if taken:
+        raise EaqError(
+            f"{name} ({type(module).__name__}) adds its residual inside its forward ({', '.join(taken)}): zeroing its "
+            "output would zero the residual stream, and eaq cannot skip its branch alone; run this model with "
+            "layers.ablation=false (sensitivity still measures it).")
+    return _zero_branch
+
+
 @contextmanager
 def ablated(model: nn.Module, components: list[Component]) -> Iterator[list[str]]:
-    """Inside: the components' residual branches output zeros. On exit the hooks are removed,
-    leaving the model exactly as before (no weight is touched). Yields the zeroed modules."""
+    """Inside: the components' residual branches skipped (``_skip_hook``). On exit the hooks are removed,
+    leaving the model exactly as before (no weight is touched). Yields the skipped modules."""
     zeroed = [module for c in components for module in branch_outputs(model, c)]
-    handles = [model.get_submodule(module).register_forward_hook(_zero_branch) for module in zeroed]
+    hooks = {module: _skip_hook(model, module) for module in zeroed}
+    handles = [model.get_submodule(module).register_forward_hook(hook, with_kwargs=hook is _residual_only)
+               for module, hook in hooks.items()]
     try:
         yield zeroed
     finally:
