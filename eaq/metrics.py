@@ -225,6 +225,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.warmup.settled", "'true'/'false' when warm-up ran until latency and power settled (generation: 'true' only if "
      "both prefill's and decode's did); 'not asked' for a fixed count."),
     ("eaq.layers.share_basis", "task=layers: what energy_share is a share of: replay or attribution energy, or time where no energy was measured."),
+    ("eaq.layers.unmeasured", "task=layers: components no hook can time alone (their parameters used inside another component's module: XLNet's attention), named with why; their cells are empty."),
     ("eaq.layers.impact", "task=layers: the impact measured (target precision, base format, ablation), or why none."),
     ("eaq.layers.plan", "task=layers: the mixed-precision plan written to layers/plan.yaml (layers lowered, budget)."),
     ("eaq.layers.cuda_graphs", "task=layers: whether the whole-model pass and the replays ran as CUDA graphs (layers.cuda_graphs), or why they ran eagerly."),

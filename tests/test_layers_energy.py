@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from torch import nn
 from transformers import (
     AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSequenceClassification, T5Config, T5EncoderModel,
-    T5ForSequenceClassification,
+    T5ForSequenceClassification, XLNetConfig, XLNetLMHeadModel,
 )
 
 from eaq.config import ModelConfig
@@ -595,6 +595,29 @@ def _at_300_w(kind: str) -> tuple[list[Component], ComponentEnergy]:
     sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
     with torch.inference_mode():
         return components, measure_components(model, components, lambda: model(**batch), CPU, sampler, SETTINGS, 2)
+
+
+def test_a_component_no_hook_can_time_alone_has_empty_cells_not_zero_and_no_share() -> None:
+    """XLNet's attention keeps its weights on ``rel_attn`` itself, which also holds the block's layer norm: nothing
+    times, counts or replays the attention alone, and its cells read 0 ms, 0 mJ, a share of 0 (and its work was
+    called the residual adds)."""
+    model = XLNetLMHeadModel(XLNetConfig(vocab_size=64, d_model=32, n_layer=2, n_head=4, d_inner=64)).eval()
+    components = find_components(model)
+    assert [c.name for c in components if not c.roots] == ["block.0.attention", "block.1.attention"]
+    batch = {"input_ids": _batch(model)["input_ids"]}
+    sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
+    with torch.inference_mode():
+        found = measure_components(model, components, lambda: model(**batch), CPU, sampler, SETTINGS, 2)
+    shares, basis = energy_shares(components, found)
+    flops = component_flops(model, components, lambda: model(**batch))
+    rows = {r["component"]: r for r in component_rows(components, flops, flops, found, shares, Impacts({}, {}))}
+    for name in ("block.0.attention", "block.1.attention"):
+        empty = ("flops_per_pass", "time_ms_per_pass", "energy_replay_mj_per_pass", "energy_attribution_mj_per_pass")
+        assert [rows[name][column] for column in empty] == [None] * 4 and math.isnan(shares[name])
+    measured = [shares[c.name] for c in components if c.roots]
+    assert basis == "replay" and sum(measured) == pytest.approx(1.0) and all(share > 0 for share in measured)
+    attention = next(t for t in type_rows(list(rows.values()), Impacts({}, {})) if t["type"] == "attention")
+    assert attention["energy_replay_mj_per_pass"] is None  # a type of unmeasured components is no sum of zeros
 
 
 def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> None:

@@ -75,7 +75,7 @@ def component_costs(components: list[Component], *measured: ComponentEnergy) -> 
     """Each measurement's cost per pass of every component, on the first basis all of them have: ``replay``
     energy (J) where every component was replayed with energy, else ``attribution`` energy (J), else in-situ
     ``time`` (s). ``([], "none")`` where no basis is complete and positive in every measurement."""
-    names = [c.name for c in components]
+    names = [c.name for c in components if c.roots]  # one with no root is timed by nothing (component_rows)
     for basis in COST_BASES:
         found = []
         for energy in measured:
@@ -96,7 +96,7 @@ def energy_shares(components: list[Component], energy: ComponentEnergy) -> tuple
     if not found:
         return {c.name: math.nan for c in components}, basis
     total = sum(found[0].values())
-    return {n: v / total for n, v in found[0].items()}, basis
+    return {c.name: found[0][c.name] / total if c.name in found[0] else math.nan for c in components}, basis
 
 
 def saving_rows(components: list[Component], layers: dict[str, int], base: dict[str, float], target: dict[str, float],
@@ -106,8 +106,9 @@ def saving_rows(components: list[Component], layers: dict[str, int], base: dict[
     unit = "ms" if basis == "time" else "mJ"
     return [
         {"component": c.name, "type": c.type, "target_layers": layers[c.name], "basis": basis, "unit": unit,
-         "base_per_pass": base[c.name] * 1e3,
-         "target_per_pass": target[c.name] * 1e3, "saving_per_pass": (base[c.name] - target[c.name]) * 1e3}
+         **({"base_per_pass": base[c.name] * 1e3, "target_per_pass": target[c.name] * 1e3,
+             "saving_per_pass": (base[c.name] - target[c.name]) * 1e3} if c.name in base else
+            {"base_per_pass": None, "target_per_pass": None, "saving_per_pass": None})}  # no root: not measured
         for c in components
     ]
 
@@ -142,7 +143,9 @@ def component_rows(
     components: list[Component], params: dict[str, int], flops: dict[str, int], energy: ComponentEnergy,
     shares: dict[str, float], impacts: Impacts,
 ) -> list[Row]:
-    """One row per component, in COMPONENT_COLUMNS."""
+    """One row per component, in COMPONENT_COLUMNS. A component with no root (its parameters used by a module that
+    also holds another component's: XLNet's ``rel_attn`` around its ``layer_norm``) is hooked, timed and replayed by
+    nothing: its FLOPs, time and energy cells are empty, not 0 (its work counts in its block's own ops)."""
     return [
         {
             "component": c.name,
@@ -150,15 +153,19 @@ def component_rows(
             "block": c.block,
             "modules": ";".join(c.modules),
             "params": params[c.name],
-            "flops_per_pass": flops[c.name],
-            "time_ms_per_pass": energy.times.components[c.name] * 1e3,
-            "energy_replay_mj_per_pass": milli(energy.replay_j.get(c.name)),
-            "energy_attribution_mj_per_pass": milli(energy.attribution_j.get(c.name)),
+            **{column: figure if c.roots else None for column, figure in {
+                "flops_per_pass": flops[c.name],
+                "time_ms_per_pass": energy.times.components[c.name] * 1e3,
+                "energy_replay_mj_per_pass": milli(energy.replay_j.get(c.name)),
+                "energy_attribution_mj_per_pass": milli(energy.attribution_j.get(c.name)),
+            }.items()},
             "energy_share": shares[c.name],
             **impacts.columns(c.name),
-            "energy_replay_net_mj_per_pass": milli(energy.replay_net_j.get(c.name)),
-            "energy_attribution_net_mj_per_pass": milli(energy.attribution_net_j.get(c.name)),
-            "time_ms_replay_alone": energy.replay_alone_s[c.name] * 1e3 if c.name in energy.replay_alone_s else None,
+            **{column: figure if c.roots else None for column, figure in {
+                "energy_replay_net_mj_per_pass": milli(energy.replay_net_j.get(c.name)),
+                "energy_attribution_net_mj_per_pass": milli(energy.attribution_net_j.get(c.name)),
+                "time_ms_replay_alone": energy.replay_alone_s[c.name] * 1e3 if c.name in energy.replay_alone_s else None,
+            }.items()},
         }
         for c in components
     ]

@@ -201,6 +201,11 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         **data_metrics(cfg, batches),
     }
     tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
+    if unhooked := [c.name for c in components if not c.roots]:
+        tags["eaq.layers.unmeasured"] = (
+            f"{', '.join(unhooked)}: parameters used inside a module that also holds another component's module, so "
+            "no hook times them alone; their FLOPs, time, energy and share are empty and their work counts in their "
+            "blocks' own ops")
     if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
         with phases("plan"):
             cost, saving = shares, None
