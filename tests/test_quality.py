@@ -125,13 +125,13 @@ def test_one_data_file_read_from_two_checkouts_is_no_difference_to_eaq_diff(out:
     from eaq.diff import main as diff_main
 
     rows = "sentence\tlabel\nthe tea is cold\t0\nwe measure energy\t1\n"
-    copies = [tmp_path / name / "dev.tsv" for name in ("checkout-a", "checkout-b", "edited")]
-    for copy, text in zip(copies, (rows, rows, rows.replace("cold", "warm"))):
-        copy.parent.mkdir()
-        copy.write_text(text)
-    for copy in copies:
+    files = [tmp_path / name / "dev.tsv" for name in ("checkout-a", "checkout-b", "edited")]
+    for file, text in zip(files, (rows, rows, rows.replace("cold", "warm"))):
+        file.parent.mkdir()
+        file.write_text(text)
+    for file in files:
         done = run_eaq(out, "model=bert_tiny_random", "trials=quick", "batch_size=2", "seq_len=16", "dataset=sst2",
-                       f"dataset.path={copy}", "isolate=false")
+                       f"dataset.path={file}", "isolate=false")
         assert done.returncode == 0, done.stderr[-2000:]
     jobs = sorted((p.parent for p in out.glob("runs/*/.hydra")), key=lambda job: job.stat().st_mtime)
     capsys.readouterr()
