@@ -116,6 +116,18 @@ def test_a_submitit_sweeps_pickled_jobs_hold_no_credential_and_its_jobs_still_re
     assert child.data.params["tracking.uri"] == f"http://trackuser:{REDACTED}@127.0.0.1:{port}"
 
 
+@pytest.mark.parametrize("mode", [[], ["-m"]], ids=["run", "sweep"])
+def test_a_setting_whose_environment_variable_is_not_set_is_one_sentence(out: Path, mode: list[str]) -> None:
+    """A submitit job's tracking.uri names EAQ_TRACKING_URI, and eaq.rerun replays it: without the variable, OmegaConf's
+    traceback (exit 1) where eaq says what to set."""
+    env = {k: v for k, v in os.environ.items() if k != "EAQ_UNSET_FOR_TEST"}
+    result = run_eaq(out, *mode, "tracking.uri=${oc.env:EAQ_UNSET_FOR_TEST}", *FAST, environ=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert ("tracking.uri could not be resolved (KeyError raised while resolving interpolation: \"Environment variable "
+            "'EAQ_UNSET_FOR_TEST' not found\"): set what it names, or give tracking.uri=<value> on the command line."
+            ) in result.stderr, result.stderr
+
+
 def test_two_sweeps_launched_at_once_on_a_new_store_each_get_their_parent_and_summary(out: Path) -> None:
     env = os.environ | {"PYTHONUNBUFFERED": "1"}
     sweeps = [

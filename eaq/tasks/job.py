@@ -26,13 +26,13 @@ from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig, OmegaConf
 
 from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
-from eaq.errors import EaqError, JobEndedError
+from eaq.errors import ConfigError, EaqError, JobEndedError
 from eaq.files import from_launch_folder
 from eaq.slots import gpu_slot, local_executor, pin_device_order, shared_cpu
 from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking.failures import store_failed
-from eaq.tracking.flatten import config_hash, flatten, read_files
+from eaq.tracking.flatten import config_hash, flatten, read_files, resolved_config
 from eaq.tracking.run_logger import PARENT_TAG, SUPERSEDED_TAG, TrackedRun, end_run
 from eaq.tracking.store import open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip, skipped_runs, sweep_dir
@@ -291,8 +291,11 @@ def run_job(cfg: DictConfig) -> str:
     started = time.perf_counter()
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
-    resolved = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(resolved, dict)
+    try:
+        resolved = resolved_config(cfg)
+    except ConfigError as exc:  # no run can be logged of a config that does not resolve
+        _report_error(exc, False)
+        sys.exit(2)
     remember(resolved)  # a URL's password in the config is redacted from every record, whatever its characters
     debug = bool(resolved.get("debug"))
     slots = resolved["gpu_slots"]

@@ -189,8 +189,10 @@ class MlflowSweepCallback(Callback):
         folder = sweep_folder(config)
         self._sweep_lock = _hold_sweep_folder(folder)
         shutil.rmtree(folder / SKIPPED_FOLDER, ignore_errors=True)  # left by an earlier sweep in this folder
-        tracking = config.tracking
-        client, experiment_id = open_store(tracking.uri, tracking.experiment, tracking.artifact_location)
+        from eaq.tracking.flatten import resolved_config
+
+        tracking = resolved_config(config.tracking)  # an interpolation that cannot be resolved: one sentence, exit 2
+        client, experiment_id = open_store(tracking["uri"], tracking["experiment"], tracking["artifact_location"])
         self.parent = TrackedRun(
             client,
             experiment_id,
@@ -202,7 +204,7 @@ class MlflowSweepCallback(Callback):
         # process's exit, where the sweep stopped before any job started (an override no job config accepts).
         atexit.register(_redact_if_written, folder / "multirun.yaml")
         atomic_write_text(folder / PARENT_ID_FILE, self.parent.run_id)
-        log.info("MLflow parent run %s (%s)", self.parent.run_id, redact(tracking.uri))
+        log.info("MLflow parent run %s (%s)", self.parent.run_id, redact(tracking["uri"]))
 
     @fail_loudly("redacting the job's records")
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:

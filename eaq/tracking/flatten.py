@@ -1,4 +1,4 @@
-"""Flatten a resolved config into MLflow params, and hash what makes a measurement what it is."""
+"""Resolve a config, flatten it into MLflow params, and hash what makes a measurement what it is."""
 
 from __future__ import annotations
 
@@ -9,11 +9,30 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
+
+from eaq.errors import ConfigError
 from eaq.files import code_identity, file_sha256, from_launch_folder
 
 # Settings that change where results go or how errors print, not what is measured.
 # Where a run is logged and how it is scheduled (gpu_slots: which of a host's GPUs), not what it measures.
 NOT_MEASUREMENT = ("tracking", "paths", "debug", "run_name", "resume", "gpu_slots", "calibrate_ahead")
+
+
+def resolved_config(cfg: DictConfig) -> dict[str, Any]:
+    """The config with every interpolation resolved, as plain containers; a ConfigError naming the setting whose
+    interpolation cannot be (``${oc.env:NAME}`` of a variable not set: a submitit sweep's job handed its tracking URI
+    in ``EAQ_TRACKING_URI``, replayed by eaq.rerun without it), where Hydra printed OmegaConf's traceback."""
+    try:
+        resolved = OmegaConf.to_container(cfg, resolve=True)
+    except InterpolationResolutionError as error:
+        key = getattr(error, "full_key", None) or "a setting"
+        why = str(error).strip().splitlines()[0]
+        raise ConfigError(f"{key} could not be resolved ({why}): set what it names, or give {key}=<value> on the "
+                          "command line.") from error
+    assert isinstance(resolved, dict)
+    return resolved
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, str]:
