@@ -275,8 +275,9 @@ def _residual_only(module: nn.Module, args: tuple, kwargs: dict, out: object) ->
 
 def _skip_hook(model: nn.Module, name: str) -> Callable[..., object]:
     """How a branch module is skipped: its output zeroed, or, where its forward adds the residual itself (BLOOM's
-    attention and MLP, MPT's MLP, Megatron-BERT's attention output: zeroed, they zeroed the residual stream with the
-    branch), its output the residual. An EaqError for one that takes its residual otherwise (MobileBERT's outputs)."""
+    attention and MLP, MPT's MLP: zeroed, they zeroed the residual stream with the branch), its output the residual.
+    An EaqError for one that takes its residual under another name (``residual_tensor``: which tensor it adds where is
+    its own)."""
     module = model.get_submodule(name)
     taken = [p for p in inspect.signature(module.forward).parameters if p.startswith("residual")]
     if taken == ["residual"]:

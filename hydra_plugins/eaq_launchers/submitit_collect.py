@@ -150,7 +150,6 @@ def _credentials_out_of_the_pickles(launcher: _CollectingLauncher) -> Iterator[C
     with (``URI_VARIABLE``), and the launcher's config and Hydra's (both pickled, and each job's result holds its
     config) name that variable in its place, as do the job's overrides through the function this yields. The sweep's
     process gets its own back after."""
-    from eaq.errors import EaqError
     from eaq.tracking.redact import redact
 
     assert launcher.config is not None
@@ -168,9 +167,10 @@ def _credentials_out_of_the_pickles(launcher: _CollectingLauncher) -> Iterator[C
 
         password = urlsplit(uri).password or ""
         if password and password.encode() in cloudpickle.dumps((launcher, Singleton.get_state())):
-            raise EaqError(f"the sweep stopped before submitting: the password of tracking.uri={redact(uri)} would "
-                           f"have been pickled into the sweep folder for submitit; pass it in the environment instead: "
-                           f"export {URI_VARIABLE}=<the URI>, then tracking.uri='{URI_FROM_ENVIRONMENT}'.")
+            print(f"error: the sweep stopped before submitting: the password of tracking.uri={redact(uri)} would have "
+                  f"been pickled into the sweep folder for submitit; pass it in the environment instead: export "
+                  f"{URI_VARIABLE}=<the URI>, then tracking.uri='{URI_FROM_ENVIRONMENT}'.", file=sys.stderr)
+            raise SystemExit(2)
         yield _override_from_environment
     finally:
         launcher.config, hydra_config.cfg = own, own_hydra
