@@ -258,8 +258,9 @@ def test_one_trials_spread_reads_one_trial_and_an_unmeasured_figure_not_measured
 
 def test_compare_reads_runs_logged_before_a_flag_existed_as_without_it_and_tells_generation_lengths_apart(tmp_path: Path) -> None:
     uri, client, experiment = _store(tmp_path)
-    _log(client, experiment, {"model.name": "m", "seq_len": "32", "batch_size": "8", "precision.name": "bf16", "trial": "1"},
-         {"energy_per_sample_mj": 10.0})  # before compile and cuda_graphs were parameters
+    _log(client, experiment, {"model.name": "m", "seq_len": "32", "batch_size": "8", "precision.name": "bf16", "trial": "1",
+                              "dataset.name": "sst2", "sampler.name": "none"},
+         {"energy_per_sample_mj": 10.0})  # before compile and cuda_graphs were parameters (where it ran: recorded)
     for precision, energy in (("bf16", 12.0), ("int8", 9.0)):
         _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": "2", "cuda_graphs": "False"},
              {"energy_per_sample_mj": energy})
