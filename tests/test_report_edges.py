@@ -89,6 +89,20 @@ def test_a_report_built_again_into_the_same_folder_keeps_nothing_of_the_last_one
     assert not (out / "front.csv").exists() and (out / "notes.txt").exists()
 
 
+def test_the_summarys_ratio_column_closes_it_whatever_quality_each_model_has(tmp_path: Path) -> None:
+    """Columns came in the order rows first held them: a causal LM's perplexity landed after the classifier's ratio,
+    and a reader of the last column read a perplexity."""
+    uri, client, experiment = _store(tmp_path)
+    for model, quality in (("cls", {"quality_accuracy": 0.9}), ("lm", {"quality_perplexity": 30.0})):
+        for precision, latency in (("fp32", 10.0), ("bf16", 5.0)):
+            for trial in ("1", "2"):
+                _log(client, experiment, {**BASE, "model.name": model, "precision.name": precision, "trial": trial},
+                     {"latency_mean_ms": latency + int(trial), **quality})
+    summary = compact(aggregate(load(uri, experiment="eaq")))
+    assert {"quality_accuracy", "quality_perplexity"} <= set(summary.columns)
+    assert summary.columns[-1] == "latency_mean_vs_best", list(summary.columns)
+
+
 def test_a_sweep_whose_runs_all_failed_still_counts_them_and_builds(tmp_path: Path) -> None:
     uri, client, experiment = _store(tmp_path)
     for trial in ("1", "2"):

@@ -225,8 +225,11 @@ def test_a_run_started_with_sigint_ignored_hands_its_processes_ctrl_cs_meaning(o
             time.sleep(0.5)
         # The job's process, and the runs the fork server forked (the server and multiprocessing's resource tracker
         # ignore SIGINT by design: Ctrl-C stops their users, which stop them).
-        servers = [p for p in psutil.Process(process.pid).children() if "forkserver" in " ".join(p.cmdline())]
-        runs = [child.pid for server in servers for child in server.children()]
+        # The run is RUNNING in the store from its job's start; the server forks its measuring process just after.
+        while not (runs := [child.pid for server in psutil.Process(process.pid).children()
+                            if "forkserver" in " ".join(server.cmdline()) for child in server.children()]):
+            assert time.time() < deadline and process.poll() is None, "the fork server never forked the run"
+            time.sleep(0.2)
         assert len(runs) == 1
 
         def ignores_sigint(pid: int) -> bool:

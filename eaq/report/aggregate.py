@@ -345,4 +345,8 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
         cost, best = ranked[scope]
         row[f"{cost.removesuffix('_mj').removesuffix('_ms')}_vs_best"] = none or _versus_best(by_metric, cost, best)
         rows.append(row)
-    return pd.DataFrame(rows).fillna("")
+    # Columns in the order rows first hold them: a later scope's quality or ranked cost came after an earlier one's
+    # ratio. The ratios close the table, as the README says.
+    frame = pd.DataFrame(rows).fillna("")
+    ratios = [c for c in frame.columns if c.endswith("_vs_best")]
+    return frame[[c for c in frame.columns if c not in ratios] + ratios]
