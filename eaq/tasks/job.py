@@ -227,8 +227,7 @@ def record_ended_job(cfg: DictConfig, reason: str, run_status: str = "FAILED") -
     the stopped sweep cancelled.
     """
     hydra_cfg = HydraConfig.get()
-    resolved = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(resolved, dict)
+    resolved = resolved_config(cfg)
     remember(resolved)  # this process logs the job's params: a URL's password in them is redacted, as run_job does
     client, experiment_id = _job_store(resolved, hydra_cfg.runtime.cwd)
     error = JobEndedError(reason)
