@@ -603,7 +603,13 @@ def test_a_component_no_hook_can_time_alone_has_empty_cells_not_zero_and_no_shar
     called the residual adds)."""
     model = XLNetLMHeadModel(XLNetConfig(vocab_size=64, d_model=32, n_layer=2, n_head=4, d_inner=64)).eval()
     components = find_components(model)
-    assert [c.name for c in components if not c.roots] == ["block.0.attention", "block.1.attention"]
+    # And "other": the model's own mask embedding, a parameter of ``transformer`` itself, which holds every component.
+    assert [c.name for c in components if not c.roots] == ["other", "block.0.attention", "block.1.attention"]
+    # Its feed-forward under ``ff`` and LM head ``lm_loss`` fell to "other" by the name rules.
+    by_name = {c.name: c for c in components}
+    assert by_name["block.1.ffn"].roots == ("transformer.layer.1.ff.layer_1", "transformer.layer.1.ff.layer_2")
+    assert "transformer.layer.1.ff.layer_norm" in by_name["block.1.layer_norm"].modules
+    assert by_name["head"].modules == ("lm_loss",) and by_name["other"].modules == ("transformer",)
     batch = {"input_ids": _batch(model)["input_ids"]}
     sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(schedule=[(0.0, 300.0)], update_s=0.005))
     with torch.inference_mode():

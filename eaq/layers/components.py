@@ -12,7 +12,7 @@ usual conventions, checked in this order:
    embeddings' forward, so it is embeddings too. An embedding table inside an attention module
    (T5's ``relative_attention_bias``) is looked up by that attention's ``forward``: attention.
 2. ``head``: a module under a top-level segment in ``HEAD_SEGMENTS`` (``classifier``,
-   ``pre_classifier``, ``lm_head``, ``pooler``, ``score``, ``classification_head``, ...) or under
+   ``pre_classifier``, ``lm_head``, ``pooler``, ``score``, ``classification_head``, XLNet's ``lm_loss``, ...) or under
    a ``pooler`` anywhere (eaq's MiniLM + linear classifier keeps BERT's pooler at ``encoder.pooler``).
 3. ``layer_norm``: a class whose name contains ``LayerNorm``/``RMSNorm``/``GroupNorm``,
    or a last segment like ``layer_norm``, ``LayerNorm``, ``ln_1``, ``ln_f``, ``norm``; but a
@@ -30,7 +30,8 @@ usual conventions, checked in this order:
 4. ``attention``: a segment containing ``attn`` or ``attention``.
 5. ``ffn``: a segment containing ``mlp``, ``ffn``, ``intermediate``, ``feed_forward``,
    ``DenseReluDense`` or ``DenseGatedActDense`` (T5), ``moe`` or ``expert`` (a mixture of experts'
-   block, GraniteMoE's ``block_sparse_moe``: its router and experts), or ``output``
+   block, GraniteMoE's ``block_sparse_moe``: its router and experts), a segment named ``ff`` or
+   ending in ``_ff`` (XLNet's ``ff.layer_1``, Transformer-XL's ``pos_ff``), or ``output``
    inside a block (BERT's ``output.dense``, after rule 4 took ``attention.output``), or a block's
    ``fc1``/``fc2`` (OPT keeps its feed-forward layers in the block itself).
 6. ``other``: everything else.
@@ -62,10 +63,11 @@ from torch import nn
 
 TYPES = ("embeddings", "attention", "ffn", "layer_norm", "head", "other")
 HEAD_SEGMENTS = frozenset({"classifier", "pre_classifier", "lm_head", "pooler", "score", "qa_outputs", "cls", "head",
-                           "classification_head"})
+                           "classification_head", "lm_loss"})
 _NORM_CLASS = re.compile(r"(LayerNorm|RMSNorm|GroupNorm)")
 _NORM_NAME = re.compile(r"^(.*layer_?norm.*|ln_?\w*|.*_ln|norm\w*|.*_norm)$")
-_FFN_SEGMENT = re.compile(r"(mlp|ffn|intermediate|feed_forward|densereludense|densegatedactdense|moe|expert)")
+# Matched within a segment; "ff" only as a whole segment or its "_ff" end, since "ff" inside a word ("offset") is no FFN.
+_FFN_SEGMENT = re.compile(r"(mlp|ffn|intermediate|feed_forward|densereludense|densegatedactdense|moe|expert|^ff$|_ff$)")
 # A norm inside an attention or FFN module named only as a norm: the sub-layer's norm of the residual stream (rule 3).
 _RESIDUAL_NORM = frozenset({"layernorm", "layer_norm", "norm", "ln"})
 _FFN_LAYER = re.compile(r"^fc_?[12]$")
