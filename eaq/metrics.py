@@ -256,7 +256,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.sweep_dir", "Sweep parent runs: the multirun folder its jobs wrote to."),
     ("eaq.reused.<run id>", "Sweep parent runs: a FINISHED run of the same config that resume reused instead of measuring it again (value: its name); the sweep's report counts it."),
     ("eaq.model_source", "Where the weights came from: the hub id or local directory they were read from, or random."),
-    ("eaq.calibration.<field>", "Calibration runs (task=calibrate): the device, the matmul format and size, TFLOP/s, FLOP/J, mean power, duration and when."),
+    ("eaq.calibration.<field>", "Calibration runs (task=calibrate): the device, the matmul format and size, TFLOP/s, FLOP/J, mean power, duration and when; without an energy sensor only eaq.calibration.flop_per_j, saying why it is unavailable (the bandwidth is measured all the same)."),
     ("eaq.env.<fact>", "git_commit, git_dirty, torch, transformers, torchao, device_name, gpu_uuid; all of it in env.json (secrets redacted)."),
 )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from pathlib import Path
 from statistics import mean
@@ -274,10 +275,22 @@ def test_bad_input_gets_one_sentence_no_traceback_and_no_running_run(out: Path, 
 def test_a_failed_calibration_is_recorded_as_a_calibration(out: Path) -> None:
     """Its run was tagged a benchmark until the calibration succeeded: failed, it read as a failed benchmark
     configuration in the report, which counts benchmark and layers runs."""
-    result = run_eaq(out, *FAST, "task=calibrate", "sampler=none")
-    assert result.returncode == 2 and "task=calibrate needs a sampler that measures energy" in result.stderr
+    result = run_eaq(out, *FAST, "task=calibrate", "sampler=rapl")  # no RAPL zones on a machine CI runs on
+    assert result.returncode == 2 and "sampler=rapl cannot run here" in result.stderr
     (run,) = all_runs(out)
     assert run.info.status == "FAILED" and run.data.tags["eaq.kind"] == "calibrate"
+
+
+def test_a_calibration_without_an_energy_sensor_measures_the_bandwidth_and_says_why_flop_per_j_is_not(out: Path) -> None:
+    """It was refused whole, though the bandwidth (generation's decode roofline) needs no sensor."""
+    result = run_eaq(out, *FAST, "task=calibrate", "sampler=none")
+    assert result.returncode == 0, result.stderr[-2000:]
+    (run,) = all_runs(out)
+    assert run.info.status == "FINISHED" and run.data.tags["eaq.kind"] == "calibrate"
+    assert run.data.metrics["peak_bandwidth_gb_per_s"] > 0 and "peak_flop_per_j" not in run.data.metrics
+    assert run.data.tags["eaq.calibration.flop_per_j"].startswith("unavailable: sampler=none measures no energy on cpu")
+    cached = json.loads(next((out / "cache").rglob("bandwidth-*.json")).read_text())
+    assert cached["gb_per_s"] == pytest.approx(run.data.metrics["peak_bandwidth_gb_per_s"])
 
 
 def test_malformed_dataset_names_file_and_line(out: Path, tmp_path: Path) -> None:
