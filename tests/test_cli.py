@@ -293,6 +293,16 @@ def test_a_calibration_without_an_energy_sensor_measures_the_bandwidth_and_says_
     assert cached["gb_per_s"] == pytest.approx(run.data.metrics["peak_bandwidth_gb_per_s"])
 
 
+def test_a_forward_run_refuses_a_text_shorter_than_one_row(out: Path, tmp_path: Path) -> None:
+    """Its one short row was timed at 5 tokens in a run that recorded seq_len=32; only generate refused it."""
+    short = tmp_path / "short.txt"
+    short.write_text("a text of five words")  # five tokens of MiniLM's vocabulary
+    result = run_eaq(out, *FAST, "dataset=wikitext2", f"dataset.path={short}")
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "holds 5 tokens, fewer than one row of seq_len=32: lower seq_len to at most 5" in result.stderr
+    assert all(r.info.status == "FAILED" for r in all_runs(out))
+
+
 def test_malformed_dataset_names_file_and_line(out: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"a fine sentence\nanother one\n\xff\xfe not utf-8\n")

@@ -144,11 +144,12 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         tokenizer = load_tokenizer(cfg.model) if text else None
         (batches, stream), token_cache = make_inputs(cfg, tokenizer, examples, device)
         timed = batches.full()
-        # A text shorter than one prompt stays one row: refused before the weights load.
-        if generating and (tokens := timed[0]["input_ids"].shape[1]) < cfg.seq_len:
+        # A text shorter than one row (prompt) stays one short row: refused before the weights load, since the run
+        # would time fewer tokens than the seq_len it records.
+        if (tokens := timed[0]["input_ids"].shape[1]) < cfg.seq_len:
             raise DataError(
-                f"dataset={cfg.dataset.name} holds {tokens} tokens, fewer than one prompt of seq_len={cfg.seq_len}: "
-                f"lower seq_len to at most {tokens}, or use a longer text."
+                f"dataset={cfg.dataset.name} holds {tokens} tokens, fewer than one {'prompt' if generating else 'row'} of "
+                f"seq_len={cfg.seq_len}: lower seq_len to at most {tokens}, or use a longer text."
             )
         loaded = load_model(cfg.model, with_tokenizer=text, device=device, tokenizer=tokenizer)
         model, head = loaded.model.to(device), cfg.model.head
