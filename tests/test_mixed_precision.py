@@ -351,6 +351,15 @@ def test_local_weights_are_known_by_their_contents_not_their_path(tmp_path: Path
         return weights_identity(ModelConfig(name_or_path=str(folder), weights="pretrained"), "cpu")
 
     assert identity(tmp_path / "a") == identity(tmp_path / "b") and str(tmp_path) not in identity(tmp_path / "a")
+    # Downloaded twice (`hf download --local-dir` keeps each download's time under .cache/) or cloned with git: the
+    # same model still.
+    for folder, stamp in ((tmp_path / "a", "1764300000.1"), (tmp_path / "b", "1764390000.7")):
+        metadata = folder / ".cache" / "huggingface" / "download" / "model.safetensors.metadata"
+        metadata.parent.mkdir(parents=True)
+        metadata.write_text(f"0123abcd\nfeedbeef\n{stamp}\n")
+    (tmp_path / "b" / ".git").mkdir()
+    (tmp_path / "b" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert identity(tmp_path / "a") == identity(tmp_path / "b")
     before = identity(tmp_path / "a")
     seed1.save_pretrained(tmp_path / "a")
     assert identity(tmp_path / "a") != before

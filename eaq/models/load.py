@@ -205,9 +205,15 @@ def _contents(path: Path) -> str:
 
     A safetensors file is sampled tensor by tensor, after its header (names, dtypes, shapes): two fine-tunes of one
     base that differ only in a small head (a classifier's 768 x 2) had the same sampled chunks of the whole file,
-    one identity, and a plan chosen on one ran on the other unrefused."""
+    one identity, and a plan chosen on one ran on the other unrefused.
+
+    Hidden files and folders are left out: ``hf download --local-dir`` writes the time of the download under
+    ``.cache/huggingface/``, and a git clone keeps ``.git/``; neither is the model, and with them the same weights
+    downloaded twice had two identities (a plan chosen on one refused on the other)."""
     digest = hashlib.sha256()
-    for file in sorted(f for f in ([path] if path.is_file() else path.rglob("*")) if f.is_file()):
+    files = [path] if path.is_file() else [f for f in path.rglob("*")
+                                           if not any(part.startswith(".") for part in f.relative_to(path).parts)]
+    for file in sorted(f for f in files if f.is_file()):
         size = file.stat().st_size
         digest.update(f"{file.relative_to(path) if file != path else file.name}\0{size}\0".encode())
         with file.open("rb") as handle:
