@@ -144,6 +144,17 @@ def test_folder_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
         load_model(ModelConfig(name="x", name_or_path=str(tmp_path)))
 
 
+def test_a_model_folder_without_its_weights_file_says_so_not_that_the_hub_lacks_it(saved_model: Path, tmp_path: Path) -> None:
+    # It said "it is not a local folder and the hub is unreachable or does not have it", advising `hf download` of a path.
+    folder = tmp_path / "no-weights"
+    shutil.copytree(saved_model, folder, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+    with pytest.raises(ModelLoadError) as refused:
+        load_model(ModelConfig(name="x", name_or_path=str(folder)))
+    said = str(refused.value)
+    assert said.startswith(f"could not load the folder {str(folder)!r}: ") and "model.safetensors" in said
+    assert "hub is unreachable" not in said and "hf download" not in said
+
+
 def test_a_model_folder_without_tokenizer_files_is_refused_naming_the_fix(saved_model: Path, tmp_path: Path) -> None:
     # transformers would load it as a tokenizer of 5 special tokens, every word unknown, and quality be measured on that.
     folder = tmp_path / "weights-only"

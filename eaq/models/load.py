@@ -117,7 +117,7 @@ def _load_tokenizer(location: str) -> PreTrainedTokenizerBase:
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolved, **_hub_options(resolved))
     except OSError as exc:
-        raise ModelLoadError(_not_found(location)) from exc
+        raise ModelLoadError(_not_found(location, exc)) from exc
     if tokenizer.pad_token is None:  # GPT-2 style tokenizers: pad with end-of-text, masked out anyway
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -156,12 +156,19 @@ def _hub_options(location: str) -> dict[str, bool]:
     return {"local_files_only": True} if not _looks_local(location) and _hub_unreachable() else {}
 
 
-def _not_found(location: str) -> str:
-    host = None if _looks_local(location) else _hub_unreachable()
+def _not_found(location: str, error: OSError) -> str:
+    """Why ``location`` did not load, with what transformers said: a local folder missing its weights file, or a
+    gated hub id, read as "not a local folder and the hub is unreachable" (the cause chained, which no one sees)."""
+    said = " ".join(str(error).split()).rstrip(".")
+    if _looks_local(location):
+        return (f"could not load the folder {location!r}: {said}; save the model there with save_pretrained "
+                "(config, weights and tokenizer), or pass another folder or hub id.")
+    host = _hub_unreachable()
     why = (f"the hub ({host}) cannot be reached from here and the local cache does not have it" if host else
-           "the hub is unreachable or does not have it")
+           "the hub is unreachable, does not have it, or does not give it to you (a gated model: accept its terms "
+           "and log in with `hf auth login`)")
     return (
-        f"could not load {location!r}: it is not a local folder and {why}; "
+        f"could not load {location!r}: it is not a local folder and {why} (transformers: {said}); "
         f"download it where there is internet (`hf download {location} --local-dir DIR`) and pass model.name_or_path=DIR."
     )
 
@@ -183,7 +190,7 @@ def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedCon
         location = location or _location(cfg)
         return AutoConfig.from_pretrained(location, **_hub_options(location))
     except OSError as exc:
-        raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
+        raise ModelLoadError(_not_found(cfg.name_or_path, exc)) from exc
 
 
 # Bytes of a weight file (or of one tensor of a safetensors file) read for its identity: this many chunks of this
@@ -411,7 +418,7 @@ def load_model(
             model, loading = auto_class.from_pretrained(location, dtype=torch.float32, output_loading_info=True,
                                                         **_hub_options(location))
         except OSError as exc:
-            raise ModelLoadError(_not_found(cfg.name_or_path)) from exc
+            raise ModelLoadError(_not_found(cfg.name_or_path, exc)) from exc
         # An encoder's pooler, which a checkpoint saved for masked LM (roberta-base) lacks: embeddings and eaq's
         # classifier head mean-pool the last hidden states, and never read it.
         pooled = cfg.head == "embedding" or bool(cfg.classifier_head)
