@@ -144,6 +144,28 @@ def test_folder_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
         load_model(ModelConfig(name="x", name_or_path=str(tmp_path)))
 
 
+def test_a_decoders_classifier_runs_on_synthetic_ids_through_the_cli(out: Path) -> None:
+    """Without a tokenizer it had no pad id, and transformers refused every batch of more than one row (a traceback)."""
+    done = run_eaq(out, "model=gpt2_tiny_random", "model.head=sequence_classification", "dataset=synthetic",
+                   "trials=quick", "batch_size=4", "seq_len=16")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [r.info.status for r in all_runs(out)] == ["FINISHED"]
+
+
+@pytest.mark.parametrize("architecture", [
+    {"model_type": "gpt2", "vocab_size": 128, "n_embd": 32, "n_layer": 2, "n_head": 2},
+    {"model_type": "llama", "vocab_size": 128, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+     "intermediate_size": 64},
+])
+def test_a_decoders_classifier_without_a_tokenizer_reads_each_rows_last_token(architecture: dict[str, object]) -> None:
+    model = load_model(ModelConfig(name="d", weights="random", head="sequence_classification", architecture=architecture),
+                       with_tokenizer=False).model
+    ids = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():  # the batch's logits are each row's alone: its last token's
+        batched = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+        torch.testing.assert_close(batched, torch.cat([model(input_ids=row[None]).logits for row in ids]))
+
+
 def test_a_model_folder_without_its_weights_file_says_so_not_that_the_hub_lacks_it(saved_model: Path, tmp_path: Path) -> None:
     # It said "it is not a local folder and the hub is unreachable or does not have it", advising `hf download` of a path.
     folder = tmp_path / "no-weights"

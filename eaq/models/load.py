@@ -432,6 +432,11 @@ def load_model(
         log.info("converted %d GPT-2 Conv1D layers to nn.Linear (identical math) so quantizers cover them", converted)
     if tokenizer is not None and model.config.pad_token_id is None:
         model.config.pad_token_id = tokenizer.pad_token_id
+    elif tokenizer is None and cfg.head == "sequence_classification" and model.config.pad_token_id is None:
+        # Synthetic ids (no tokenizer) pad nothing, and a decoder's classifier (GPT-2's, Llama's) reads each row's last
+        # token that is not padding: without a pad id it refuses any batch of more than one row. An id no token has
+        # makes every token the row's own, and the last one is read, as in a row alone.
+        model.config.pad_token_id = -1
     model.eval()
     if cfg.head == "causal_lm" and _sees_later_tokens(model):
         raise ModelLoadError(_not_causal(cfg, model))
