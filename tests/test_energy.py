@@ -13,7 +13,7 @@ import torch
 
 from eaq.errors import ConfigError, EaqError
 from eaq.measure.energy import WindowEnergy, energy_metrics, window_energy
-from eaq.measure.samplers import TRACE_MARGIN_S, NoSampler, select_sampler, wait_for_sample
+from eaq.measure.samplers import FIRST_SAMPLE_S, TRACE_MARGIN_S, NoSampler, select_sampler, wait_for_sample
 from eaq.measure.trace import PowerTrace
 from eaq.measure.validity import check
 from eaq.measure.window import MeasurementWindow, WindowResult
@@ -610,6 +610,8 @@ def test_a_poller_that_cannot_start_leaves_a_note_and_the_counter_still_measures
     sampler = NvmlSampler("1234-abcd", interval_s=0.01, nvml=fake)
     sampler.start()
     try:
+        # Nothing feeds the trace: no wait for a sample (it waited FIRST_SAMPLE_S at each call, ~9 s a run).
+        assert wait_for_sample(sampler) < 0.5 * FIRST_SAMPLE_S
         with MeasurementWindow(CPU, sampler) as window:
             time.sleep(0.3)
     finally:
@@ -619,6 +621,9 @@ def test_a_poller_that_cannot_start_leaves_a_note_and_the_counter_still_measures
     energy = window_energy("nvml", trace, result.t0, result.t1, result.counter_j)
     assert energy.source == "energy_counter" and energy.energy_j == pytest.approx(300.0 * result.duration_s, rel=0.15)
     assert energy.sensor_updates is None and energy.expected_samples == 0
+    # The updates and coverage it could not check are said, not passed over in silence.
+    verdict = check(result, energy, None, 0.2)
+    assert verdict.valid and any("were not counted (no power trace)" in note for note in verdict.notes), verdict.notes
 
 
 def test_an_nvidia_smi_stopped_by_eaq_leaves_no_note(tmp_path: Path, monkeypatch) -> None:

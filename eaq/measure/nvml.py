@@ -61,6 +61,11 @@ class NvmlSampler:
             self._poll.drain()
         return self._trace
 
+    @property
+    def polling(self) -> bool:
+        """Whether the polling process feeds the trace (started and not stopped); the counter reads need none."""
+        return self._poll is not None
+
     def available(self) -> str | None:
         try:
             self._open()

@@ -84,9 +84,12 @@ def measures_energy(sampler: Sampler) -> bool:
 
 
 def _traces(sampler: Sampler) -> list[PowerTrace]:
-    """The sampler's trace and its companion's (nvidia-smi beside NVML), both read live."""
+    """The traces a poller feeds: the sampler's and its companion's (nvidia-smi beside NVML), both read live. A sampler
+    whose polling process did not start (``polling`` false; its trace notes why) feeds none: waiting on its trace
+    cost FIRST_SAMPLE_S at each wait, ~9 s a run, for samples that never come."""
     companion = getattr(sampler, "companion", None)
-    return [sampler.trace, *([companion.trace] if companion is not None else [])]
+    owners = [sampler, *([companion] if companion is not None else [])]
+    return [owner.trace for owner in owners if getattr(owner, "polling", True)]
 
 
 def wait_for_sample(sampler: Sampler, limit_s: float | None = None) -> float:
@@ -101,10 +104,9 @@ def wait_for_sample(sampler: Sampler, limit_s: float | None = None) -> float:
     Nothing to wait for without a sensor. Reading the trace drains NVML's polling process:
     never inside a window.
     """
-    if not measures_energy(sampler):
+    if not measures_energy(sampler) or not (traces := _traces(sampler)):
         return 0.0
     if limit_s is None:
-        traces = _traces(sampler)
         limit_s = max(TRACE_MARGIN_S, 2 * max(trace.interval_s for trace in traces),
                       FIRST_SAMPLE_S if any(not trace.times for trace in traces) else 0.0)
     start = time.perf_counter()

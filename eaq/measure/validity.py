@@ -61,6 +61,12 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
         return Validity((), facts)
     if window.duration_s < min_window_s:
         reasons.append(f"window {window.duration_s:.2f} s is shorter than the minimum {min_window_s:g} s")
+    notes: list[str] = []
+    if energy.sensor_updates is None and energy.source == "energy_counter":
+        # The counter measured, but no trace shows its updates (the polling process did not start: eaq.energy.notes
+        # says why): neither they nor the poll coverage can be checked, and the window's length stands for them.
+        notes.append(f"the sensor's updates in this {window.duration_s:.2f} s window were not counted (no power trace), "
+                     "nor the poller's coverage")
     if energy.sensor_updates is not None:
         facts["sensor_updates"] = energy.sensor_updates
         if energy.sensor_updates < MIN_SENSOR_UPDATES:
@@ -78,7 +84,7 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
         if disagreement > MAX_COUNTER_DISAGREEMENT:
             reasons.append(f"energy counter and instant-power integral disagree by {disagreement:.1%}")
     device = check_device(window, energy, idle_power_w)
-    return Validity((*reasons, *device.reasons), facts | device.facts, device.notes)
+    return Validity((*reasons, *device.reasons), facts | device.facts, (*notes, *device.notes))
 
 
 def _too_few_polls(duration_s: float, polls: int) -> str:
