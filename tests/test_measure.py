@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import io
 import random
 import socket
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -53,6 +55,21 @@ def test_work_between_steps_runs_before_each_and_is_in_no_steps_time() -> None:
     latencies = run_timed(lambda _: order.append("step"), [None], CPU, iters=3, min_duration_s=0,
                           between=lambda: (order.append("between"), time.sleep(0.05)))
     assert order == ["between", "step"] * 3 and max(latencies) < 0.05
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_timed_window_draws_no_progress_bar_on_a_terminal_and_the_warm_up_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A window's bar redrew every 0.5 s on a terminal (isolate=false): I/O inside the window.
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    run_timed(lambda _: time.sleep(0.01), [None], CPU, iters=1, min_duration_s=0.6)
+    assert terminal.getvalue() == ""
+    run_timed(lambda _: time.sleep(0.01), [None], CPU, iters=1, min_duration_s=0.6, label="warm-up", progress=True)
+    assert "warm-up" in terminal.getvalue()
 
 
 def test_window_times_its_body_between_syncs() -> None:

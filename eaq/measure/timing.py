@@ -23,6 +23,7 @@ def run_timed(
     label: str = "measure",
     whole: int = 1,
     between: Callable[[], object] | None = None,
+    progress: bool = False,
 ) -> list[float]:
     """Run ``step`` over ``inputs`` cyclically, ``iters`` times at least and for ``min_duration_s`` at least.
 
@@ -30,6 +31,8 @@ def run_timed(
     whole sequences, so early and late positions (short and long KV caches) weigh equally.
     ``between``: work before each iteration that is not the step's (a decode window going back to the prefilled
     cache after each whole sequence): outside every iteration's time, inside the window that encloses the loop.
+    ``progress``: a bar on a terminal, for loops outside windows only (the warm-up): inside a window its redraws
+    would be I/O, which no window does (../shared/DESIGN.md).
     Returns per-iteration latencies in seconds.
     """
     use_events = device.type == "cuda"
@@ -37,7 +40,7 @@ def run_timed(
     latencies: list[float] = []
     start = time.perf_counter()
     # disable=None: no bar when stderr is not a terminal (CI logs, files).
-    bar = tqdm(desc=label, unit="it", total=iters, leave=False, mininterval=0.5, disable=None)
+    bar = tqdm(desc=label, unit="it", total=iters, leave=False, mininterval=0.5, disable=None if progress else True)
     i = 0
     while i < iters or time.perf_counter() - start < min_duration_s or i % whole:
         batch = inputs[i % len(inputs)]

@@ -115,7 +115,7 @@ def warm_up(
     settled_by, rule_chunk_s = RULES[rule]
     chunk_s = chunk_s if chunk_s is not None else rule_chunk_s
     start = time.perf_counter()
-    iterations = len(run_timed(step, inputs, device, min_iters, 0.0, label="warm-up")) if min_iters else 0
+    iterations = len(run_timed(step, inputs, device, min_iters, 0.0, label="warm-up", progress=True)) if min_iters else 0
     if not settle:
         return WarmupResult(iterations, time.perf_counter() - start, None)
     latency: list[float] = []
@@ -124,7 +124,7 @@ def warm_up(
     settling = time.perf_counter()
     while time.perf_counter() - settling < max_s:
         t0 = time.perf_counter()
-        latencies = run_timed(step, inputs, device, 1, chunk_s, label="warm-up")
+        latencies = run_timed(step, inputs, device, 1, chunk_s, label="warm-up", progress=True)
         iterations += len(latencies)
         latency.append(sum(latencies) / len(latencies))
         unmeasured_since = t0 if unmeasured_since is None else unmeasured_since
