@@ -300,7 +300,7 @@ def test_a_forward_run_refuses_a_text_shorter_than_one_row(out: Path, tmp_path: 
     result = run_eaq(out, *FAST, "dataset=wikitext2", f"dataset.path={short}")
     assert result.returncode == 2, result.stderr[-2000:]
     assert "holds 5 tokens, fewer than one row of seq_len=32: lower seq_len to at most 5" in result.stderr
-    assert all(r.info.status == "FAILED" for r in all_runs(out))
+    assert [r.info.status for r in all_runs(out)] == ["FAILED"]
 
 
 def test_malformed_dataset_names_file_and_line(out: Path, tmp_path: Path) -> None:
@@ -308,7 +308,7 @@ def test_malformed_dataset_names_file_and_line(out: Path, tmp_path: Path) -> Non
     bad.write_bytes(b"a fine sentence\nanother one\n\xff\xfe not utf-8\n")
     result = run_eaq(out, *FAST, f"dataset.path={bad}")
     assert result.returncode == 2 and f"{bad}, line 3: the file is not valid UTF-8" in result.stderr
-    assert all(r.info.status == "FAILED" for r in all_runs(out))
+    assert [r.info.status for r in all_runs(out)] == ["FAILED"]
 
 
 def test_debug_shows_the_traceback(out: Path) -> None:

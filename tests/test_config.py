@@ -90,8 +90,12 @@ def test_unknown_precision_lists_the_valid_ones() -> None:
 
 
 def test_config_is_plain_yaml_round_trippable() -> None:
+    # What a run records (its resolved config) read back is the same config, and still a valid one.
     cfg = _compose("paths.root=/x")
-    assert OmegaConf.to_yaml(cfg, resolve=True)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    again = OmegaConf.create(OmegaConf.to_yaml(cfg, resolve=True))
+    assert OmegaConf.to_container(again) == resolved and resolved["paths"]["root"] == "/x"
+    assert validate(OmegaConf.merge(OmegaConf.structured(EaqConfig), again)) == validate(cfg)
 
 
 def test_real_data_presets_point_beside_the_checkout(monkeypatch) -> None:

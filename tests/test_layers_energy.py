@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import transformers
 import yaml
 from omegaconf import OmegaConf
 from torch import nn
@@ -286,6 +287,10 @@ def test_a_pass_captured_by_eaq_runs_the_eager_operations(kind: str, monkeypatch
     ids = _batch(model)["input_ids"]
     eager = _ops(lambda: model(input_ids=ids))
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    if _ops(lambda: model(input_ids=ids)) == eager:  # no guard: what the installed transformers runs while capturing
+        pytest.skip(f"transformers {transformers.__version__} takes the eager pass's mask path while capturing "
+                    f"{kind}: nothing for eaq's guard to change (5.17, the GPU image's, built a full mask: "
+                    "docs/results/2026-11-25-h100-layers)")
     with eager_mask_decisions():
         assert _ops(lambda: model(input_ids=ids)) == eager
 
@@ -636,12 +641,17 @@ def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> No
     assert set(found.attribution_j) == {c.name for c in components} | {OUTSIDE}
     assert sum(found.attribution_j.values()) == pytest.approx(found.whole_j, rel=1e-9)
     assert found.attribution_j[OUTSIDE] >= 0
-    # Attribution's capture is, by construction, the share of the pass's time inside components.
+    # Attribution's capture is, by construction, the share of the pass's time inside components (an identity of the
+    # method, kept so that a change of the method shows here).
     assert found.metrics["layers_capture_ratio_attribution"] == pytest.approx(found.times.captured, rel=1e-9)
     assert 0 < found.times.captured <= 1
     # Replay: every component measured, positive, and its type's parts sum to 300 W x the replay time per pass.
     assert set(found.replay_j) == {c.name for c in components}
     assert all(j is not None and j > 0 for j in found.replay_j.values())
+    # ... each the steady 300 W over the time its replay took per pass (a window's joules not divided by its calls,
+    # or by the wrong count, is off by a factor).
+    for name, joules in found.replay_j.items():
+        assert joules == pytest.approx(300.0 * found.replay_alone_s[name], rel=0.25), name
     assert found.metrics["layers_capture_ratio_replay"] > 0
     # The idle baseline is 300 W too: net of idle, the whole window is about nothing.
     assert abs(found.whole_net_j) < 0.1 * found.whole_j
