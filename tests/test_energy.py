@@ -554,7 +554,7 @@ def test_a_calibration_window_another_process_shared_or_a_slowdown_held_is_no_pe
         calibrate(CPU, "float32", NvmlSampler("1234-abcd", interval_s=0.005, nvml=hot), min_duration_s=0.3, size=64)
 
 
-def test_other_processes_on_the_gpu_do_not_count_this_one_under_a_pid_namespace() -> None:
+def test_other_processes_on_the_gpu_do_not_count_this_one_under_a_pid_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
     from eaq.measure.nvml import other_processes
 
     # On the host NVML lists our own PID: the others are the rest.
@@ -565,7 +565,9 @@ def test_other_processes_on_the_gpu_do_not_count_this_one_under_a_pid_namespace(
     assert other_processes([5123, 5200], own=7, holds_context=True) == 1
     assert other_processes([5123], own=7, holds_context=False) == 1
     assert other_processes([], own=7, holds_context=True) == 0
-    # Through the sampler's snapshot (this CPU process holds no CUDA context): our PID and one other.
+    # Through the sampler's snapshot, this process holding no CUDA context (on the lent GPU an earlier test's work
+    # opened one; then a listed process may be us, as above): our PID and one other.
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     fake = FakeNvml()
     fake.processes = [os.getpid(), 4242]
     sampler = NvmlSampler("1234-abcd", interval_s=0.01, nvml=fake)
