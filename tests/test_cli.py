@@ -237,6 +237,16 @@ def test_a_sweep_over_experiments_counts_its_runs_in_theirs(out: Path) -> None:
     assert result.returncode == 0 and "sweep: 2 of 2 runs finished" in result.stdout, result.stdout[-2000:] + result.stderr[-2000:]
 
 
+def test_a_glob_sweep_runs_each_option_it_matches_and_counts_them(out: Path) -> None:
+    """The sweep's own reading of its jobs parsed without Hydra's config loader, which glob() lists options through:
+    every glob sweep stopped at its start ("ConfigLoader is not set"), calibrate_ahead=false or not."""
+    result = run_eaq(out, "-m", *FAST, "sampler=none", "precision=glob([fp32,bf16])", "calibrate_ahead=false")
+    assert result.returncode == 0 and "sweep: 2 of 2 runs finished" in result.stdout, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "[sweep 1/2]" in result.stderr and "[sweep 2/2]" in result.stderr  # the progress lines know the total
+    precisions = sorted(r.data.params["precision.name"] for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark")
+    assert precisions == ["bf16", "fp32"]
+
+
 def test_failing_job_in_sweep_leaves_others_finished_and_exits_non_zero(out: Path) -> None:
     # An override holding an interpolation only a job resolves: the sweep's planning read it resolved, and every such
     # sweep stopped at its start ("HydraConfig was not set"), calibrate_ahead=false or not.

@@ -4,6 +4,7 @@ its summary, the calibrations ahead), which imports neither MLflow nor torch."""
 from __future__ import annotations
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
@@ -20,7 +21,10 @@ def job_overrides(config: DictConfig) -> list[list[str]]:
     params = config.hydra.sweeper.get("params")
     named = OmegaConf.to_container(params, resolve=False) if params is not None else {}
     task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
-    parsed = OverridesParser.create().parse_overrides([*(f"{k}={v}" for k, v in named.items()), *task])
+    # With the config loader, as the basic sweeper parses them: a glob() sweep (precision=glob([fp*])) lists the group's
+    # options through it, and without it every such sweep stopped at its start ("ConfigLoader is not set").
+    parser = OverridesParser.create(config_loader=GlobalHydra.instance().config_loader())
+    parsed = parser.parse_overrides([*(f"{k}={v}" for k, v in named.items()), *task])
     return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
