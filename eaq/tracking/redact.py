@@ -64,8 +64,9 @@ _SECRET_QUOTED = re.compile(rf"(?P<key>{_SECRET_KEY}\s*[=:]\s*(?P<quote>[\"']))(
 _SECRET_LINE = re.compile(
     rf"(?P<key>^[ \t]*{_SECRET_KEY}:[ \t]+)(?P<value>(?![\"']|{re.escape(REDACTED)})[^\r\n]+)", re.IGNORECASE | re.MULTILINE
 )
+# Not a value starting with '=': a pinned package (google-auth==2.40.3, in the environment's package list) is no secret.
 _SECRET_PAIR = re.compile(
-    rf"(?P<key>{_SECRET_KEY}\s*[=:]\s*)(?P<value>(?![\"']|{re.escape(REDACTED)})[^\s&;\"'<>]+)",
+    rf"(?P<key>{_SECRET_KEY}\s*[=:]\s*)(?P<value>(?![\"'=]|{re.escape(REDACTED)})[^\s&;\"'<>]+)",
     re.IGNORECASE,
 )
 _AUTHORIZATION = re.compile(r"(?P<key>\b(?:proxy-)?authorization[\"']?\s*[=:]\s*[\"']?)(?P<value>(?!<redacted>)[^\s\"'][^\r\n\"']*)", re.IGNORECASE)
