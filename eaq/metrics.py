@@ -164,6 +164,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("phase_logging_s", "s", "Logging metrics, tags, environment and artifacts to MLflow after the task."),
     Metric("sweep_runs", "count", "Sweep parent runs: child runs in the sweep."),
     Metric("sweep_runs_failed", "count", "Sweep parent runs: child runs that did not finish."),
+    Metric("sweep_jobs_unrecorded", "count", "Sweep parent runs: jobs that left no run in the store (refused before their run was created; each said why in the sweep's output); any makes the parent FAILED."),
     # Pattern, not one name (eaq/report/build.py): <metric> is latency_mean_ms, throughput_samples_per_s,
     # energy_per_sample_mj or a quality_* metric; the MLflow UI charts each <metric>/<configuration> as one section.
     Metric("<metric>/<configuration>/<stat>", "unit of <metric>", "Sweep parent runs (and eaq.kind=report runs): trials aggregated per configuration (model-precision-b<batch>-s<seq>[-compiled[-untuned][-no-pattern-matcher]][-graphs][-gen<tokens>][-<setting>], the setting where runs differ in device, dataset, sampler, weights or another parameter); <stat> is mean, ci95_low, ci95_high (Student t 95% interval of the mean, absent with one trial) or n (valid finished trials). Absent for a metric no run measured."),

@@ -140,8 +140,9 @@ def test_a_job_whose_run_the_store_refuses_is_said_redacted_and_the_sweep_goes_o
             return len(creates) > 1
         return False
 
-    with flaky_store(tmp_path, refuse_runs_but_the_sweeps) as (uri, _):
+    with flaky_store(tmp_path, refuse_runs_but_the_sweeps) as (uri, client):
         result = _sweep(out, uri, "trial=1,2")
+        (parent,) = client.search_runs([e.experiment_id for e in client.search_experiments()])
     printed = result.stdout + result.stderr
     assert PASSWORD not in printed, printed[-3000:]
     assert "Error executing job" not in printed and "Traceback" not in printed, printed[-3000:]
@@ -152,6 +153,9 @@ def test_a_job_whose_run_the_store_refuses_is_said_redacted_and_the_sweep_goes_o
     assert "0 finished, 2 failed" in result.stderr and "sweep: " in result.stdout, printed[-3000:]
     # Neither left a run to count: the summary says so, and the sweep exits 1 (it read "nothing measured", exit 0).
     assert "2 job(s) left no run in the store" in result.stdout and result.returncode == 1, result.stdout[-2000:]
+    # ... and so does the parent run, which was recorded FINISHED with no run failed.
+    assert parent.data.tags["eaq.kind"] == "sweep" and parent.info.status == "FAILED"
+    assert parent.data.metrics["sweep_jobs_unrecorded"] == 2 and parent.data.metrics["sweep_runs"] == 0
 
 
 def test_a_run_whose_last_metrics_the_store_refuses_ends_failed_and_says_why_redacted(tmp_path: Path, out: Path) -> None:

@@ -230,13 +230,15 @@ class MlflowSweepCallback(Callback):
         children = every_run(client, every_experiment(client), f"tags.`{PARENT_TAG}` = '{self.parent.run_id}'")
         children = [r for r in children if SUPERSEDED_TAG not in r.data.tags]  # a job's start that a later one replaced
         failed = [r for r in children if r.info.status != "FINISHED"]
-        self.parent.log_metrics({"sweep_runs": len(children), "sweep_runs_failed": len(failed)})
-        self.parent.end("FAILED" if failed else "FINISHED")
         skipped = len(skipped_runs(sweep_dir(HydraConfig.get())))
-        measured = f"{len(children) - len(failed)} of {len(children)} runs finished" if children else "nothing measured"
         # A job whose run the store never created (it refused) left nothing to count above: the jobs launched tell.
+        # Counted before the parent ends: a sweep of such jobs alone was recorded FINISHED with no run failed.
         jobs = count_jobs(config)
         unrecorded = max(0, jobs - len(children) - skipped) if jobs is not None else 0
+        self.parent.log_metrics({"sweep_runs": len(children), "sweep_runs_failed": len(failed),
+                                 "sweep_jobs_unrecorded": unrecorded})
+        self.parent.end("FAILED" if failed or unrecorded else "FINISHED")
+        measured = f"{len(children) - len(failed)} of {len(children)} runs finished" if children else "nothing measured"
         print(
             f"sweep: {measured} (parent run {self.parent.run_id})"
             + (f"; {skipped} skipped, already FINISHED with the same config (resume=false to rerun them)" if skipped else "")
