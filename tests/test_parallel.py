@@ -305,6 +305,28 @@ def test_a_submitit_sweep_stopped_by_sigterm_stops_its_jobs(out: Path) -> None:
     assert run.info.status == "KILLED"
 
 
+def test_a_gpus_sweep_stopped_by_sigterm_leaves_no_run_running(out: Path, tmp_path: Path) -> None:
+    """joblib kills its workers (and the runs' processes under them) as the sweep stops, before they can record their
+    runs' end: the parent ended FAILED and the runs under way stayed RUNNING. The sweep's process ends them KILLED."""
+    command = [sys.executable, "-m", "eaq.run", *parallel_sweep(tmp_path / "slots", trials=("1", "2")),
+               "trials.min_duration_s=60", f"paths.output_dir={out}"]
+    sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=os.environ | {"PYTHONUNBUFFERED": "1"})
+    try:
+        _wait_for_a_measuring_run(sweep, out)
+        sweep.send_signal(signal.SIGTERM)
+        stdout, stderr = sweep.communicate(timeout=120)
+    finally:
+        sweep.kill()
+    assert sweep.returncode == 143, stderr[-3000:]
+    runs = all_runs(out)
+    measuring = [r for r in runs if r.data.tags.get("eaq.kind") == "benchmark"]
+    assert measuring and not any(r.info.status == "RUNNING" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
+    assert all(r.info.status == "KILLED" for r in measuring), [(r.info.run_name, r.info.status) for r in measuring]
+    (parent,) = [r for r in runs if r.data.tags.get("eaq.kind") == "sweep"]
+    assert parent.info.status == "FAILED"
+
+
 def test_a_launcher_setting_submitit_does_not_take_is_one_sentence(out: Path) -> None:
     """submitit's NameError ended the sweep in a traceback."""
     result = run_eaq(out, "-m", "hydra/launcher=slurm_local", "+hydra.launcher.signal_delay_s=90", *FAST, "sampler=none")

@@ -217,7 +217,20 @@ class MlflowSweepCallback(Callback):
             redact_folder(Path(hydra.runtime.output_dir) / hydra.output_subdir)
 
     def _close_unfinished(self) -> None:
-        if self.parent is not None:
+        """At the sweep process's exit: its parent run, if the sweep stopped before its end, ends FAILED, and every run
+        of it still RUNNING ends KILLED. A job records its own run's end when stopped, but under hydra/launcher=gpus
+        joblib kills its workers (and their runs' processes) at an interrupt before they can: their runs stayed RUNNING."""
+        if self.parent is None or self.parent.ended:
+            return
+        from eaq.tracking.run_logger import PARENT_TAG, end_run, every_experiment, every_run
+
+        client = self.parent.client
+        try:
+            left = every_run(client, every_experiment(client),
+                             f"tags.`{PARENT_TAG}` = '{self.parent.run_id}' and attributes.status = 'RUNNING'")
+            for run in left:
+                end_run(client, run.info.run_id, "KILLED", RuntimeError("the sweep stopped while this run was under way"))
+        finally:
             self.parent.end("FAILED", RuntimeError("the sweep stopped before its end"))
 
     @fail_loudly("closing the sweep's MLflow parent run")

@@ -125,6 +125,10 @@ class TrackedRun:
             redact_folder(folder)
             self.client.log_artifacts(self.run_id, str(folder), artifact_path)
 
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
     def end(self, status: str, error: BaseException | None = None) -> None:
         """Idempotent; records the error class and message on failure."""
         if self._ended:
