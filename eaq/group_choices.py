@@ -1,4 +1,5 @@
-"""Unknown config-group choices, keys and config names, refused in one sentence before Hydra starts.
+"""Unknown config-group choices, keys and config names, and values of the wrong type, refused in one sentence before
+Hydra starts.
 
 Hydra reports ``precision=int3`` as a multi-line "Could not find" block, and a misspelled key
 with advice to add it with ``+``; eaq's errors are one sentence naming what is valid. Only plain choices and comma lists (sweeps) of eaq's
@@ -92,4 +93,49 @@ def unknown_key(argv: Sequence[str]) -> str | None:
         if match and not match.group(1).startswith("hydra.") and (wrong := unknown_setting(match.group(1))):
             return (f"unknown setting {wrong}: eaq's config has no such key; fix the name (`python -m eaq.run --cfg "
                     "job` lists every setting).")
+    return None
+
+
+def wrong_type(argv: Sequence[str]) -> str | None:
+    """The error sentence for the first value of a setting its type cannot take (``batch_size=abc``), else None.
+
+    Hydra stops at it with a few lines and exit 1, and in a sweep (``batch_size=abc,4``) at the job of that value,
+    before the others ran, their configurations left unmeasured. Each value of a plain override or a comma list is
+    set on the schema; sweep functions (``range``, ``glob``), interpolations and settings below a free-form dict (a
+    preset's architecture) are left to Hydra and the run."""
+    args = _hydra_args(argv)
+    if _own_config(args):
+        return None
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from eaq.config import EaqConfig
+
+    parser = OverridesParser.create()
+    schema = OmegaConf.structured(EaqConfig)
+    for text in args.overrides:
+        match = SETTING.match(text)
+        key = match.group(1) if match else ""
+        if not match or key in GROUPS or key.startswith("hydra.") or unknown_setting(key):
+            continue  # a group's choice (unknown_choice checks it), Hydra's own key, or an unknown one (unknown_key)
+        try:
+            override = parser.parse_override(text)
+        except Exception:  # noqa: BLE001  (Hydra's own parse error says what is wrong, in its words)
+            continue
+        if override.is_choice_sweep():
+            values = list(override.value().list)
+        elif override.is_sweep_override():
+            continue
+        else:
+            values = [override.value()]
+        for value in values:
+            if isinstance(value, str) and "${" in value:
+                continue
+            try:
+                OmegaConf.update(schema, key, value, merge=True)
+            except OmegaConfBaseException as exc:
+                said = str(exc).splitlines()[0]
+                return (f"{key}={'null' if value is None else value}: {said}; give a value of the setting's type (`python -m "
+                        "eaq.run --cfg job` shows each setting's value).")
     return None

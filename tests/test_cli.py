@@ -220,6 +220,18 @@ def test_bad_value_exits_non_zero_with_one_sentence_and_no_running_run(out: Path
     assert not recorded or expected in runs[0].data.tags["eaq.error"]
 
 
+@pytest.mark.parametrize("sweep", [[], ["-m"]])
+def test_a_value_of_the_wrong_type_gets_one_sentence_exit_2_before_anything_runs(out: Path, sweep: list[str]) -> None:
+    """Hydra stopped at it in a few lines with exit 1, in a sweep at that value's job, its other values unmeasured."""
+    result = run_eaq(out, *sweep, *FAST, "batch_size=4,abc" if sweep else "batch_size=abc", "trials.min_duration_s=x")
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip() == (
+        "error: batch_size=abc: Value 'abc' of type 'str' could not be converted to Integer; give a value of the "
+        "setting's type (`python -m eaq.run --cfg job` shows each setting's value)."
+    )
+    assert not (out / "mlflow.db").exists()  # refused before anything ran
+
+
 def test_unknown_group_choice_gets_one_sentence_naming_valid_ones(out: Path) -> None:
     result = run_eaq(out, "-m", *FAST, "precision=fp32,int3")
     assert result.returncode == 2
