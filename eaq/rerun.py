@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", help="job folder, run id or run name")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, applied after the logged ones")
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking store")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides before or after --uri
     # A job folder needs no store, and none is opened: a SQLite URI's client creates an empty one where none was.
     folder = (Path(args.run) / OVERRIDES).exists()
     logged = logged_command(args.run, None if folder else read_store(args.uri))

@@ -34,8 +34,8 @@ def test_rerun_reproduces_and_diff_tells_what_differs(out: Path, capsys) -> None
     assert run_eaq(out, *FAST).returncode == 0
     assert run_eaq(out, *FAST, "batch_size=8").returncode == 0
     original, changed = _job_folders(out)
-    rerun = subprocess.run(
-        [sys.executable, "-m", "eaq.rerun", str(original), "--uri", uri], cwd=REPO, capture_output=True, text=True
+    rerun = subprocess.run(  # an override after --uri (the logged trial again): argparse refused it there
+        [sys.executable, "-m", "eaq.rerun", str(original), "--uri", uri, "trial=1"], cwd=REPO, capture_output=True, text=True
     )
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     again = next(f for f in _job_folders(out) if f not in (original, changed))
