@@ -378,7 +378,9 @@ def test_a_password_eaq_was_given_is_redacted_wherever_it_appears_spaces_and_all
 def test_a_sweep_that_stops_before_its_first_job_leaves_multirun_yaml_redacted(out: Path) -> None:
     """Hydra writes multirun.yaml after the sweep's start hook and only then composes each job: an override no job
     config accepts stopped the sweep with the file as the command line wrote it (a job's start redacts it)."""
-    result = run_eaq(out, "-m", "batch_size=4,abc", "dataset.hub=https://alice:S3cretPw@example.org/x")
+    # `+` appends a key the config already has: Hydra refuses it composing the first job (a value of the wrong type,
+    # which did the same, is now refused before Hydra starts).
+    result = run_eaq(out, "-m", "+batch_size=4,8", "dataset.hub=https://alice:S3cretPw@example.org/x")
     assert result.returncode != 0 and "S3cretPw" not in result.stdout + result.stderr
     (written,) = out.glob("multirun/*/multirun.yaml")
     assert "dataset.hub=https://alice:<redacted>@example.org/x" in written.read_text()

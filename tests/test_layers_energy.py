@@ -33,7 +33,7 @@ from eaq.layers.energy import (
     without_full_mask,
 )
 from eaq.measure.graphs import Step, as_graph
-from eaq.layers.replay import capture, recording_outputs, replay, stubbed
+from eaq.layers.replay import TypeReplay, capture, recording_outputs, replay, stubbed
 from eaq.models.masks import eager_mask_decisions
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.nvml import NvmlSampler
@@ -635,7 +635,15 @@ def test_a_component_no_hook_can_time_alone_has_empty_cells_not_zero_and_no_shar
     assert attention["energy_replay_mj_per_pass"] is None  # a type of unmeasured components is no sum of zeros
 
 
-def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> None:
+def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    windows: list[TypeReplay] = []  # each type's replay window, as measure_components got it (called through)
+    replay_by_type = energy_module.replay_by_type
+
+    def recording(*args, **kwargs) -> list[TypeReplay]:  # type: ignore[no-untyped-def]
+        windows.extend(found := replay_by_type(*args, **kwargs))
+        return found
+
+    monkeypatch.setattr(energy_module, "replay_by_type", recording)
     components, found = _at_300_w("bert_tiny_random")
     assert found.whole_j == pytest.approx(300.0 * found.whole_s_per_pass, rel=0.05)
     assert set(found.attribution_j) == {c.name for c in components} | {OUTSIDE}
@@ -648,10 +656,14 @@ def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type() -> No
     # Replay: every component measured, positive, and its type's parts sum to 300 W x the replay time per pass.
     assert set(found.replay_j) == {c.name for c in components}
     assert all(j is not None and j > 0 for j in found.replay_j.values())
-    # ... each the steady 300 W over the time its replay took per pass (a window's joules not divided by its calls,
-    # or by the wrong count, is off by a factor).
-    for name, joules in found.replay_j.items():
-        assert joules == pytest.approx(300.0 * found.replay_alone_s[name], rel=0.25), name
+    # ... and a type's parts sum to the steady 300 W over its window's time per pass (a window's joules not divided by
+    # its passes, or by the wrong count, is off by a factor). Not each part against its own replay time: that comes
+    # from a timing loop apart from the window, which a loaded CI host stretched 66-fold.
+    typed = [w for w in windows if w.type != "block"]
+    assert {name for w in typed for name in w.seconds_alone} == set(found.replay_j)
+    for window in typed:
+        assert sum(found.replay_j[name] for name in window.seconds_alone) == pytest.approx(
+            300.0 * window.window.duration_s / window.window.iterations, rel=0.05), window.type
     assert found.metrics["layers_capture_ratio_replay"] > 0
     # The idle baseline is 300 W too: net of idle, the whole window is about nothing.
     assert abs(found.whole_net_j) < 0.1 * found.whole_j

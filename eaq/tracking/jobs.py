@@ -23,7 +23,8 @@ def job_overrides(config: DictConfig) -> list[list[str]]:
     task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
     # With the config loader, as the basic sweeper parses them: a glob() sweep (precision=glob([fp*])) lists the group's
     # options through it, and without it every such sweep stopped at its start ("ConfigLoader is not set").
-    parser = OverridesParser.create(config_loader=GlobalHydra.instance().config_loader())
+    hydra = GlobalHydra.instance()
+    parser = OverridesParser.create(config_loader=hydra.config_loader() if hydra.is_initialized() else None)
     parsed = parser.parse_overrides([*(f"{k}={v}" for k, v in named.items()), *task])
     return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
