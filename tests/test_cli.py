@@ -315,11 +315,12 @@ def test_a_calibration_without_an_energy_sensor_measures_the_bandwidth_and_says_
     assert cached["gb_per_s"] == pytest.approx(run.data.metrics["peak_bandwidth_gb_per_s"])
 
 
-def test_a_forward_run_refuses_a_text_shorter_than_one_row(out: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("task", ["benchmark", "layers"])
+def test_a_forward_run_refuses_a_text_shorter_than_one_row(out: Path, tmp_path: Path, task: str) -> None:
     """Its one short row was timed at 5 tokens in a run that recorded seq_len=32; only generate refused it."""
     short = tmp_path / "short.txt"
     short.write_text("a text of five words")  # five tokens of MiniLM's vocabulary
-    result = run_eaq(out, *FAST, "dataset=wikitext2", f"dataset.path={short}")
+    result = run_eaq(out, *FAST, f"task={task}", "dataset=wikitext2", f"dataset.path={short}")
     assert result.returncode == 2, result.stderr[-2000:]
     assert "holds 5 tokens, fewer than one row of seq_len=32: lower seq_len to at most 5" in result.stderr
     assert [r.info.status for r in all_runs(out)] == ["FAILED"]

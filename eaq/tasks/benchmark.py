@@ -40,7 +40,7 @@ from eaq.measure.warmup import WarmupResult, warm_up
 from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
 from eaq.models import load_model, load_tokenizer, model_config, model_skeleton, position_limit
-from eaq.errors import ConfigError, DataError
+from eaq.errors import ConfigError
 from eaq.precision import proof, stored_bytes_read
 from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies, linear_calls
@@ -144,13 +144,6 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         tokenizer = load_tokenizer(cfg.model) if text else None
         (batches, stream), token_cache = make_inputs(cfg, tokenizer, examples, device)
         timed = batches.full()
-        # A text shorter than one row (prompt) stays one short row: refused before the weights load, since the run
-        # would time fewer tokens than the seq_len it records.
-        if (tokens := timed[0]["input_ids"].shape[1]) < cfg.seq_len:
-            raise DataError(
-                f"dataset={cfg.dataset.name} holds {tokens} tokens, fewer than one {'prompt' if generating else 'row'} of "
-                f"seq_len={cfg.seq_len}: lower seq_len to at most {tokens}, or use a longer text."
-            )
         loaded = load_model(cfg.model, with_tokenizer=text, device=device, tokenizer=tokenizer)
         model, head = loaded.model.to(device), cfg.model.head
     config = loaded.model.config  # read before a precision wraps the model (autocast)

@@ -8,7 +8,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from eaq.config import EaqConfig
-from eaq.errors import ConfigError
+from eaq.errors import ConfigError, DataError
 from eaq.data import Batches, Examples, examples_digest, load_examples, make_batches, make_stream, make_synthetic
 from eaq.data.token_cache import TokenCache, tokenizer_identity
 from eaq.device import draw_key
@@ -37,6 +37,14 @@ def make_inputs(
     )
     if cfg.dataset.kind == "raw":
         found = make_stream(examples.texts[0], tokenizer, cfg.batch_size, cfg.seq_len, device, cfg.dataset.max_samples, cache)
+        # A text shorter than one row (a prompt) stays one short row: refused before the weights load, since the run
+        # would time fewer tokens than the seq_len it records (a benchmark or layers run, forward or generating).
+        if (tokens := found[0].batches[0]["input_ids"].shape[1]) < cfg.seq_len:
+            raise DataError(
+                f"dataset={cfg.dataset.name} holds {tokens} tokens, fewer than one "
+                f"{'prompt' if cfg.workload.name == 'generate' else 'row'} of seq_len={cfg.seq_len}: lower seq_len to at "
+                f"most {tokens}, or use a longer text."
+            )
     else:
         found = make_batches(examples.texts, tokenizer, cfg.batch_size, cfg.seq_len, device, examples.labels, cache), None
         if found[0].truncated:
