@@ -101,8 +101,9 @@ def wrong_type(argv: Sequence[str]) -> str | None:
 
     Hydra stops at it with a few lines and exit 1, and in a sweep (``batch_size=abc,4``) at the job of that value,
     before the others ran, their configurations left unmeasured. Each value of a plain override or a comma list is
-    set on the schema; sweep functions (``range``, ``glob``), interpolations and settings below a free-form dict (a
-    preset's architecture) are left to Hydra and the run."""
+    set on the schema, as Hydra sets it on the composed config (a setting below a free-form dict, a preset's
+    architecture, takes any value there too); sweep functions (``range``, ``glob``) and interpolations are left to
+    Hydra and the run."""
     args = _hydra_args(argv)
     if _own_config(args):
         return None

@@ -208,7 +208,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.energy.reason", "Why energy is unavailable, when it is."),
     ("eaq.energy.source", "What energy_total_j is: energy_counter, or the integral of a power channel."),
     ("eaq.energy.notes", "Sampler fallbacks and failed reads (a missing power field, a counter error mid-run)."),
-    ("eaq.valid", "'true' or 'false': did every validity check pass (energy runs, and any run that shared the CPU with GPU-slot neighbours: 'false')."),
+    ("eaq.valid", "'true' or 'false': did every validity check pass (energy runs; any run that shared the CPU with GPU-slot neighbours: 'false'; a task=layers run whose graphed pass ran far slower than its eager kernels, with or without a sensor: 'false')."),
     ("eaq.valid.reasons", "Each failed validity check, in words."),
     ("eaq.valid.notes", "What a validity check saw and judged benign, in words (an SM clock drift while the software power cap held the clocks)."),
     ("eaq.quality.source", "Where the quality figures came from: computed in this run, the cache of an earlier run of this configuration, or partly (perplexity, scored alone, is cached per model, precision and text: another batch size or workload reuses it)."),

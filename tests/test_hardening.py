@@ -336,6 +336,8 @@ def test_exclusive_lets_one_process_in_at_a_time(tmp_path: Path) -> None:
         ("sqlite:////tmp/outputs/mlflow.db", "sqlite:////tmp/outputs/mlflow.db"),
         # Pinned packages of the environment's list (env.json), which run diffs compare: the version is no secret.
         ("google-auth==2.40.3 httpx-auth==0.22.0 x-token==1.0", "google-auth==2.40.3 httpx-auth==0.22.0 x-token==1.0"),
+        # ... but a secret after "==" is one still.
+        ("password==Xy9abc token==abc", f"password={REDACTED} token={REDACTED}"),
         ('{"PWD": "/work/x", "max_new_tokens": 3}', '{"PWD": "/work/x", "max_new_tokens": 3}'),
         ("commit 0123456789abcdef0123456789abcdef01234567 hash 1a2b3c4d5e6f7a8b task-abcdefghijklmnopqrstuvwx", "commit 0123456789abcdef0123456789abcdef01234567 hash 1a2b3c4d5e6f7a8b task-abcdefghijklmnopqrstuvwx"),
     ],

@@ -167,6 +167,9 @@ def _redact_if_written(path: Path) -> None:
 class MlflowSweepCallback(Callback):
     def __init__(self) -> None:
         self.parent: TrackedRun | None = None
+        # Whether the sweep's jobs end with its process (the basic launcher's, joblib's workers under gpus), so that a
+        # run of it still RUNNING at its exit is measuring no more; submitit's jobs may run on (SLURM's, elsewhere).
+        self._jobs_end_with_sweep = False
         self._sweep_lock: IO[str] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -187,6 +190,7 @@ class MlflowSweepCallback(Callback):
         from eaq.tracking.store import open_store
 
         folder = sweep_folder(config)
+        self._jobs_end_with_sweep = config.hydra.runtime.choices.get("hydra/launcher") in ("basic", "gpus")
         self._sweep_lock = _hold_sweep_folder(folder)
         shutil.rmtree(folder / SKIPPED_FOLDER, ignore_errors=True)  # left by an earlier sweep in this folder
         from eaq.tracking.flatten import resolved_config
@@ -217,9 +221,11 @@ class MlflowSweepCallback(Callback):
             redact_folder(Path(hydra.runtime.output_dir) / hydra.output_subdir)
 
     def _close_unfinished(self) -> None:
-        """At the sweep process's exit: its parent run, if the sweep stopped before its end, ends FAILED, and every run
-        of it still RUNNING ends KILLED. A job records its own run's end when stopped, but under hydra/launcher=gpus
-        joblib kills its workers (and their runs' processes) at an interrupt before they can: their runs stayed RUNNING."""
+        """At the sweep process's exit: its parent run, if the sweep stopped before its end, ends FAILED, and, where the
+        jobs end with the sweep, every run of it still RUNNING ends KILLED. A job records its own run's end when
+        stopped, but under hydra/launcher=gpus joblib kills its workers (and their runs' processes) at an interrupt
+        before they can: their runs stayed RUNNING. submitit's launchers record the jobs they cancel themselves
+        (hydra_plugins/eaq_launchers/submitit_collect.py), and a job they did not cancel may still be measuring."""
         if self.parent is None or self.parent.ended:
             return
         from eaq.tracking.run_logger import PARENT_TAG, end_run, every_experiment, every_run
@@ -227,7 +233,8 @@ class MlflowSweepCallback(Callback):
         client = self.parent.client
         try:
             left = every_run(client, every_experiment(client),
-                             f"tags.`{PARENT_TAG}` = '{self.parent.run_id}' and attributes.status = 'RUNNING'")
+                             f"tags.`{PARENT_TAG}` = '{self.parent.run_id}' and attributes.status = 'RUNNING'"
+                             ) if self._jobs_end_with_sweep else []
             for run in left:
                 end_run(client, run.info.run_id, "KILLED", RuntimeError("the sweep stopped while this run was under way"))
         finally:

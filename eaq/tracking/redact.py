@@ -64,9 +64,11 @@ _SECRET_QUOTED = re.compile(rf"(?P<key>{_SECRET_KEY}\s*[=:]\s*(?P<quote>[\"']))(
 _SECRET_LINE = re.compile(
     rf"(?P<key>^[ \t]*{_SECRET_KEY}:[ \t]+)(?P<value>(?![\"']|{re.escape(REDACTED)})[^\r\n]+)", re.IGNORECASE | re.MULTILINE
 )
-# Not a value starting with '=': a pinned package (google-auth==2.40.3, in the environment's package list) is no secret.
+# Not a version pin's "=<version>" (google-auth==2.40.3, in the environment's package list): digits and dots to the
+# value's end. Any other value after "==" (password==Xy9) is a secret still.
+_VERSION_PIN = r"=\d+(?:\.\d+)+[\w.+!]*(?:[\s&;\"'<>,\]]|$)"
 _SECRET_PAIR = re.compile(
-    rf"(?P<key>{_SECRET_KEY}\s*[=:]\s*)(?P<value>(?![\"'=]|{re.escape(REDACTED)})[^\s&;\"'<>]+)",
+    rf"(?P<key>{_SECRET_KEY}\s*[=:]\s*)(?P<value>(?![\"']|{_VERSION_PIN}|{re.escape(REDACTED)})[^\s&;\"'<>]+)",
     re.IGNORECASE,
 )
 _AUTHORIZATION = re.compile(r"(?P<key>\b(?:proxy-)?authorization[\"']?\s*[=:]\s*[\"']?)(?P<value>(?!<redacted>)[^\s\"'][^\r\n\"']*)", re.IGNORECASE)
