@@ -285,6 +285,8 @@ def test_failing_job_in_sweep_leaves_others_finished_and_exits_non_zero(out: Pat
         (["model=hub", "model.name_or_path=/tmp"], "'/tmp' is not a model folder"),
         (["tracking.uri=sqlite:////proc/eaq/mlflow.db"], "could not be opened"),
         (["tracking.uri=http://127.0.0.1:9"], "cannot be reached"),
+        # MLflow's "Invalid experiment name" was read as a store that could not be opened.
+        (["tracking.experiment="], "tracking.experiment is empty: name the MLflow experiment the runs go to"),
     ],
 )
 def test_bad_input_gets_one_sentence_no_traceback_and_no_running_run(out: Path, overrides: list[str], expected: str) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from eaq.errors import EaqError
+from eaq.errors import ConfigError, EaqError
 from eaq.files import exclusive
 from eaq.tracking.redact import redact, remember
 
@@ -133,6 +133,8 @@ def open_store(uri: str, experiment: str, artifact_location: str | None) -> tupl
     module docstring). The first request to the store, which creates its schema, happens
     under the lock; after that, the store is MLflow's to serialize.
     """
+    if not experiment.strip():  # MLflow's "Invalid experiment name" was read as a store that cannot be opened
+        raise ConfigError("tracking.experiment is empty: name the MLflow experiment the runs go to (default: eaq).")
     remember(uri)
     if redact(uri) != uri:
         # MLflow prints a server store's run URL, credentials and all, whenever a run ends.
