@@ -232,11 +232,10 @@ class MlflowSweepCallback(Callback):
 
         client = self.parent.client
         try:
-            left = every_run(client, every_experiment(client),
-                             f"tags.`{PARENT_TAG}` = '{self.parent.run_id}' and attributes.status = 'RUNNING'"
-                             ) if self._jobs_end_with_sweep else []
-            for run in left:
-                end_run(client, run.info.run_id, "KILLED", RuntimeError("the sweep stopped while this run was under way"))
+            if self._jobs_end_with_sweep:
+                running = f"tags.`{PARENT_TAG}` = '{self.parent.run_id}' and attributes.status = 'RUNNING'"
+                for run in every_run(client, every_experiment(client), running):
+                    end_run(client, run.info.run_id, "KILLED", RuntimeError("the sweep stopped while this run was under way"))
         finally:
             self.parent.end("FAILED", RuntimeError("the sweep stopped before its end"))
 
