@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -288,3 +289,26 @@ def test_opts_position_table_limits_its_tokens_past_its_offset_rows() -> None:
     opt(input_ids=torch.zeros(1, 64, dtype=torch.long))  # the limit's every position runs
     with pytest.raises(IndexError):
         opt(input_ids=torch.zeros(1, 65, dtype=torch.long))  # and one past it does not
+
+
+def test_a_model_type_this_transformers_does_not_know_is_one_sentence(saved_model: Path, tmp_path: Path,
+                                                                      out: Path) -> None:
+    """A newer architecture than the installed transformers (or a typo) was transformers' ValueError as a traceback."""
+    folder = tmp_path / "newer"
+    shutil.copytree(saved_model, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "bert_of_2030"}))
+    done = run_eaq(out, *FAST, "model=hub", f"model.name_or_path={folder}")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert f"model_type 'bert_of_2030', which the installed transformers" in done.stderr
+    with pytest.raises(ModelLoadError, match=r"model_type 'gpt-2', .* does not know \(close: gpt2\); upgrade"):
+        model_config(ModelConfig(name="typo", weights="random", architecture={"model_type": "gpt-2"}))
+
+
+def test_a_head_the_architecture_lacks_is_refused_naming_the_heads_it_has(saved_model: Path) -> None:
+    """DistilBERT has no causal LM: transformers' refusal listed every configuration class it knows, as a traceback."""
+    with pytest.raises(ModelLoadError, match=r"\(distilbert\) has no 'causal_lm' head in transformers; it has: embedding, "
+                                             r"sequence_classification \(model.head=\.\.\.\)"):
+        load_model(ModelConfig(name="d", weights="random", head="causal_lm", architecture={"model_type": "distilbert"}),
+                   with_tokenizer=False)
+    model_config(ModelConfig(name="b", name_or_path=str(saved_model)))  # a known type reads as before

@@ -8,6 +8,7 @@ transformers config with seeded random weights, for speed and energy work; runs 
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import importlib
@@ -22,6 +23,7 @@ import urllib.request
 from urllib.parse import urlparse
 
 import torch
+import transformers
 from huggingface_hub import constants as hub_constants
 from transformers import (
     AutoConfig,
@@ -33,6 +35,7 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from transformers.utils import logging as transformers_logging
 
 from eaq.config import ModelConfig
@@ -179,18 +182,52 @@ def _location(cfg: ModelConfig) -> str:
     return _check_local(location, "model.name_or_path") if _looks_local(location) else location
 
 
+def _unknown_type(model_type: object, where: str) -> str | None:
+    """Why a ``model_type`` cannot be built, where the installed transformers does not know it (a newer architecture
+    than it, or a typo): transformers says so in a ValueError that reaches the user as a traceback. None if known."""
+    if model_type in CONFIG_MAPPING:
+        return None
+    close = difflib.get_close_matches(str(model_type), list(CONFIG_MAPPING.keys()), n=3, cutoff=0.75)
+    return (f"{where} has model_type {model_type!r}, which the installed transformers {transformers.__version__} does "
+            "not know" + (f" (close: {', '.join(close)})" if close else "") + "; upgrade transformers "
+            "(`pip install -U transformers`) if the architecture is newer than it, or pass a model of a type it knows.")
+
+
 def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedConfig:
     """The architecture's configuration, without a weight: what a run can refuse before the model loads or is drawn
     (a 7B shape's weights take minutes on a host). An embedding model with a classifier head has its encoder's.
     ``location``: pretrained weights' folder or hub id as ``_location`` checked it already (else it checks it)."""
     if cfg.weights == "random":
         fields = dict(cfg.architecture)
-        return AutoConfig.for_model(fields.pop("model_type"), **fields)
+        model_type = fields.pop("model_type")
+        if why := _unknown_type(model_type, "model.architecture"):
+            raise ModelLoadError(why)
+        return AutoConfig.for_model(model_type, **fields)
     try:
         location = location or _location(cfg)
         return AutoConfig.from_pretrained(location, **_hub_options(location))
     except OSError as exc:
         raise ModelLoadError(_not_found(cfg.name_or_path, exc)) from exc
+    except ValueError as exc:  # the config read, its model_type unknown to this transformers
+        model_type = PretrainedConfig.get_config_dict(location, **_hub_options(location))[0].get("model_type")
+        if why := _unknown_type(model_type, f"model.name_or_path={cfg.name_or_path!r}"):
+            raise ModelLoadError(why) from exc
+        raise
+
+
+def _auto_class(cfg: ModelConfig, config: PretrainedConfig) -> type:
+    """The transformers auto class that builds ``cfg.head`` on ``config``'s architecture, checked before it is asked
+    (it refuses an architecture without that head, a BERT as a causal LM or a ViT as a classifier, with a
+    traceback listing every configuration it knows)."""
+    # An embedding encoder carrying a classifier head loads as the encoder, then is wrapped.
+    auto_class = AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]
+    if type(config) not in auto_class._model_mapping:
+        heads = [head for head, other in _AUTO_CLASSES.items() if type(config) in other._model_mapping]
+        raise ModelLoadError(
+            f"{cfg.name}'s architecture ({config.model_type}) has no {cfg.head!r} head in transformers"
+            + (f"; it has: {', '.join(heads)} (model.head=...)" if heads else "; pass a model that has one") + "."
+        )
+    return auto_class
 
 
 # Bytes of a weight file (or of one tensor of a safetensors file) read for its identity: this many chunks of this
@@ -274,8 +311,9 @@ def weights_identity(cfg: ModelConfig, drawn_on: str) -> str:
 def model_skeleton(cfg: ModelConfig) -> torch.nn.Module:
     """The model's modules, as ``load_model`` builds them, on the meta device: names, classes and shapes with no
     memory and no weight read, what a precision plan is checked against before the model loads."""
+    config = model_config(cfg)
     with torch.device("meta"):
-        model = (AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]).from_config(model_config(cfg))
+        model = _auto_class(cfg, config).from_config(config)
         if cfg.classifier_head:
             model = EmbeddingClassifier(model, load_head(_head_path(cfg.classifier_head), model.config.hidden_size))
     convert_conv1d(model)
@@ -385,8 +423,6 @@ def load_model(
     """
     if not sys.stderr.isatty():  # a log or a sweep's output: transformers' weight-loading bar is a line per redraw there
         transformers_logging.disable_progress_bar()
-    # An embedding encoder carrying a classifier head loads as the encoder, then is wrapped.
-    auto_class = AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]
     # Random weights read nothing from name_or_path but, when text needs one, its tokenizer.
     # Checked before the tokenizer: name the real problem.
     location = _location(cfg) if cfg.weights == "pretrained" else "random"
@@ -394,6 +430,7 @@ def load_model(
         tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path)
     if cfg.weights == "random":
         config = model_config(cfg)
+        auto_class = _auto_class(cfg, config)
         if tokenizer is not None and config.vocab_size < len(tokenizer):
             raise ModelLoadError(
                 f"model.architecture.vocab_size={config.vocab_size} is smaller than the tokenizer's "
@@ -408,7 +445,9 @@ def load_model(
         try:
             # Its config first: a quantized checkpoint (GPTQ, AWQ, bitsandbytes, fp8) stays quantized under
             # dtype=float32, so the fp32 reference would not be fp32 and every precision would sit on another.
-            scheme = getattr(model_config(cfg, location), "quantization_config", None)
+            config = model_config(cfg, location)
+            auto_class = _auto_class(cfg, config)
+            scheme = getattr(config, "quantization_config", None)
             if scheme is not None:
                 method = scheme.get("quant_method") if isinstance(scheme, dict) else getattr(scheme, "quant_method", scheme)
                 raise ModelLoadError(
