@@ -300,7 +300,7 @@ def test_a_model_type_this_transformers_does_not_know_is_one_sentence(saved_mode
     (folder / "config.json").write_text(json.dumps({**config, "model_type": "bert_of_2030"}))
     done = run_eaq(out, *FAST, "model=hub", f"model.name_or_path={folder}")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
-    assert f"model_type 'bert_of_2030', which the installed transformers" in done.stderr
+    assert "model_type 'bert_of_2030', which the installed transformers" in done.stderr
     with pytest.raises(ModelLoadError, match=r"model_type 'gpt-2', .* does not know \(close: gpt2\); upgrade"):
         model_config(ModelConfig(name="typo", weights="random", architecture={"model_type": "gpt-2"}))
 
