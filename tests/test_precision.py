@@ -110,6 +110,18 @@ def test_gpu_requirements_name_the_capability_and_what_would_work(monkeypatch: p
     assert get_precision("int8", t4).base == torch.bfloat16
 
 
+def test_int8_on_a_volta_gpu_is_refused_naming_turing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Volta's tensor cores take fp16 only: cuBLASLt's int8 GEMM, which torch._int_mm calls, is not supported there."""
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100-SXM2-16GB")
+    v100 = torch.device("cuda", 0)
+    assert runnable(v100) == ["fp32", "fp16", "amp_fp16", "int8_weight_only"]
+    with pytest.raises(UnsupportedPrecisionError, match=r"precision=int8 needs a GPU of compute capability 7\.5 or newer, "
+                                                        r"and Tesla V100-SXM2-16GB is 7\.0; on cuda:0 these run for real: "
+                                                        r"fp32, fp16, amp_fp16, int8_weight_only\."):
+        get_precision("int8", v100)
+
+
 def test_gpt2_conv1d_becomes_linear_with_identical_outputs() -> None:
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.pytorch_utils import Conv1D

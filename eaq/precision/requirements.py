@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-# CUDA compute capabilities formats need: bf16 and TF32 tensor cores from Ampere, fp8 from Ada/Hopper.
+# CUDA compute capabilities formats need: int8 tensor cores from Turing (cuBLASLt's int8 GEMM, torch._int_mm, answers
+# CUBLAS_STATUS_NOT_SUPPORTED on Volta: pytorch/pytorch#106840), bf16 and TF32 from Ampere, fp8 from Ada/Hopper.
+TURING = (7, 5)
 AMPERE = (8, 0)
 ADA = (8, 9)
 
@@ -19,7 +21,7 @@ ADA = (8, 9)
 @dataclass(frozen=True)
 class Requirements:
     devices: tuple[str, ...] = ("cpu", "cuda")
-    # CUDA compute capability of the tensor cores the format needs (bf16: 8.0 Ampere; fp8: 8.9 Ada/Hopper).
+    # CUDA compute capability of the tensor cores the format needs (int8: 7.5 Turing; bf16: 8.0 Ampere; fp8: 8.9 Ada/Hopper).
     min_capability: tuple[int, int] = (0, 0)
     torchao: bool = False
 

@@ -19,7 +19,7 @@ from torch import nn
 from eaq.errors import UnsupportedPrecisionError
 from eaq.precision.base import base_dtype, cast, dtype_name, set_tf32
 from eaq.precision.proof import TABLES, matrices_outside_linear, outside_linear_share, tied_linears
-from eaq.precision.requirements import ADA, AMPERE, Requirements
+from eaq.precision.requirements import ADA, AMPERE, TURING, Requirements
 
 # One shape rule for every format: both matrix dimensions in multiples of 16, what fp8's _scaled_mm needs (the
 # strictest: CUDA's _int_mm takes multiples of 8, the CPU's and int8 weight-only any shape). One rule keeps the
@@ -177,7 +177,7 @@ def int8(device: torch.device) -> TorchaoQuant:
 
     return TorchaoQuant(
         "int8", config, base_dtype(device), "int8",
-        Requirements(torchao=True),
+        Requirements(min_capability=TURING, torchao=True),  # on CUDA; the CPU's int8 GEMM needs nothing more
         kernels=("_int_mm",), quantized_math=True,
     )
 
