@@ -377,6 +377,35 @@ def test_a_configuration_label_too_long_for_an_mlflow_name_is_cut_to_fit_stays_d
     assert client.get_run(run).data.metrics == metrics
 
 
+def test_the_parent_runs_aggregates_are_what_was_measured_and_a_later_report_replaces_its_bounds(tmp_path: Path) -> None:
+    """A quality every trial read as NaN (ranked -inf) was logged as -1.8e308; a metric the configuration's workload
+    never logs was n=0; a report logged again with one trial fewer left the bounds of the last one beside its mean."""
+    import math
+
+    from eaq.report.build import Report, log
+
+    def row(metric: str, mean: float, low: float, high: float, n: int) -> dict[str, object]:
+        return {"model": "m", "precision": "fp16", "batch_size": 8, "seq_len": 32, "compile": False, "cuda_graphs": False,
+                "workload": "forward", "setting": "", "metric": metric,
+                "mean": mean, "ci_low": low, "ci_high": high, "n": n}
+
+    def logged(rows: list[dict[str, object]]) -> dict[str, float]:
+        table = pd.DataFrame(rows).reindex(columns=[*CONFIG_KEYS, "metric", "mean", "ci_low", "ci_high", "n"])
+        log(client, run, Report(tmp_path / "none", tmp_path / "none.html", table, [], "no layers run"))
+        return {k: v for k, v in client.get_run(run).data.metrics.items()}
+
+    client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
+    run = client.create_run(experiment).info.run_id
+    first = logged([row("latency_mean_ms", 10.0, 9.0, 11.0, 2), row("quality_perplexity", -math.inf, -math.inf, -math.inf, 2),
+                    row("decode_energy_per_token_mj", math.nan, math.nan, math.nan, 0)])
+    assert first["latency_mean_ms/m-fp16-b8-s32/ci95_low"] == 9.0
+    assert all(math.isnan(first[f"quality_perplexity/m-fp16-b8-s32/{stat}"]) for stat in ("mean", "ci95_low", "ci95_high"))
+    assert not [name for name in first if name.startswith("decode_energy_per_token_mj/")]
+    again = logged([row("latency_mean_ms", 10.5, math.nan, math.nan, 1)])
+    assert again["latency_mean_ms/m-fp16-b8-s32/mean"] == 10.5 and again["latency_mean_ms/m-fp16-b8-s32/n"] == 1
+    assert math.isnan(again["latency_mean_ms/m-fp16-b8-s32/ci95_low"]) and math.isnan(again["latency_mean_ms/m-fp16-b8-s32/ci95_high"])
+
+
 def test_one_gpu_against_two_with_one_trial_on_a_side_does_not_judge_agreement() -> None:
     from eaq.report.multi_gpu import side_by_side
 
@@ -680,6 +709,24 @@ def test_a_report_logged_with_log_says_onto_which_run_and_where(tmp_path: Path, 
     assert (f"logged onto run 'report' ({run.run_id}) of experiment 'eaq': in the MLflow UI, its Artifacts tab, "
             f"report/report.html ({run.artifact_uri}/report)") in capsys.readouterr().out
     assert "report/report.html" in {f.path for f in client.list_artifacts(run.run_id, "report")}
+
+
+def test_a_report_logged_from_the_stores_own_folder_uploads_its_own_files_alone(tmp_path: Path) -> None:
+    """--out outputs (the default store's folder) uploaded the whole folder, its artifacts among it: they copied into
+    themselves until a path was too long, and the summary run stayed RUNNING. Another file there was uploaded too."""
+    from eaq.report.__main__ import main as report_main
+    from eaq.report.build import REPORT_FILES
+
+    uri, client, experiment = _store(tmp_path)
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1"}, {"latency_mean_ms": 1.0})
+    (tmp_path / "notes.txt").write_text("mine")
+    assert report_main(["--uri", uri, "--experiment", "eaq", "--out", str(tmp_path), "--log"]) == 0
+    (summary,) = client.search_runs([experiment], filter_string="tags.`eaq.kind` = 'report'")
+    assert summary.info.status == "FINISHED"
+    uploaded = {f.path for f in client.list_artifacts(summary.info.run_id, "report")}
+    assert "report/report.html" in uploaded and uploaded <= {f"report/{n}" for n in REPORT_FILES} | {"report/figures"}
+    assert {Path(f.path).suffix for f in client.list_artifacts(summary.info.run_id, "report/figures")} <= {".png", ".svg"}
+    assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
 def test_a_long_setting_beside_a_configuration_without_one_keeps_a_label_of_its_own() -> None:

@@ -50,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
             experiment = client.get_experiment_by_name(args.experiment or "eaq")
             summary = TrackedRun(client, experiment.experiment_id, run_name="report", tags={"eaq.kind": "report"})
             run_id = summary.run_id
-            log(client, run_id, report)
+            try:
+                log(client, run_id, report)
+            except BaseException as error:  # a summary run left RUNNING reads as a report still being logged
+                summary.end("FAILED", error)
+                raise
             summary.end("FINISHED")
         print(logged_where(client, run_id))
     print(f"report: {report.html}")

@@ -20,7 +20,7 @@ import pandas as pd
 from eaq.errors import EaqError
 from eaq.report import aggregate, figures, frame as frames, front, html, layers
 from eaq.rerun import logged_command
-from eaq.tracking.redact import redact, redact_folder
+from eaq.tracking.redact import redact, redact_file
 
 # The aggregates logged on a sweep's parent run, named <metric>/<configuration>/<stat>: the MLflow UI (3.17)
 # groups a run's charts by the part before the last "/", one section per metric and configuration holding
@@ -69,6 +69,14 @@ def _commands(client: MlflowClient, frame: pd.DataFrame) -> list[str]:
 # model's overview, a front) must not pass for this one's, in the folder and in what --log uploads.
 REPORT_FILES = ("runs.csv", "runs.parquet", "aggregates.csv", "ratios.csv", "front.csv", "layers_capture.csv", "report.html")
 FIGURE_FILES = ("*.png", "*.svg")
+
+
+def written(out: Path) -> list[Path]:
+    """The files a report wrote under ``out``, and no other: ``--out`` may be a folder holding more (``--out outputs``
+    holds the store and its artifacts, which uploading copied into themselves until the path was too long)."""
+    figures_of = out / "figures"
+    return ([out / name for name in REPORT_FILES if (out / name).is_file()]
+            + sorted(figure for pattern in FIGURE_FILES for figure in figures_of.glob(pattern)))
 
 
 def _clear(out: Path) -> None:
@@ -133,15 +141,21 @@ def _fitting(label: str, room: int) -> str:
 
 
 def aggregate_metrics(table: pd.DataFrame) -> dict[str, float]:
-    """The aggregates as MLflow metrics ``<metric>/<configuration>/<stat>`` (NaN bounds of one trial left out); a
-    configuration's label cut to fit MLflow's longest name (a local weights path, a device and protocol settings make
-    it long), ending in a hash of the whole."""
+    """The aggregates as MLflow metrics ``<metric>/<configuration>/<stat>``; a configuration's label cut to fit
+    MLflow's longest name (a local weights path, a device and protocol settings make it long), ending in a hash of the
+    whole.
+
+    A metric no trial of the configuration logged (a forward pass's latency beside a generation's) is left out: n=0
+    read as "no trial counted". A figure that is not a finite number (the bounds of one trial, a quality every trial
+    read as NaN, which the report ranks as -inf) is NaN: the store keeps an infinity as +-1.8e308, and a report logged
+    again onto the run, one trial fewer, must replace the bounds it had."""
     metrics = {}
     longest_stat = max(map(len, LOGGED_STATS))
-    for _, row in table[table["metric"].isin(LOGGED)].iterrows():
+    for _, row in table[table["metric"].isin(LOGGED) & (table["n"] > 0)].iterrows():
         label = _fitting(aggregate.config_label(row), MAX_METRIC_NAME - len(row["metric"]) - longest_stat - 2)
         values = dict(zip(LOGGED_STATS, (row["mean"], row["ci_low"], row["ci_high"], row["n"])))
-        metrics |= {f"{row['metric']}/{label}/{stat}": float(v) for stat, v in values.items() if not math.isnan(v)}
+        metrics |= {f"{row['metric']}/{label}/{stat}": float(v) if math.isfinite(v) else math.nan
+                    for stat, v in values.items()}
     return metrics
 
 
@@ -153,5 +167,6 @@ def log(client: MlflowClient, run_id: str, report: Report) -> None:
     metrics = [MlflowMetric(name, value, now, 0) for name, value in aggregate_metrics(report.table).items()]
     for start in range(0, len(metrics), 1000):  # MLflow's batch limit
         client.log_batch(run_id, metrics=metrics[start:start + 1000])
-    redact_folder(report.out)  # runs.csv holds artifact URIs, the HTML the runs' errors: as every record, redacted
-    client.log_artifacts(run_id, str(report.out), "report")
+    for file in written(report.out):
+        redact_file(file)  # runs.csv holds artifact URIs, the HTML the runs' errors: as every record, redacted
+        client.log_artifact(run_id, str(file), "report" if file.parent == report.out else "report/figures")
