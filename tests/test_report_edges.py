@@ -406,6 +406,22 @@ def test_the_parent_runs_aggregates_are_what_was_measured_and_a_later_report_rep
     assert math.isnan(again["latency_mean_ms/m-fp16-b8-s32/ci95_low"]) and math.isnan(again["latency_mean_ms/m-fp16-b8-s32/ci95_high"])
 
 
+def test_a_quality_figure_keeps_its_digits_in_the_runs_table_and_the_htmls_aggregates(tmp_path: Path, capsys) -> None:
+    """bf16's cosine of 0.9999938 read "1", as fp32's, in `eaq.report.table --preset front` and in the HTML's
+    "All aggregates" (4 significant digits), while the summary above it showed 0.9999938314."""
+    from eaq.report.table import main as table_main
+
+    uri, client, experiment = _store(tmp_path)
+    for trial, cosine in (("1", 0.9999938314), ("2", 0.9999938314)):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": trial},
+             {"latency_mean_ms": 1.23456, "quality_cosine_to_fp32_mean": cosine})
+    assert table_main(["--uri", uri, "--preset", "front"]) == 0
+    printed = capsys.readouterr().out
+    assert "0.9999938314" in printed and "1.235" in printed
+    cells = _table(aggregate(load(uri, experiment="eaq")))
+    assert "0.9999938314" in cells and "1.235" in cells
+
+
 def test_one_gpu_against_two_with_one_trial_on_a_side_does_not_judge_agreement() -> None:
     from eaq.report.multi_gpu import side_by_side
 

@@ -151,7 +151,8 @@ def aggregate_metrics(table: pd.DataFrame) -> dict[str, float]:
     again onto the run, one trial fewer, must replace the bounds it had."""
     metrics = {}
     longest_stat = max(map(len, LOGGED_STATS))
-    for _, row in table[table["metric"].isin(LOGGED) & (table["n"] > 0)].iterrows():
+    logged = table[table["metric"].isin(LOGGED)]
+    for _, row in (logged[logged["n"] > 0] if len(logged) else logged).iterrows():
         label = _fitting(aggregate.config_label(row), MAX_METRIC_NAME - len(row["metric"]) - longest_stat - 2)
         values = dict(zip(LOGGED_STATS, (row["mean"], row["ci_low"], row["ci_high"], row["n"])))
         metrics |= {f"{row['metric']}/{label}/{stat}": float(v) if math.isfinite(v) else math.nan

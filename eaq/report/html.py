@@ -13,6 +13,7 @@ from html import escape
 
 import pandas as pd
 
+from eaq.report.aggregate import QUALITY, QUALITY_DIGITS
 from eaq.report.figures import Figure
 from eaq.report.frame import UNDER_WAY
 
@@ -47,6 +48,12 @@ def _table(frame: pd.DataFrame) -> str:
     (a ratio with no counted baseline), blank: the note says why, and "not measured" would say otherwise."""
     if frame.empty:
         return '<p class="note">none</p>'
+    if "metric" in frame:  # a quality figure to its own digits: bf16's cosine of 0.9999938 read "1", as fp32's
+        quality = frame["metric"].isin(QUALITY)
+        for column in (c for c in ("mean", "std", "ci_low", "ci_high") if c in frame):
+            frame = frame.astype({column: object})
+            frame.loc[quality, column] = [f"{v:.{QUALITY_DIGITS}g}" if isinstance(v, float) and v == v else v
+                                          for v in frame.loc[quality, column]]
     centre = next((c for c in ("mean", "ratio") if c in frame), None)
     if centre is not None:
         # Where the trials are counted, one of them; a ratio's interval is missing where either side has one.
