@@ -27,7 +27,7 @@ from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError
 from eaq.tracking.failures import reported
-from eaq.tracking.flatten import NOT_MEASUREMENT, READ_FILES, flatten
+from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, NOT_MEASUREMENT, READ_FILES, flatten
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, NOT_A_RUN_ID, sweep_runs
 from eaq.tracking.store import read_store
 
@@ -136,7 +136,8 @@ def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int
     """Print both kinds of difference; 1 where the configurations differ (or, ``count_env``, the environments).
 
     Two trials of one configuration are one measurement repeated (the report averages them): the trial is shown, and
-    counts for nothing."""
+    counts for nothing; so are the settings beside the measurement (BESIDE_THE_MEASUREMENT: the device's index, what is
+    reused, what is added after the window)."""
     config_a, env_a = load(a, client)
     config_b, env_b = load(b, client)
     config_diff = differences(measurement_config(config_a), measurement_config(config_b))
@@ -146,7 +147,11 @@ def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int
     files_a, files_b = env_a.get("read_files") or {}, env_b.get("read_files") or {}
     moved = {k: config_diff.pop(k) for k in list(config_diff)
              if k in READ_FILES and files_a.get(k) is not None and files_a.get(k) == files_b.get(k)}
+    beside = {k: config_diff.pop(k) for k in list(config_diff) if k in BESIDE_THE_MEASUREMENT}
     _print_grouped("configuration", config_diff)
+    for key, (left, right) in beside.items():
+        print(f"  {key}: {left} -> {right} (beside the measurement: the report averages runs differing in it; not a "
+              "difference)")
     if repeat is not None:
         print(f"  trial: {repeat[0]} -> {repeat[1]} (repeats of one configuration: not a difference)")
     for key, (left, right) in moved.items():

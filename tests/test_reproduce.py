@@ -449,6 +449,24 @@ def test_diff_of_two_job_folders_opens_no_store(tmp_path: Path, monkeypatch: pyt
     assert not (tmp_path / "outputs").exists()
 
 
+def test_diff_counts_no_setting_the_report_averages_over_and_any_other(tmp_path: Path, capsys) -> None:
+    """Two trials on cuda:0 and cuda:1, one reusing quality, were "configuration: 2 difference(s)", exit 1, where the
+    report averages them as one configuration; a batch size still differs."""
+    def job(name: str, device: str, reuse: bool, batch: int) -> str:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.yaml").write_text(f"model:\n  name: tiny\nbatch_size: {batch}\ndevice: {device}\n"
+                                            f"trials:\n  reuse_quality: {str(reuse).lower()}\n")
+        return str(folder)
+
+    a, b, c = job("a", "cuda:0", True, 8), job("b", "cuda:1", False, 8), job("c", "cuda:1", False, 16)
+    assert diff_main([a, b]) == 0
+    said = capsys.readouterr().out
+    assert "configuration: identical" in said and "  device: cuda:0 -> cuda:1 (beside the measurement" in said
+    assert diff_main([a, c]) == 1
+    assert "configuration: 1 difference(s)" in capsys.readouterr().out
+
+
 def test_diff_env_compares_the_variables_that_change_a_measurement_and_no_other() -> None:
     """Every variable was left out: NVIDIA_TF32_OVERRIDE=0 or TORCHINDUCTOR_MAX_AUTOTUNE=1 on one run read
     "environment: identical" (a shell's PWD or a scheduler's job id differ between any two runs)."""

@@ -20,7 +20,7 @@ import pandas as pd
 
 from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
-from eaq.tracking.flatten import NOT_MEASUREMENT
+from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, NOT_MEASUREMENT
 from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import NOT_A_RUN_ID, PARENT_TAG, SUPERSEDED_TAG, every_run, sweep_runs
 from eaq.tracking.store import read_store
@@ -51,10 +51,7 @@ SETTING = ("device_name", "dataset", "sampler", "source")
 # is in the run's memory peak (an int8 DistilBERT on a CPU peaked at 1120-1132 MB with it, 678-730 without).
 # The data file's path neither: it is built from the folder a run is launched in (conf/dataset), so one file read from
 # two checkouts has two paths; the file's contents are the tag eaq.data.sha256 (DATA).
-BESIDE = frozenset({"trial", "device", "task", "precision.description", "precision.plan", "trials.reuse_quality", "trials.roofline", "trials.roofline_window_s", "trials.overhead_pairs",
-                    "trials.overhead_iters", "trials.idle_reuse", "trials.idle_max_age_s", "trials.idle_max_temp_delta_c",
-                    "trials.idle_max_clock_change", "trials.fidelity_on_synthetic", "workload.run_name_part",
-                    "dataset.path"})
+BESIDE = BESIDE_THE_MEASUREMENT | {"trial", "task", "precision.plan", "dataset.path"}
 # The examples' contents (eaq.data.examples_digest), a setting where it varies as the parameters are.
 DATA = "eaq.data.sha256"
 

@@ -18,6 +18,15 @@ from eaq.files import code_identity, file_sha256, from_launch_folder
 # Settings that change where results go or how errors print, not what is measured.
 # Where a run is logged and how it is scheduled (gpu_slots: which of a host's GPUs), not what it measures.
 NOT_MEASUREMENT = ("tracking", "paths", "debug", "run_name", "resume", "gpu_slots", "calibrate_ahead")
+# Settings of what a run adds beside its windows or reuses, its words, and the device's index (its name is recorded
+# apart: two cards of one model are one device): runs differing only in these measured one configuration, which the
+# report averages (eaq.report.frame.BESIDE) and eaq.diff counts as no difference.
+BESIDE_THE_MEASUREMENT = frozenset({
+    "device", "precision.description", "trials.reuse_quality", "trials.roofline", "trials.roofline_window_s",
+    "trials.overhead_pairs", "trials.overhead_iters", "trials.idle_reuse", "trials.idle_max_age_s",
+    "trials.idle_max_temp_delta_c", "trials.idle_max_clock_change", "trials.fidelity_on_synthetic",
+    "workload.run_name_part",
+})
 
 
 def resolved_config(cfg: DictConfig) -> dict[str, Any]:
