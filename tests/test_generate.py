@@ -593,6 +593,7 @@ def test_generation_settings_that_generate_applies_and_greedy_decode_does_not_ar
     assert unapplied_settings(GenerationConfig()) == unapplied_settings(None) == []
     assert unapplied_settings(preset("gpt2_tiny_random").generation_config) == []
     found = unapplied_settings(GenerationConfig(repetition_penalty=1.05, suppress_tokens=[3], temperature=0.7, do_sample=True))
-    assert found == ["repetition_penalty=1.05", "suppress_tokens=[3]"]  # sampling settings change no greedy pick
+    # Sampling named once: its plain generate() samples; its temperature changes no greedy pick.
+    assert found == ["do_sample=True", "repetition_penalty=1.05", "suppress_tokens=[3]"]
     searches = unapplied_settings(GenerationConfig(num_beams=4, penalty_alpha=0.6, top_k=4, guidance_scale=1.0))
     assert searches == ["num_beams=4", "penalty_alpha=0.6"]  # beam and contrastive search; guidance 1.0 is none

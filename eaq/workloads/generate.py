@@ -60,8 +60,9 @@ def eos_ids(vocab_size: int, *configs: object) -> list[int]:
 # What a generation config may set that ``generate(do_sample=False)`` applies and eaq's greedy pick does not (it masks
 # end-of-sequence ids only), with each setting's value that changes nothing: processors of the scores (penalties, banned,
 # suppressed or forced tokens, classifier-free guidance, a watermark) and searches other than greedy (beam, group beam,
-# contrastive, DoLa). Sampling settings are absent: with do_sample=False they change no pick.
-UNAPPLIED = {"repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None,
+# contrastive, DoLa); and sampling itself (Llama-3-Instruct ships do_sample=True: its plain generate() samples).
+# Sampling's own settings (temperature, top_p) are absent: with do_sample=False they change no pick.
+UNAPPLIED = {"do_sample": False, "repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None,
              "suppress_tokens": None, "begin_suppress_tokens": None, "sequence_bias": None, "forced_bos_token_id": None,
              "forced_eos_token_id": None, "exponential_decay_length_penalty": None, "guidance_scale": 1.0,
              "watermarking_config": None, "num_beams": 1, "num_beam_groups": 1, "penalty_alpha": None, "dola_layers": None}
