@@ -312,3 +312,6 @@ def test_a_head_the_architecture_lacks_is_refused_naming_the_heads_it_has(saved_
         load_model(ModelConfig(name="d", weights="random", head="causal_lm", architecture={"model_type": "distilbert"}),
                    with_tokenizer=False)
     model_config(ModelConfig(name="b", name_or_path=str(saved_model)))  # a known type reads as before
+    with pytest.raises(ModelLoadError, match=r"\(gemma3\) is a composite of models \(a multimodal one"):
+        load_model(ModelConfig(name="g", weights="random", head="causal_lm", architecture={"model_type": "gemma3"}),
+                   with_tokenizer=False)

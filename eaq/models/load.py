@@ -218,7 +218,14 @@ def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedCon
 def _auto_class(cfg: ModelConfig, config: PretrainedConfig) -> type:
     """The transformers auto class that builds ``cfg.head`` on ``config``'s architecture, checked before it is asked
     (it refuses an architecture without that head, a BERT as a causal LM or a ViT as a classifier, with a
-    traceback listing every configuration it knows)."""
+    traceback listing every configuration it knows). A multimodal composite (Gemma 3, LLaVA) is refused: it built,
+    and the run stopped on an AttributeError where its vocabulary size was read."""
+    if config.get_text_config() is not config:  # its vocabulary, layers and positions are its text model's
+        raise ModelLoadError(
+            f"{cfg.name}'s architecture ({config.model_type}) is a composite of models (a multimodal one: its text model's "
+            "config is within it); eaq measures a text model's inputs and outputs: pass its text model alone, saved "
+            "with save_pretrained, or a text-only checkpoint of it."
+        )
     # An embedding encoder carrying a classifier head loads as the encoder, then is wrapped.
     auto_class = AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]
     if type(config) not in auto_class._model_mapping:
