@@ -376,7 +376,7 @@ def test_trace_files_are_written(tmp_path: Path) -> None:
     for i in range(50):
         trace.add(i * 0.1, {"power_instant_w": 100.0 + i, "power_average_w": 100.0})
     write_csv(trace, tmp_path / "t.csv", origin=1.0)
-    write_png(trace, tmp_path / "t.png", (1.0, 4.0), (0.0, 0.5), "test")
+    write_png(trace, tmp_path / "t.png", [("measurement window", 1.0, 4.0)], (0.0, 0.5), "test", origin=1.0)
     lines = (tmp_path / "t.csv").read_text().splitlines()
     assert lines[0] == "t_s,power_average_w,power_instant_w" and lines[1].startswith("-1.0000,")
     assert len(lines) == 51 and (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"

@@ -340,6 +340,11 @@ def test_generate_runs_every_precision_path_from_the_cli_with_quality_against_fp
         assert m["decode_tokens_per_s"] == pytest.approx(m["decode_window_iterations"] * 2 / m["decode_window_duration_s"])
         assert m["peak_bandwidth_gb_per_s"] > 0
         assert m["decode_bandwidth_fraction"] == pytest.approx(m["decode_bandwidth_limit_ms"] / m["time_per_output_token_mean_ms"])
+    for run in runs.values():  # both windows placed: the prefill's, then the decode's (the trace's origin)
+        tags = run.data.tags
+        start, end = float(tags["eaq.prefill_window.start_unix_s"]), float(tags["eaq.prefill_window.end_unix_s"])
+        assert start < end <= float(tags["eaq.window.start_unix_s"]) < float(tags["eaq.window.end_unix_s"])
+        assert end - start == pytest.approx(run.data.metrics["prefill_window_duration_s"], abs=2e-3)
     # The decode roofline: the weights a step reads (2 rows of the position table, not all of it) plus a KV cache
     # of at most 2 layers x (key, value) x 2 prompts x (16 + 6) positions x 64 fp32 values.
     for name, run in runs.items():

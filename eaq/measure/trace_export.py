@@ -1,7 +1,8 @@
-"""Write a power trace as CSV and as a PNG with the measurement window marked."""
+"""Write a power trace as CSV and as a PNG with the measurement windows marked."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import csv
 from pathlib import Path
 
@@ -27,15 +28,18 @@ def write_csv(trace: PowerTrace, path: Path, origin: float) -> None:
             writer.writerow([f"{t - origin:.4f}", *(f"{part.channels[c][i]:.3f}" if c in part.channels else "" for c in channels)])
 
 
-def write_png(trace: PowerTrace, path: Path, window: tuple[float, float], idle_window: tuple[float, float] | None, title: str) -> None:
-    origin = window[0]
+def write_png(trace: PowerTrace, path: Path, windows: Sequence[tuple[str, float, float]],
+              idle_window: tuple[float, float] | None, title: str, origin: float) -> None:
+    """The trace against seconds from ``origin`` (the CSV's), each of ``windows`` (label, start, end) shaded: a
+    forward pass's one, or generation's prefill and decode windows (the prefill's, before the origin, is measured too)."""
     fig = Figure(figsize=(9, 3.5), dpi=110)
     ax = fig.subplots()
     for part in (trace, *trace.companions):  # companions: nvidia-smi polled beside NVML
         times = [t - origin for t in part.times]
         for channel, values in sorted(part.channels.items()):
             ax.plot(times, values, linewidth=0.9, label=channel.removesuffix("_w").replace("_", " "))
-    ax.axvspan(0, window[1] - origin, color="tab:green", alpha=0.12, label="measurement window")
+    for (label, start, end), colour in zip(windows, ("tab:green", "tab:orange", "tab:purple")):
+        ax.axvspan(start - origin, end - origin, color=colour, alpha=0.12, label=label)
     if idle_window:
         ax.axvspan(idle_window[0] - origin, idle_window[1] - origin, color="tab:gray", alpha=0.15, label="idle baseline")
     ax.set_xlabel("time from window start (s)")

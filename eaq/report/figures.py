@@ -401,7 +401,7 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
 
 
 def power_trace(client: MlflowClient, run: pd.Series, out: Path) -> Figure:
-    """The power trace of one run (its ``power_trace.csv`` artifact), the measurement window shaded."""
+    """The power trace of one run (its ``power_trace.csv`` artifact), its windows shaded (generation: prefill, decode)."""
     title = f"power trace: {run['run_name']}"
     if run.get("valid") == "false":  # drawn only when asked for by --trace-run: the title says what the checks found
         title += f" (flagged invalid: {run.get('valid_reasons')})"
@@ -416,9 +416,14 @@ def power_trace(client: MlflowClient, run: pd.Series, out: Path) -> Figure:
     for column in trace.columns[1:]:  # a companion's channel (nvidia-smi beside NVML) is empty in the other's rows
         samples = trace[["t_s", column]].dropna()
         ax.plot(samples["t_s"], samples[column], lw=0.8, label=column.removesuffix("_w").replace("_", " "))
-    # The trace's origin is the measured window's start: a forward pass's, or generation's decode window.
+    # The trace's origin is the measured window's start: a forward pass's, or generation's decode window, its prefill
+    # window before it (runs logged before 2026-11-28 recorded the decode window's place only).
     duration = next((d for d in (run.get("window_duration_s"), run.get("decode_window_duration_s")) if d is not None and d == d), 0)
-    ax.axvspan(0, duration, color="C2", alpha=0.15, label="measurement window")
+    prefill = [pd.to_numeric(run.get(k), errors="coerce") - pd.to_numeric(run.get("window_start_unix_s"), errors="coerce")
+               for k in ("prefill_start_unix_s", "prefill_end_unix_s")]
+    if all(pd.notna(prefill)):
+        ax.axvspan(*prefill, color="C1", alpha=0.15, label="prefill window")
+    ax.axvspan(0, duration, color="C2", alpha=0.15, label="decode window" if all(pd.notna(prefill)) else "measurement window")
     ax.set_xlabel("time from window start (s)")
     ax.set_ylabel("power (W)")
     ax.legend(fontsize=8)

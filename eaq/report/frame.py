@@ -70,7 +70,9 @@ PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "b
           "dataset.name": "dataset", "sampler.name": "sampler", "model.name_or_path": "source"}
 TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_reasons", "eaq.energy": "energy",
         "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id",
-        "eaq.env.device_name": "device_name", "eaq.precision.plan_sha256": "plan_sha256"}
+        "eaq.env.device_name": "device_name", "eaq.precision.plan_sha256": "plan_sha256",
+        "eaq.window.start_unix_s": "window_start_unix_s", "eaq.prefill_window.start_unix_s": "prefill_start_unix_s",
+        "eaq.prefill_window.end_unix_s": "prefill_end_unix_s"}
 KINDS = ("benchmark", "layers")
 # Quality figures where less is better (the rest: more is better).
 LOWER_IS_BETTER = {"quality_perplexity", "quality_kl_from_fp32"}

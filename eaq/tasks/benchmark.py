@@ -318,7 +318,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "eaq.memory.rss_peak": memory.rss_scope,
         **idle_tags,
     }
-    if measured is not None:
+    if measured is not None:  # the window tags above are the decode window's: the trace's origin
+        tags["eaq.prefill_window.start_unix_s"] = f"{windows.prefill.start_unix_s:.3f}"
+        tags["eaq.prefill_window.end_unix_s"] = f"{windows.prefill.end_unix_s:.3f}"
         tags["eaq.decode.cuda_graph"] = "one CUDA graph per decode step" if windows.decode_graph is None else f"none: {windows.decode_graph}"
     tags |= data_tags(examples)
     if token_cache is not None:
@@ -348,7 +350,9 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             write_csv(trace, files[0], origin=result.t0)
             title = f"{cfg.run_name}: {energy.sampler}, window {result.duration_s:.1f} s"
             idle_span = (idle_window.t0, idle_window.t1) if idle_window else None
-            write_png(trace, files[1], (result.t0, result.t1), idle_span, title)
+            spans = ([("prefill window", windows.prefill.t0, windows.prefill.t1), ("decode window", result.t0, result.t1)]
+                     if measured is not None else [("measurement window", result.t0, result.t1)])
+            write_png(trace, files[1], spans, idle_span, title, origin=result.t0)
         if isinstance(precision, MixedPrecision):  # which layer runs which format, read from the model
             tags |= precision.tags(model)
             files.append(precision.write_layers(model, artifact_dir / "precision_layers.csv"))
