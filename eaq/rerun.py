@@ -24,7 +24,7 @@ from mlflow.tracking import MlflowClient
 from eaq.diff import find_job_run
 from eaq.errors import EaqError
 from eaq.tracking.failures import reported
-from eaq.tracking.redact import redact, remember
+from eaq.tracking.redact import REDACTED, redact, remember
 from eaq.tracking.store import read_store
 
 OVERRIDES = ".hydra/overrides.yaml"
@@ -74,6 +74,24 @@ def _read(folder: Path) -> list[str]:
     return [*_composed_from(hydra or {}), *overrides]
 
 
+def _key(override: str) -> str:
+    """The setting an override sets (``+``/``~`` left off): ``tracking.uri`` of ``tracking.uri=http://...``."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _replayable(logged: list[str], given: list[str]) -> list[str]:
+    """The logged overrides less those ``given`` sets again; one still holding a redacted credential is refused in a
+    sentence naming it. Hydra parses every override before a later one replaces it, and ``<redacted>`` is not in its
+    grammar: a run launched with a password in its tracking.uri could not be rerun, even passed again as the README
+    says (a LexerNoViableAltException, exit 1)."""
+    again = {_key(o) for o in given if "=" in o}
+    kept = [o for o in logged if not ("=" in o and _key(o) in again)]
+    if hidden := [_key(o) for o in kept if REDACTED in o]:
+        raise EaqError(f"the run's {', '.join(hidden)} held a credential, which is never recorded; pass "
+                       f"{' '.join(f'{k}=...' for k in hidden)} again after the run (python -m eaq.rerun RUN {hidden[0]}=...).")
+    return kept
+
+
 @reported()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
@@ -83,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_intermixed_args(argv)  # overrides before or after --uri
     # A job folder needs no store, and none is opened: a SQLite URI's client creates an empty one where none was.
     folder = (Path(args.run) / OVERRIDES).exists()
-    logged = logged_command(args.run, None if folder else read_store(args.uri))
+    logged = _replayable(logged_command(args.run, None if folder else read_store(args.uri)), args.overrides)
     command = [sys.executable, "-m", "eaq.run", *logged, *args.overrides]
     remember([override.partition("=")[2] for override in args.overrides])  # a store URI passed again, its password
     print("rerun: python", redact(shlex.join(command[1:])))  # as a user would type it, whichever interpreter runs it

@@ -403,6 +403,23 @@ def test_rerun_prints_its_command_without_the_password_passed_again(tmp_path: Pa
     assert not (tmp_path / "outputs" / "mlflow.db").exists()  # a job folder needs no store: none was created
 
 
+def test_a_run_logged_with_a_password_in_its_store_uri_reruns_with_it_passed_again(tmp_path: Path, capsys) -> None:
+    """Its logged override reads tracking.uri=http://alice:<redacted>@..., which Hydra's grammar refuses before the one
+    passed again replaces it: every such rerun stopped with a LexerNoViableAltException, exit 1."""
+    from eaq.rerun import main as rerun_main
+
+    job = tmp_path / "job"
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "overrides.yaml").write_text(
+        "- trials=quick\n- tracking.uri=http\\://alice\\:<redacted>@127.0.0.1\\:1\n- batch_size=0\n")
+    assert rerun_main([str(job)]) == 2  # not passed again: one sentence naming it
+    assert "the run's tracking.uri held a credential, which is never recorded; pass tracking.uri=..." in capsys.readouterr().err
+    uri = f"sqlite:///{tmp_path}/again.db"
+    assert rerun_main([str(job), f"tracking.uri={uri}"]) == 2  # batch_size=0: eaq's own refusal, past Hydra's parser
+    printed = capsys.readouterr().out  # the run's own output goes to the terminal: its exit 2 is eaq's, Hydra's was 1
+    assert "tracking.uri=http" not in printed and "batch_size=0" in printed
+
+
 def test_a_failing_run_prints_its_traceback_without_the_password(out: Path) -> None:
     """A non-eaq error prints a traceback, and its message can quote a URL with a password."""
     secret = "tracebackPW123"
