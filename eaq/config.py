@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from eaq.errors import ConfigError
+from eaq.errors import ISOLATE_WITH_SLOTS, ConfigError
 from eaq.files import from_launch_folder
 from eaq.measure.idle import ReusePolicy
 
@@ -500,11 +500,7 @@ def validate(
         )
     _positive("gpu_slots.count", obj.gpu_slots.count)
     if obj.gpu_slots.enabled and not obj.isolate:
-        raise ConfigError(
-            "isolate=false with GPU slots (hydra/launcher=gpus) would run each job in a long-lived worker that keeps its "
-            "CUDA context and cached memory on its GPU after the run and may take another slot next, sharing the GPU "
-            "another job measures (its windows flagged for another process); leave isolate=true under the gpus launcher."
-        )
+        raise ConfigError(ISOLATE_WITH_SLOTS)
     _positive("layers.replay_iters", obj.layers.replay_iters)
     _positive("layers.profile_passes", obj.layers.profile_passes)
     _positive("layers.replay_min_s", obj.layers.replay_min_s, 0)

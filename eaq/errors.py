@@ -33,3 +33,11 @@ class DataError(EaqError):
 class JobEndedError(EaqError):
     """A sweep's job returned no result: ended from outside (a scheduler's time limit, out of memory, a cancel), or it
     exited or raised first."""
+
+
+# Why a job under GPU slots runs in a process of its own: refused in a job (validate) and ahead of a gpus sweep.
+ISOLATE_WITH_SLOTS = (
+    "isolate=false with GPU slots (hydra/launcher=gpus) would run each job in a long-lived worker that keeps its CUDA "
+    "context and cached memory on its GPU after the run and may take another slot next, sharing the GPU another job "
+    "measures (its windows flagged for another process); leave isolate=true under the gpus launcher."
+)

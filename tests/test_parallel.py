@@ -177,6 +177,8 @@ def test_the_gpus_launcher_on_a_host_without_gpus_stops_in_one_sentence_before_a
         # Every job at once on one device (device=auto: cuda:0, or the CPU), none of them told of the others.
         (["gpu_slots.count=2", "gpu_slots.enabled=false"], "with gpu_slots.enabled=false nothing gives each its own GPU"),
         (["gpu_slots.count=0"], "gpu_slots.count=0: a slot count is at least 1"),
+        # Each job refused it, after the sweep had started: a sweep of FAILED runs.
+        (["gpu_slots.count=2", "isolate=false"], "isolate=false with GPU slots (hydra/launcher=gpus) would run each job"),
     ],
 )
 def test_a_gpus_sweep_whose_slots_cannot_keep_jobs_apart_stops_before_any_run(out: Path, overrides: list[str], expected: str) -> None:

@@ -32,7 +32,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
-from eaq.errors import ConfigError, EaqError
+from eaq.errors import ISOLATE_WITH_SLOTS, ConfigError, EaqError
 from eaq.files import atomic_write_text, from_launch_folder, try_exclusive
 from eaq.tracking.jobs import count_jobs
 from eaq.tracking.redact import redact, redact_file, redact_folder, remember
@@ -135,6 +135,8 @@ class LauncherCheck(Callback):
                 "its own GPU: they would all measure one device at once, with no neighbours recorded. Leave "
                 "gpu_slots.enabled at null (on), or pin devices yourself under the basic launcher (one job at a time)."
             )
+        if config.hydra.runtime.choices.get("hydra/launcher") == "gpus" and config.isolate is False:
+            raise ConfigError(ISOLATE_WITH_SLOTS)  # each job would refuse it: a sweep of FAILED runs
         try:
             OmegaConf.to_container(config.hydra.launcher, resolve=True)
         except InterpolationResolutionError as exc:
