@@ -422,6 +422,21 @@ def test_a_quality_figure_keeps_its_digits_in_the_runs_table_and_the_htmls_aggre
     assert "0.9999938314" in cells and "1.235" in cells
 
 
+def test_a_misspelled_column_of_the_runs_table_is_named(tmp_path: Path, capsys) -> None:
+    """--columns metrics.latncy_mean_ms read "no finished benchmark runs" on a store of finished runs; beside a right
+    name, it was left out unsaid."""
+    from eaq.report.table import main as table_main
+
+    uri, client, experiment = _store(tmp_path)
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1"}, {"latency_mean_ms": 1.5})
+    assert table_main(["--uri", uri, "--columns", "metrics.latncy_mean_ms"]) == 2
+    said = capsys.readouterr()
+    assert "no run of these has metrics.latncy_mean_ms" in said.err and "no finished" not in said.err
+    assert table_main(["--uri", uri, "--columns", "metrics.latncy_mean_ms", "metrics.latency_mean_ms"]) == 0
+    said = capsys.readouterr()
+    assert "no run of these has metrics.latncy_mean_ms" in said.err and "1.5" in said.out
+
+
 def test_one_gpu_against_two_with_one_trial_on_a_side_does_not_judge_agreement() -> None:
     from eaq.report.multi_gpu import side_by_side
 

@@ -116,9 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     columns = tuple(args.columns or PRESETS[args.preset])
     workload = None if args.columns else WORKLOADS.get(args.preset)
     table = runs_table(args.uri, args.experiment, columns if workload is None else (*columns, WORKLOAD))
-    if table.empty:
+    if not len(table.index):
         print(f"no finished benchmark runs in experiment {args.experiment!r} at {' '.join(args.uri)}", file=sys.stderr)
         return 1
+    # A misspelled --columns name was left out unsaid, and with every name misspelled the runs read as "no runs".
+    if missing := [c for c in args.columns or () if c.split(".", 1)[-1] not in table.columns]:
+        print(f"no run of these has {', '.join(missing)} (names as MLflow's: params.x, metrics.y, tags.z; "
+              "docs/metrics.md lists the metrics and tags)", file=sys.stderr)
+        if len(missing) == len(args.columns):
+            return 2
     if workload is not None:
         table, others = of_workload(table, workload, keep=WORKLOAD in columns)
         if not others.empty:  # on stderr: --csv output stays a table
