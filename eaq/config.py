@@ -493,7 +493,7 @@ def validate(
     _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
     _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)
     _one_of("task", obj.task, TASKS)
-    if obj.precision.plan and obj.precision.name != "mixed":  # precision=mixed without one: eaq.precision says so
+    if obj.precision.plan and obj.precision.name != "mixed":
         raise ConfigError(
             f"precision={obj.precision.name} precision.plan={obj.precision.plan}: a plan file goes with precision=mixed "
             "only; use precision=mixed precision.plan=FILE, or drop precision.plan."
@@ -564,4 +564,11 @@ def validate(
     if not DEVICE_PATTERN.match(obj.device):
         raise ConfigError(f"device={obj.device!r} is not valid: use auto, cpu, cuda or cuda:N.")
     _paths_from_launch_folder(obj, os.getcwd() if launched_from is None else launched_from)
+    # Before the run opens (eaq.precision.mixed reads the plan after): a command line's mistake leaves no FAILED run.
+    if obj.precision.name == "mixed" and not obj.precision.plan:
+        raise ConfigError("precision=mixed needs precision.plan=FILE (a plan YAML, e.g. the layers/plan.yaml of a "
+                          "task=layers run).")
+    if obj.precision.plan and not Path(obj.precision.plan).is_file():
+        raise ConfigError(f"precision.plan={obj.precision.plan} does not exist; give the path of a plan YAML (e.g. one "
+                          "task=layers wrote).")
     return obj

@@ -254,12 +254,15 @@ def test_the_kernel_check_counts_calls_so_a_layer_run_twice_hides_no_fallback() 
     [
         (["precision=int8", "precision.plan=plan.yaml"], "a plan file goes with precision=mixed only"),
         (["precision=mixed"], "precision=mixed needs precision.plan=FILE"),
+        (["precision=mixed", "precision.plan=nowhere/plan.yaml"], "nowhere/plan.yaml does not exist; give the path of a plan"),
     ],
 )
 def test_a_plan_goes_with_precision_mixed_and_mixed_needs_one(out: Path, overrides: list[str], says: str) -> None:
+    """Each a command line's mistake: one sentence, exit 2, and no run in the store (a missing plan, or none, left a
+    FAILED run, which compare listed as a configuration measured and failed)."""
     result = run_eaq(out, *FAST, *overrides)
-    assert result.returncode != 0
-    assert says in result.stderr
+    assert result.returncode == 2 and says in result.stderr, result.stderr[-2000:]
+    assert not (out / "mlflow.db").exists() or all_runs(out) == []
 
 
 def test_the_plan_hash_is_of_the_bytes_applied_and_the_check_holds_per_shape(tmp_path: Path) -> None:
