@@ -860,6 +860,24 @@ def test_task_layers_with_measured_savings_plans_from_both_precisions_costs(out:
     assert run.data.tags["eaq.layers.saving.energy"] == "unavailable"  # the target's measurement, recorded as such
 
 
+def test_a_types_saving_within_the_bases_drift_is_flagged_and_a_larger_one_is_not() -> None:
+    """A loaded CPU moved the base pass 81-99.7% between its two windows, and savings of that size chose a plan, its
+    rows valid ("not checked (no energy)" without a sensor, "true" with one)."""
+    from eaq.layers.energy import PassCost
+    from eaq.layers.tables import type_saving_rows
+
+    base = (PassCost(1.0, 10.0), PassCost(1.2, 12.0))  # the base's drift: +0.2 s, +2 J
+    rows, basis, saved = type_saving_rows({"ffn": 4, "attention": 8}, base,
+                                          {"ffn": PassCost(0.5, 5.0), "attention": PassCost(1.05, 10.5)})
+    assert basis == "compiled_energy" and saved == pytest.approx({"ffn": 6.0, "attention": 0.5})
+    valid = {row["type"]: row["valid"] for row in rows}
+    assert valid["ffn"] == "true"
+    assert valid["attention"] == ("its saving (500 mJ per pass) is within the base's drift between its first and last "
+                                  "windows (+2000 mJ)")
+    rows, basis, _ = type_saving_rows({"ffn": 4}, (PassCost(1.0, None), PassCost(1.2, None)), {"ffn": PassCost(1.15, None)})
+    assert basis == "compiled_time" and rows[0]["valid"].startswith("its saving (-50 ms per pass) is within")
+
+
 def test_task_layers_with_compiled_savings_measures_the_compiled_pass_per_type_lowered(out: Path, tmp_path: Path) -> None:
     # Synthetic ids: an all-ones mask, which the eager analysis's passes drop and the compiled savings' keep.
     done = run_eaq(out, "task=layers", *FAST, "dataset=synthetic", "layers.saving=compiled", "compile_tuning=false",
@@ -873,11 +891,15 @@ def test_task_layers_with_compiled_savings_measures_the_compiled_pass_per_type_l
     assert {r["type"]: int(r["layers"]) for r in by_type} == {"attention": 8, "ffn": 4, "head": 1}
     assert len({r["base_per_pass"] for r in by_type}) == 1  # one compiled base (first and last window) against each
     for row in by_type:
-        assert row["basis"] == "time" and float(row["lowered_per_pass"]) > 0 and row["valid"] == "not checked (no energy)"
+        assert row["basis"] == "time" and float(row["lowered_per_pass"]) > 0
         # The base measured twice, the change between recorded: finite, and above -1 (a later pass takes some time).
         # How far it moved is the machine's: two tests at once on a 2-core CPU moved it 633-fold.
-        assert -1 < float(row["base_drift"]) < math.inf
+        drift = float(row["base_drift"])
+        assert -1 < drift < math.inf
         assert float(row["saving_per_pass"]) == pytest.approx(float(row["base_per_pass"]) - float(row["lowered_per_pass"]))
+        # A saving within that drift is said to be (the mean of first and last is the base: first = 2 mean / (2 + d)).
+        within = abs(float(row["saving_per_pass"])) <= abs(drift) * 2 * float(row["base_per_pass"]) / (2 + drift)
+        assert row["valid"].startswith("its saving (") == within and (within or row["valid"] == "not checked (no energy)")
     plan = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, "layers/plan.yaml", str(tmp_path))).read_text())
     assert plan["meta"]["saving_basis"] == "compiled_time"
     # The weights it was chosen on, which precision=mixed checks before it applies the plan.
@@ -886,7 +908,8 @@ def test_task_layers_with_compiled_savings_measures_the_compiled_pass_per_type_l
     components = {r["component"]: r["type"] for r in _csv(client, run.info.run_id, "layers/components.csv", tmp_path)}
     # Any quality fits: every component of the types compiled cheaper, and nothing else.
     assert set(plan["meta"].get("components", [])) == {c for c, kind in components.items() if kind in saving_types}
-    assert run.data.tags["eaq.layers.saving.valid"] == "not checked (no energy)"
+    flagged = [r for r in by_type if r["valid"] != "not checked (no energy)"]
+    assert run.data.tags["eaq.layers.saving.valid"] == ("false" if flagged else "not checked (no energy)")
     # The benchmark's pass, its all-ones mask kept; no CUDA graphs on a CPU.
     assert run.data.tags["eaq.layers.saving.pass"] == "compiled; inputs: attention_mask, input_ids"
     assert plan["meta"]["saving_share_estimated"] == pytest.approx(  # a share of the compiled base pass
