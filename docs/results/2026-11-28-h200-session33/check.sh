@@ -10,6 +10,8 @@
 # - issue 16's goal cells on the 1.1B Llama shape: bf16 and int4_weight_only, compiled (CUDA graphs), batch 1,
 #   prompt 256, 128 new tokens, one trial (generate-gpu.sh's protocol).
 # PART=2 (about 6 min): issue 11's energy part on DistilBERT-base and GPT-2-small shapes, bf16, 3 trials
+# PART=3 (about 2 min): after the session's later changes, a GPT-2-medium-shape generation run and forward run with
+#   sampler=nvml, their power_trace.png (the generation's shades its prefill and decode windows) and window tags.
 #   (layers-gpu.sh's PARTS=energy).
 # From the repository root: PART=1 OUT=<folder> bash docs/results/2026-11-28-h200-session33/check.sh
 set -uo pipefail
@@ -63,6 +65,31 @@ PY
     > "$out/layers-log.txt" 2>&1
   echo "layers: exit $?" >> "$out/layers-log.txt"
   cat "$out"/layers-summary.txt 2>/dev/null | head -60
+  ;;
+3)
+  # After this session's later changes (the power trace of a generation run shades its prefill window too, and the
+  # prefill window's place is tagged; models refused before load by type and head): a generation run and a forward
+  # run as a user runs them, sampler=nvml, their power_trace.png brought back.
+  for args in "workload=generate workload.new_tokens=64 seq_len=128 batch_size=1" "batch_size=32 seq_len=128"; do
+    timeout 200 python3 -m eaq.run model=gpt2_medium_random precision=bf16 dataset=synthetic sampler=nvml $args \
+      paths.output_dir="$WORK/p3" >> "$out/part3.txt" 2>&1
+    echo "run: exit $? ($args)" >> "$out/part3.txt"
+  done
+  python3 - "$WORK/p3" "$out" >> "$out/part3.txt" 2>&1 <<'PY'
+import shutil, sys
+from mlflow.tracking import MlflowClient
+client = MlflowClient(tracking_uri=f"sqlite:///{sys.argv[1]}/mlflow.db")
+runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
+for r in sorted(runs, key=lambda r: r.info.start_time):
+    t, m = r.data.tags, r.data.metrics
+    print(r.info.run_name, r.info.status, "| valid", t.get("eaq.valid"), "| prefill window", t.get("eaq.prefill_window.start_unix_s"),
+          t.get("eaq.prefill_window.end_unix_s"), "| window", t.get("eaq.window.start_unix_s"), t.get("eaq.window.end_unix_s"),
+          "| prefill s", m.get("prefill_window_duration_s"), "| decode s", m.get("decode_window_duration_s"), "| window s",
+          m.get("window_duration_s"))
+    png = client.download_artifacts(r.info.run_id, "power_trace.png", sys.argv[1])
+    shutil.copy(png, f"{sys.argv[2]}/power_trace-{t.get('eaq.workload')}.png")
+PY
+  cat "$out/part3.txt" | grep -v "^\[" | tail -8
   ;;
 esac
 ls "$out"
