@@ -10,9 +10,9 @@
 # - issue 16's goal cells on the 1.1B Llama shape: bf16 and int4_weight_only, compiled (CUDA graphs), batch 1,
 #   prompt 256, 128 new tokens, one trial (generate-gpu.sh's protocol).
 # PART=2 (about 6 min): issue 11's energy part on DistilBERT-base and GPT-2-small shapes, bf16, 3 trials
+#   (layers-gpu.sh's PARTS=energy).
 # PART=3 (about 2 min): after the session's later changes, a GPT-2-medium-shape generation run and forward run with
 #   sampler=nvml, their power_trace.png (the generation's shades its prefill and decode windows) and window tags.
-#   (layers-gpu.sh's PARTS=energy).
 # From the repository root: PART=1 OUT=<folder> bash docs/results/2026-11-28-h200-session33/check.sh
 set -uo pipefail
 out=${OUT:?set OUT}
