@@ -38,8 +38,9 @@ def write_png(trace: PowerTrace, path: Path, windows: Sequence[tuple[str, float,
         times = [t - origin for t in part.times]
         for channel, values in sorted(part.channels.items()):
             ax.plot(times, values, linewidth=0.9, label=channel.removesuffix("_w").replace("_", " "))
-    for (label, start, end), colour in zip(windows, ("tab:green", "tab:orange", "tab:purple")):
-        ax.axvspan(start - origin, end - origin, color=colour, alpha=0.12, label=label)
+    for label, start, end in windows:  # the window at the origin green, as the report's trace figure draws it
+        ax.axvspan(start - origin, end - origin, color="tab:green" if start == origin else "tab:orange", alpha=0.12,
+                   label=label)
     if idle_window:
         ax.axvspan(idle_window[0] - origin, idle_window[1] - origin, color="tab:gray", alpha=0.15, label="idle baseline")
     ax.set_xlabel("time from window start (s)")
