@@ -364,8 +364,8 @@ def test_a_mean_over_fewer_trials_than_its_row_says_so_and_the_baseline_is_one_e
 def test_a_configuration_label_too_long_for_an_mlflow_name_is_cut_to_fit_stays_distinct_and_is_logged(tmp_path: Path) -> None:
     long = "NVIDIA H100 80GB HBM3 wikitext2 from /home/alice/checkpoints/" + "x" * 200
     rows = [{"model": "m", "precision": "int4_weight_only", "batch_size": 1, "seq_len": 256, "setting": f"{long}{end}",
-             "metric": "latency_mean_ms", "mean": 1.0, "ci_low": 0.9, "ci_high": 1.1, "n": 3} for end in ("a", "b")]
-    table = pd.DataFrame(rows).reindex(columns=[*CONFIG_KEYS, "metric", "mean", "ci_low", "ci_high", "n"])
+             "metric": "latency_mean_ms", "mean": 1.0, "ci_low": 0.9, "ci_high": 1.1, "n": 3, "logged": 3} for end in ("a", "b")]
+    table = pd.DataFrame(rows).reindex(columns=[*CONFIG_KEYS, "metric", "mean", "ci_low", "ci_high", "n", "logged"])
     metrics = aggregate_metrics(table)
     names = list(metrics)
     assert len(names) == 8 and max(map(len, names)) <= MAX_METRIC_NAME
@@ -379,28 +379,40 @@ def test_a_configuration_label_too_long_for_an_mlflow_name_is_cut_to_fit_stays_d
 
 def test_the_parent_runs_aggregates_are_what_was_measured_and_a_later_report_replaces_its_bounds(tmp_path: Path) -> None:
     """A quality every trial read as NaN (ranked -inf) was logged as -1.8e308; a metric the configuration's workload
-    never logs was n=0; a report logged again with one trial fewer left the bounds of the last one beside its mean."""
+    never logs was n=0 (one its runs logged, every trial flagged invalid, stays n=0); a report logged again with one
+    trial fewer left the bounds of the last one beside its mean."""
     import math
 
     from eaq.report.build import Report, log
 
-    def row(metric: str, mean: float, low: float, high: float, n: int) -> dict[str, object]:
+    def row(metric: str, mean: float, low: float, high: float, n: int, logged: int | None = None) -> dict[str, object]:
         return {"model": "m", "precision": "fp16", "batch_size": 8, "seq_len": 32, "compile": False, "cuda_graphs": False,
                 "workload": "forward", "setting": "", "metric": metric,
-                "mean": mean, "ci_low": low, "ci_high": high, "n": n}
+                "mean": mean, "ci_low": low, "ci_high": high, "n": n, "logged": n if logged is None else logged}
 
     def logged(rows: list[dict[str, object]]) -> dict[str, float]:
-        table = pd.DataFrame(rows).reindex(columns=[*CONFIG_KEYS, "metric", "mean", "ci_low", "ci_high", "n"])
+        table = pd.DataFrame(rows).reindex(columns=[*CONFIG_KEYS, "metric", "mean", "ci_low", "ci_high", "n", "logged"])
         log(client, run, Report(tmp_path / "none", tmp_path / "none.html", table, [], "no layers run"))
         return {k: v for k, v in client.get_run(run).data.metrics.items()}
 
     client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
     run = client.create_run(experiment).info.run_id
     first = logged([row("latency_mean_ms", 10.0, 9.0, 11.0, 2), row("quality_perplexity", -math.inf, -math.inf, -math.inf, 2),
-                    row("decode_energy_per_token_mj", math.nan, math.nan, math.nan, 0)])
+                    row("decode_energy_per_token_mj", math.nan, math.nan, math.nan, 0),
+                    row("energy_per_sample_mj", math.nan, math.nan, math.nan, 0, logged=2)])  # both trials flagged invalid
     assert first["latency_mean_ms/m-fp16-b8-s32/ci95_low"] == 9.0
     assert all(math.isnan(first[f"quality_perplexity/m-fp16-b8-s32/{stat}"]) for stat in ("mean", "ci95_low", "ci95_high"))
     assert not [name for name in first if name.startswith("decode_energy_per_token_mj/")]
+    assert first["energy_per_sample_mj/m-fp16-b8-s32/n"] == 0
+    # From a store: both trials flagged invalid, their latency logged and not counted.
+    uri, store_client, runs_of = _store(tmp_path / "flagged")
+    for trial in ("1", "2"):
+        _log(store_client, runs_of, {**BASE, "model.name": "m", "precision.name": "fp16", "trial": trial},
+             {"latency_mean_ms": 10.0}, tags={"eaq.valid": "false"})
+    table = aggregate(load(uri, experiment="eaq"))
+    (flagged,) = table[table["metric"] == "latency_mean_ms"][["n", "logged"]].to_dict("records")
+    assert flagged == {"n": 0, "logged": 2}
+    assert [v for k, v in aggregate_metrics(table).items() if k.endswith("/n")] == [0]
     again = logged([row("latency_mean_ms", 10.5, math.nan, math.nan, 1)])
     assert again["latency_mean_ms/m-fp16-b8-s32/mean"] == 10.5 and again["latency_mean_ms/m-fp16-b8-s32/n"] == 1
     assert math.isnan(again["latency_mean_ms/m-fp16-b8-s32/ci95_low"]) and math.isnan(again["latency_mean_ms/m-fp16-b8-s32/ci95_high"])

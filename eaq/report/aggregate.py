@@ -28,7 +28,9 @@ QUALITY = ("quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mea
 # A generation run's figures, where a forward run has latency and energy per sample.
 GENERATION = ("time_to_first_token_mean_ms", "time_per_output_token_mean_ms", "decode_tokens_per_s",
               "decode_energy_per_token_mj", "prefill_energy_per_prefill_mj")
-STATS = ("n", "mean", "std", "ci_low", "ci_high", "cv", "runs", "invalid", "failed", "running")
+# n: the valid finished trials the figures are of; logged: the runs that logged the metric at all, whatever their
+# verdict (0: a figure the configuration's workload does not give, or every run failed before its window).
+STATS = ("n", "mean", "std", "ci_low", "ci_high", "cv", "runs", "invalid", "failed", "running", "logged")
 
 
 def t_interval(values: pd.Series, level: float = LEVEL) -> tuple[int, float, float, float, float]:
@@ -76,7 +78,8 @@ def aggregate(frame: pd.DataFrame, metrics: tuple[str, ...] = METRICS) -> pd.Dat
             n, mean, std, low, high = t_interval(kept[metric] if metric in kept else pd.Series(dtype=float))
             cv = std / mean if n > 1 and mean else math.nan
             rows.append({**dict(zip(CONFIG_KEYS, key)), "metric": metric, "n": n, "mean": mean, "std": std,
-                         "ci_low": low, "ci_high": high, "cv": cv, **counts})
+                         "ci_low": low, "ci_high": high, "cv": cv, **counts,
+                         "logged": int(group[metric].notna().sum()) if metric in group else 0})
     return pd.DataFrame(rows, columns=[*CONFIG_KEYS, "metric", *STATS])
 
 

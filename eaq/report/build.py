@@ -145,14 +145,14 @@ def aggregate_metrics(table: pd.DataFrame) -> dict[str, float]:
     MLflow's longest name (a local weights path, a device and protocol settings make it long), ending in a hash of the
     whole.
 
-    A metric no trial of the configuration logged (a forward pass's latency beside a generation's) is left out: n=0
-    read as "no trial counted". A figure that is not a finite number (the bounds of one trial, a quality every trial
+    A metric no run of the configuration logged (a forward pass's latency beside a generation's) is left out: n=0
+    read as "no trial counted"; one its runs logged and none counted (every trial flagged invalid) is n=0. A figure that is not a finite number (the bounds of one trial, a quality every trial
     read as NaN, which the report ranks as -inf) is NaN: the store keeps an infinity as +-1.8e308, and a report logged
     again onto the run, one trial fewer, must replace the bounds it had."""
     metrics = {}
     longest_stat = max(map(len, LOGGED_STATS))
     logged = table[table["metric"].isin(LOGGED)]
-    for _, row in (logged[logged["n"] > 0] if len(logged) else logged).iterrows():
+    for _, row in (logged[logged["logged"] > 0] if len(logged) else logged).iterrows():
         label = _fitting(aggregate.config_label(row), MAX_METRIC_NAME - len(row["metric"]) - longest_stat - 2)
         values = dict(zip(LOGGED_STATS, (row["mean"], row["ci_low"], row["ci_high"], row["n"])))
         metrics |= {f"{row['metric']}/{label}/{stat}": float(v) if math.isfinite(v) else math.nan
