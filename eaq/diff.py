@@ -132,6 +132,11 @@ def _print_grouped(title: str, diffs: dict[str, tuple[str | None, str | None]]) 
         print("\n".join(lines))
 
 
+def _device_kind(device: str | None) -> str:
+    """``cuda`` of ``cuda:1``; ``cpu``, ``auto`` (resolved by the host: not a kind) as they are."""
+    return str(device).split(":")[0]
+
+
 def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int:
     """Print both kinds of difference; 1 where the configurations differ (or, ``count_env``, the environments).
 
@@ -147,7 +152,9 @@ def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int
     files_a, files_b = env_a.get("read_files") or {}, env_b.get("read_files") or {}
     moved = {k: config_diff.pop(k) for k in list(config_diff)
              if k in READ_FILES and files_a.get(k) is not None and files_a.get(k) == files_b.get(k)}
-    beside = {k: config_diff.pop(k) for k in list(config_diff) if k in BESIDE_THE_MEASUREMENT}
+    # The device beside only as an index of one kind (cuda:0, cuda:1): the report tells cpu from cuda by the device's name.
+    beside = {k: config_diff.pop(k) for k in list(config_diff) if k in BESIDE_THE_MEASUREMENT
+              and (k != "device" or _device_kind(config_diff[k][0]) == _device_kind(config_diff[k][1]) != "auto")}
     _print_grouped("configuration", config_diff)
     for key, (left, right) in beside.items():
         print(f"  {key}: {left} -> {right} (beside the measurement: the report averages runs differing in it; not a "

@@ -80,12 +80,13 @@ def _key(override: str) -> str:
 
 
 def _replayable(logged: list[str], given: list[str]) -> list[str]:
-    """The logged overrides less those ``given`` sets again; one still holding a redacted credential is refused in a
-    sentence naming it. Hydra parses every override before a later one replaces it, and ``<redacted>`` is not in its
-    grammar: a run launched with a password in its tracking.uri could not be rerun, even passed again as the README
-    says (a LexerNoViableAltException, exit 1)."""
+    """The logged overrides less those holding a redacted credential that ``given`` sets again; one not set again is
+    refused in a sentence naming it. Hydra parses every override before a later one replaces it, and ``<redacted>``
+    is not in its grammar: a run launched with a password in its tracking.uri could not be rerun, even passed again as
+    the README says (a LexerNoViableAltException, exit 1). Every other logged override stays, for the one given to
+    replace as Hydra does (a logged ``+key=`` adds the key a plain ``key=`` given again then sets)."""
     again = {_key(o) for o in given if "=" in o}
-    kept = [o for o in logged if not ("=" in o and _key(o) in again)]
+    kept = [o for o in logged if not (REDACTED in o and _key(o) in again)]
     if hidden := [_key(o) for o in kept if REDACTED in o]:
         raise EaqError(f"the run's {', '.join(hidden)} held a credential, which is never recorded; pass "
                        f"{' '.join(f'{k}=...' for k in hidden)} again after the run (python -m eaq.rerun RUN {hidden[0]}=...).")

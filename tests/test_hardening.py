@@ -418,6 +418,11 @@ def test_a_run_logged_with_a_password_in_its_store_uri_reruns_with_it_passed_aga
     assert rerun_main([str(job), f"tracking.uri={uri}"]) == 2  # batch_size=0: eaq's own refusal, past Hydra's parser
     printed = capsys.readouterr().out  # the run's own output goes to the terminal: its exit 2 is eaq's, Hydra's was 1
     assert "tracking.uri=http" not in printed and "batch_size=0" in printed
+    # Only the redacted override gives way: a logged `+key=` stays for the plain `key=` given again to set (dropped, the
+    # plain one named a key the config does not have, and Hydra refused it).
+    (job / ".hydra" / "overrides.yaml").write_text("- +model.architecture.extra=1\n- batch_size=0\n")
+    assert rerun_main([str(job), "model.architecture.extra=2"]) == 2  # eaq's batch_size refusal, not Hydra's exit 1
+    assert "+model.architecture.extra=1 batch_size=0 model.architecture.extra=2" in capsys.readouterr().out
 
 
 def test_a_failing_run_prints_its_traceback_without_the_password(out: Path) -> None:

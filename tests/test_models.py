@@ -301,6 +301,10 @@ def test_a_model_type_this_transformers_does_not_know_is_one_sentence(saved_mode
     done = run_eaq(out, *FAST, "model=hub", f"model.name_or_path={folder}")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "model_type 'bert_of_2030', which the installed transformers" in done.stderr
+    del config["model_type"]  # none at all: no upgrade makes it one
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match=r"its config.json names no model_type, which transformers builds"):
+        model_config(ModelConfig(name="untyped", name_or_path=str(folder)))
     with pytest.raises(ModelLoadError, match=r"model_type 'gpt-2', .* does not know \(close: gpt2\); upgrade"):
         model_config(ModelConfig(name="typo", weights="random", architecture={"model_type": "gpt-2"}))
 

@@ -465,6 +465,9 @@ def test_diff_counts_no_setting_the_report_averages_over_and_any_other(tmp_path:
     assert "configuration: identical" in said and "  device: cuda:0 -> cuda:1 (beside the measurement" in said
     assert diff_main([a, c]) == 1
     assert "configuration: 1 difference(s)" in capsys.readouterr().out
+    for other in ("cpu", "auto"):  # another kind of device, or one the host resolves, is a difference still
+        assert diff_main([a, job(f"d-{other}", other, True, 8)]) == 1
+        assert "configuration: 1 difference(s)" in capsys.readouterr().out
 
 
 def test_diff_env_compares_the_variables_that_change_a_measurement_and_no_other() -> None:

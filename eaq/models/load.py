@@ -208,8 +208,12 @@ def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedCon
         return AutoConfig.from_pretrained(location, **_hub_options(location))
     except OSError as exc:
         raise ModelLoadError(_not_found(cfg.name_or_path, exc)) from exc
-    except ValueError as exc:  # the config read, its model_type unknown to this transformers
+    except ValueError as exc:  # the config read, its model_type missing or unknown to this transformers
         model_type = PretrainedConfig.get_config_dict(location, **_hub_options(location))[0].get("model_type")
+        if model_type is None:
+            raise ModelLoadError(f"model.name_or_path={cfg.name_or_path!r}: its config.json names no model_type, which "
+                                 "transformers builds the architecture by; save the model with save_pretrained, or add "
+                                 "its model_type.") from exc
         if why := _unknown_type(model_type, f"model.name_or_path={cfg.name_or_path!r}"):
             raise ModelLoadError(why) from exc
         raise
