@@ -185,6 +185,20 @@ def test_t5s_relative_position_bias_feed_forward_and_head_land_in_their_componen
         assert by_name["head"].modules == ("classification_head.dense", "classification_head.out_proj")
 
 
+def test_mpnets_relative_position_table_outside_attention_is_an_embedding_not_an_ablated_branch() -> None:
+    """MPNet (all-mpnet-base-v2) looks its relative position bias up once, in its encoder, outside every attention
+    module: it was the block-less component "attention", and its ablation zeroed the position bias as a branch."""
+    from transformers import MPNetConfig, MPNetModel
+
+    model = MPNetModel(MPNetConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                   intermediate_size=64)).eval()
+    components = find_components(model)
+    assert sorted(m for c in components for m in c.modules) == sorted(own_parameters(model))
+    (table,) = [c for c in components if "encoder.relative_attention_bias" in c.modules]
+    assert table.type == "embeddings" and table.block is None
+    assert all(c.block is not None for c in components if c.type == "attention")
+
+
 BLOCK_ROOTS = {"bert_tiny_random": "encoder.layer", "gpt2_tiny_random": "transformer.h", "distilbert": "distilbert.transformer.layer"}
 
 

@@ -106,7 +106,10 @@ def classify(name: str, module: nn.Module) -> str:
     """The type of one parameterised module, by the rules in this module's docstring."""
     segments = name.lower().split(".")
     attention = any(_names_attention(s) for s in segments)
-    if (isinstance(module, nn.Embedding) and not attention) or any("embed" in s or s in ("wte", "wpe") for s in segments):
+    # A table inside an attention module is its own (T5's bias, under SelfAttention); one named for attention outside
+    # any (MPNet's encoder.relative_attention_bias, looked up once for every block) is an embedding, not a branch.
+    inside_attention = any(_names_attention(s) for s in segments[:-1])
+    if (isinstance(module, nn.Embedding) and not inside_attention) or any("embed" in s or s in ("wte", "wpe") for s in segments):
         return "embeddings"
     if segments[0] in HEAD_SEGMENTS or "pooler" in segments:
         return "head"
