@@ -410,6 +410,24 @@ def test_a_graphed_whole_pass_far_slower_than_its_eager_kernels_makes_the_run_in
     assert "CUDA graph took" in caplog.text
 
 
+@pytest.mark.parametrize("parallel", [True, False])
+def test_a_block_that_changes_a_stubbed_output_in_place_flags_its_block_ops(parallel: bool) -> None:
+    """Falcon's parallel-attention block adds its attention output into its MLP's in place: replayed with the MLP
+    stubbed, the stub's recorded tensor grew by one attention output per replay (4.47 after 100, from a scale of
+    0.056), and the block-ops window ran on drifting values, untold. Falcon's sequential block adds out of place."""
+    from transformers import FalconConfig, FalconForCausalLM
+
+    torch.manual_seed(0)
+    model = FalconForCausalLM(FalconConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                           parallel_attn=parallel, new_decoder_architecture=False, bias=True)).eval()
+    ids = torch.randint(0, 64, (2, 8))
+    with torch.inference_mode():
+        found = measure_components(model, find_components(model), lambda: model(input_ids=ids), CPU,
+                                   NoSampler(reason="none"), SETTINGS, 2)
+    drifted = "a block changed its components' recorded outputs in place" in found.tags.get("eaq.valid.reasons", "")
+    assert drifted is parallel and (found.tags.get("eaq.valid") == "false") is parallel
+
+
 def test_a_profiler_that_sees_no_time_fails_before_any_window_with_what_to_check(monkeypatch: pytest.MonkeyPatch) -> None:
     # What a GPU without CUPTI gives: ranges with no device time. Attribution cannot split by zero time, and the
     # run must say so before it measures, not after its windows.

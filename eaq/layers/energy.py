@@ -43,7 +43,7 @@ from torch import nn
 
 from eaq.layers.attribution import OUTSIDE, PassTimes, profile_times, split
 from eaq.layers.components import Component, find_blocks
-from eaq.layers.replay import capture, graphed, metered, recording_outputs, replay_by_type, stubbed
+from eaq.layers.replay import capture, fingerprints, graphed, metered, recording_outputs, replay_by_type, stubbed
 from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, window_energy
 from eaq.measure.idle import ReusePolicy, idle_baseline
 from eaq.measure.samplers import Sampler, measures_energy, wait_for_sample
@@ -258,6 +258,7 @@ def measure_components(
         calls = capture(model, [*components, *blocks], forward)
     times = profile_times(model, components, forward, device, settings.profile_passes, blocks)
     whole_step = graphed(forward, device, settings.cuda_graphs)
+    recorded = fingerprints(outputs)
     measuring = measures_energy(sampler)
     sampler.start()
     try:
@@ -287,6 +288,10 @@ def measure_components(
     reasons = [f"whole model: {r}" for r in whole_check.reasons]
     notes = [f"whole model: {n}" for n in whole_check.notes]
     reasons += _graph_mismatch(whole_step.reason is None, found.whole_s_per_pass, times.whole_s)
+    if fingerprints(outputs) != recorded:  # the stubs hand out the same tensors: the blocks' ops drifted their values
+        reasons.append("replay block: a block changed its components' recorded outputs in place while replayed with "
+                       "them stubbed (an in-place add into a component's output, as Falcon's parallel attention makes): "
+                       "the blocks' own ops ran on drifting values")
     block_j: dict[str, float | None] = {}
     block_net_j: dict[str, float | None] = {}
     eager = {"whole model": whole_step.reason} if whole_step.reason else {}

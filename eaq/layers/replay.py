@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import nn
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_leaves, tree_map
 from transformers.cache_utils import Cache
 
 from eaq.layers.components import Component, around_roots
@@ -106,8 +106,9 @@ def stubbed(model: nn.Module, outputs: dict[str, list[object]]) -> Iterator[None
 
     The same tensors come back at every call, so the ops around a stub must not change them in place
     (``h += residual``): their values would drift over thousands of replays, and power depends on the
-    data. The blocks of BERT, DistilBERT, GPT-2 and Llama add out of place. A ``forward`` set on the
-    instance before (a wrapper's) is put back on exit."""
+    data. The blocks of BERT, DistilBERT, GPT-2 and Llama add out of place; Falcon's parallel-attention block does
+    not, and its run is flagged (``fingerprints``, eaq.layers.energy). A ``forward`` set on the instance before (a
+    wrapper's) is put back on exit."""
     saved = {}
     try:
         for root, values in outputs.items():
@@ -122,6 +123,14 @@ def stubbed(model: nn.Module, outputs: dict[str, list[object]]) -> Iterator[None
                 del module.forward
             else:
                 module.forward = before
+
+
+def fingerprints(outputs: dict[str, list[object]]) -> list[str]:
+    """Each tensor the stubs return, summed in float64 (as text, so that a NaN reads equal to itself): whether replaying
+    the blocks around them changed one in place, as Falcon's parallel-attention block adds its attention output into
+    its MLP's (``stubbed``). Read outside every window: each sum waits for the device."""
+    return [repr(float(t.detach().double().sum())) for values in outputs.values() for value in values
+            for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
 def replay(model: nn.Module, calls: Sequence[Call]) -> list[object]:
