@@ -861,3 +861,26 @@ def test_a_layer_run_without_impact_gets_a_note_for_its_correlation_heatmap_not_
         assert figure.png is None and "no correlation computed" in figure.note
     drawn = correlation_heatmap(nan.assign(r=0.4), "m", "m", "replay", tmp_path)
     assert drawn.png is not None and not drawn.note
+
+
+def test_an_infinite_impact_is_drawn_at_the_top_marked_not_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change that broke the outputs has impact inf (docs/impact.md: the worst of all); matplotlib drew its bar and
+    its point as nothing, the bar looking like 0 and the point gone."""
+    import math
+
+    import eaq.report.layers as layers_report
+
+    drawn = {}
+    monkeypatch.setattr(layers_report, "save", lambda fig, out, slug, title: drawn.setdefault(slug, fig))
+    types = pd.DataFrame({"type": ["attention", "ffn"], "sensitivity_impact": [0.01, math.inf],
+                          "ablation_impact": [0.02, 0.05]})
+    layers_report.impact_by_type(types, "m", "t", tmp_path)
+    ax = drawn["layers_impact_t"].axes[0]
+    heights = [bar.get_height() for bar in ax.patches]
+    assert all(map(math.isfinite, heights)) and heights[1] > 0.05  # ffn's sensitivity bar, above every finite one
+    assert [t.get_text() for t in ax.texts] == ["broke\n(inf)"]
+    components = types.assign(energy_share=[0.4, 0.6])
+    layers_report.energy_vs_impact(components, pd.DataFrame(columns=["scope", "impact", "method", "r", "p_value", "n"]),
+                                   "m", "t", "energy", tmp_path)
+    labels = drawn["layers_scatter_t"].axes[0].get_legend_handles_labels()[1]
+    assert "ffn: broke (impact inf)" in labels

@@ -94,14 +94,29 @@ def energy_by_type(types: pd.DataFrame, outside: pd.DataFrame | None, label: str
     return save(fig, out, f"layers_energy_{slug}", title)
 
 
+def _broke_at(frame: pd.DataFrame) -> float:
+    """Where an infinite impact is drawn (a change that broke the outputs: docs/impact.md writes it inf, the worst of
+    all): above every finite impact of ``frame``'s IMPACTS. matplotlib draws an infinite bar or point as nothing."""
+    finite = frame[list(IMPACTS)].to_numpy(dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.max()) * 1.15 if finite.size and finite.max() > 0 else 1.0
+
+
 def impact_by_type(types: pd.DataFrame, label: str, slug: str, out: Path) -> Figure:
     """What lowering (sensitivity) or removing (ablation) all components of a type costs in quality."""
     title = f"{label}: impact by component type"
     fig, ax = plt.subplots(figsize=(7, 4))
     x = np.arange(len(types))
+    top = _broke_at(types)
     for i, impact in enumerate(IMPACTS):
-        ax.bar(x + (i - 0.5) * 0.4, types[impact], 0.4, label=impact.replace("_", " "), color=f"C{i}")
-        for position in x[types[impact].isna().to_numpy()]:  # an empty cell is "not computed", never a bar of 0
+        values = types[impact].astype(float)
+        broke = np.isinf(values.to_numpy())
+        ax.bar(x + (i - 0.5) * 0.4, values.where(~broke, top), 0.4, label=impact.replace("_", " "), color=f"C{i}",
+               hatch=["xx" if b else "" for b in broke])
+        for position in x[broke]:
+            ax.text(position + (i - 0.5) * 0.4, top, "broke\n(inf)", ha="center", va="bottom", fontsize=7, color="C3")
+            ax.set_ylim(top=top * 1.25)  # its label inside the axes
+        for position in x[values.isna().to_numpy()]:  # an empty cell is "not computed", never a bar of 0
             ax.text(position + (i - 0.5) * 0.4, 0, "not\ncomputed", ha="center", va="bottom", fontsize=7, color="0.4")
     ax.set_xticks(x, types["type"])
     ax.set_xlabel("component type")
@@ -116,10 +131,16 @@ def energy_vs_impact(components: pd.DataFrame, correlation: pd.DataFrame, label:
     """Does a component's cost predict its impact? One panel per impact measure, the correlations in its title."""
     title = f"{label}: {basis} share vs impact per component"
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    top = _broke_at(components)
     for ax, impact in zip(axes, IMPACTS):
         kind = impact.split("_")[0]
-        for type_, sub in components.groupby("type"):
-            ax.scatter(sub["energy_share"] * 100, sub[impact], label=type_, s=18)
+        for i, (type_, sub) in enumerate(components.groupby("type")):
+            values = sub[impact].astype(float)
+            broke = np.isinf(values.to_numpy())
+            ax.scatter(sub["energy_share"][~broke] * 100, values[~broke], label=type_, s=18, color=f"C{i}")
+            if broke.any():  # at the top, marked: the worst components, which a point at infinity would hide
+                ax.scatter(sub["energy_share"][broke] * 100, [top] * int(broke.sum()), marker="^", s=40, color=f"C{i}",
+                           edgecolors="C3", label=f"{type_}: broke (impact inf)")
         stats = correlation[(correlation["scope"] == "all") & (correlation["impact"] == kind)]
         ax.set_title(", ".join(f"{r.method} r={r.r:.2f} (p={r.p_value:.2g}, n={r.n:.0f})" for r in stats.itertuples())
                      or f"{kind}: no correlation computed", fontsize=9)
