@@ -13,6 +13,7 @@
 #   (layers-gpu.sh's PARTS=energy).
 # PART=3 (about 2 min): after the session's later changes, a GPT-2-medium-shape generation run and forward run with
 #   sampler=nvml, their power_trace.png (the generation's shades its prefill and decode windows) and window tags.
+# PART=4 (about 2 min): after the layers review's fixes, a DistilBERT-base-shape bf16 task=layers run, valid and unflagged.
 # From the repository root: PART=1 OUT=<folder> bash docs/results/2026-11-28-h200-session33/check.sh
 set -uo pipefail
 out=${OUT:?set OUT}
@@ -90,6 +91,26 @@ for r in sorted(runs, key=lambda r: r.info.start_time):
     shutil.copy(png, f"{sys.argv[2]}/power_trace-{t.get('eaq.workload')}.png")
 PY
   cat "$out/part3.txt" | grep -v "^\[" | tail -8
+  ;;
+4)
+  # After the layers review's fixes (the blocks' stubbed outputs fingerprinted before and after their replay, a
+  # change in place flagging the run): a DistilBERT-base-shape bf16 task=layers run must stay valid and unflagged on
+  # CUDA (its blocks add out of place), with its capture ratios as in part 2.
+  timeout 300 python3 -m eaq.run task=layers model=distilbert_base_random precision=bf16 batch_size=64 seq_len=128 \
+    dataset=synthetic sampler=nvml trials=gpu_table layers.impact=false paths.output_dir="$WORK/p4" > "$out/part4.txt" 2>&1
+  echo "layers: exit $?" >> "$out/part4.txt"
+  python3 - "$WORK/p4" >> "$out/part4.txt" 2>&1 <<'PY'
+import sys
+from mlflow.tracking import MlflowClient
+client = MlflowClient(tracking_uri=f"sqlite:///{sys.argv[1]}/mlflow.db")
+for e in client.search_experiments():
+    for r in client.search_runs([e.experiment_id]):
+        t, m = r.data.tags, r.data.metrics
+        print(r.info.run_name, r.info.status, "| valid", t.get("eaq.valid"), "| reasons", t.get("eaq.valid.reasons", "none"),
+              "| capture replay", m.get("layers_capture_ratio_replay"), "| attribution", m.get("layers_capture_ratio_attribution"),
+              "| with blocks", m.get("layers_capture_ratio_replay_with_blocks"), m.get("layers_capture_ratio_attribution_with_blocks"))
+PY
+  tail -3 "$out/part4.txt"
   ;;
 esac
 ls "$out"
