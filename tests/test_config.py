@@ -118,13 +118,15 @@ def test_compile_shows_in_the_run_name() -> None:
     assert graphs.run_name == "minilm-fp32-compiled-graphs-b32-t1"
 
 
-def test_every_precision_option_is_an_implementation_and_back() -> None:
+def test_every_precision_option_is_an_implementation_and_back(tmp_path: Path) -> None:
     from eaq.precision import NAMES
 
     options = sorted(p.stem for p in (CONF / "precision").glob("*.yaml"))
     assert options == sorted(NAMES)
-    for option in options:  # each file names its implementation and says what executes
-        cfg = validate(_compose("paths.root=/x", f"precision={option}"))
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("base: fp32\nlayers: {}\n")
+    for option in options:  # each file names its implementation and says what executes (mixed runs a plan file)
+        cfg = validate(_compose("paths.root=/x", f"precision={option}", *([f"precision.plan={plan}"] * (option == "mixed"))))
         assert cfg.precision.name == option and cfg.precision.description
 
 

@@ -73,6 +73,7 @@ def test_every_file_the_resume_hash_reads_is_a_setting_validate_anchors() -> Non
 
 def test_validate_reads_every_path_setting_from_the_launch_folder_and_leaves_the_params_as_written(tmp_path: Path) -> None:
     (tmp_path / "models" / "mine").mkdir(parents=True)
+    (tmp_path / "plan.yaml").write_text("base: fp32\nlayers: {}\n")  # precision=mixed's plan must exist (validate)
     given = {"paths.root": "root", "paths.output_dir": "out", "paths.cache_dir": "out/cache", "gpu_slots.dir": "slots",
              "dataset.path": "data/dev.tsv", "precision.plan": "plan.yaml", "model.classifier_head": "head.safetensors",
              "model.name_or_path": "models/mine", "model.tokenizer": "org/tokenizer"}

@@ -318,8 +318,10 @@ def test_a_plan_chosen_on_other_weights_is_refused_before_the_model_loads(out: P
 
 
 def test_the_plan_model_check_passes_the_same_weights_and_plans_without_a_model(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text("base: fp32\nlayers: {}\n")  # a plan file there: validate checks it exists
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = validate(compose("config", overrides=[*FAST, "paths.root=/x", "precision=mixed", "precision.plan=p.yaml"]))
+        cfg = validate(compose("config", overrides=[*FAST, "paths.root=/x", "precision=mixed",
+                                                    f"precision.plan={tmp_path / 'p.yaml'}"]))
     here = weights_identity(cfg.model, "cpu")
     check_plan_model(Plan("fp32", {}, {"model": plan_model(cfg.model.name, here)}), cfg.model.name, here, "p")  # as task=layers writes it
     check_plan_model(Plan("fp32", {}, {"budget": "x"}), cfg.model.name, here, "p")  # written by hand: applied as written

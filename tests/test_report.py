@@ -142,7 +142,7 @@ def test_a_report_logged_again_onto_a_run_shows_its_own_figures(tmp_path: Path) 
     run = TrackedRun(client, experiment, "sweep", {"eaq.kind": "sweep"})
     config = {"model": "m", "precision": "fp32", "batch_size": 4, "seq_len": 32, "compile": False, "compile_tuning": True,
               "compile_pattern_matcher": True, "cuda_graphs": False, "workload": "forward", "setting": "",
-              "metric": "latency_mean_ms", "ci_low": math.nan, "ci_high": math.nan, "n": 1}
+              "metric": "latency_mean_ms", "ci_low": math.nan, "ci_high": math.nan, "n": 1, "logged": 1}
     for mean in (12.0, 10.0):
         out = tmp_path / f"report-{mean}"
         out.mkdir()

@@ -146,17 +146,16 @@ def aggregate_metrics(table: pd.DataFrame) -> dict[str, float]:
     whole.
 
     A metric no run of the configuration logged (a forward pass's latency beside a generation's) is left out: n=0
-    read as "no trial counted"; one its runs logged and none counted (every trial flagged invalid) is n=0. A figure that is not a finite number (the bounds of one trial, a quality every trial
-    read as NaN, which the report ranks as -inf) is NaN: the store keeps an infinity as +-1.8e308, and a report logged
-    again onto the run, one trial fewer, must replace the bounds it had."""
+    read as "no trial counted"; one its runs logged and none counted (every trial flagged invalid) is n=0. A figure
+    that is not a finite number is left out, as NaN never is on a parent run: the bounds of one trial, a quality every
+    trial read as NaN, which the report ranks as -inf (the store kept it as -1.8e308)."""
     metrics = {}
     longest_stat = max(map(len, LOGGED_STATS))
     logged = table[table["metric"].isin(LOGGED)]
     for _, row in (logged[logged["logged"] > 0] if len(logged) else logged).iterrows():
         label = _fitting(aggregate.config_label(row), MAX_METRIC_NAME - len(row["metric"]) - longest_stat - 2)
         values = dict(zip(LOGGED_STATS, (row["mean"], row["ci_low"], row["ci_high"], row["n"])))
-        metrics |= {f"{row['metric']}/{label}/{stat}": float(v) if math.isfinite(v) else math.nan
-                    for stat, v in values.items()}
+        metrics |= {f"{row['metric']}/{label}/{stat}": float(v) for stat, v in values.items() if math.isfinite(v)}
     return metrics
 
 
