@@ -108,16 +108,19 @@ def impact_by_type(types: pd.DataFrame, label: str, slug: str, out: Path) -> Fig
     fig, ax = plt.subplots(figsize=(7, 4))
     x = np.arange(len(types))
     top = _broke_at(types)
+    any_broke = False
     for i, impact in enumerate(IMPACTS):
         values = types[impact].astype(float)
         broke = np.isinf(values.to_numpy())
+        any_broke |= bool(broke.any())
         ax.bar(x + (i - 0.5) * 0.4, values.where(~broke, top), 0.4, label=impact.replace("_", " "), color=f"C{i}",
                hatch=["xx" if b else "" for b in broke])
         for position in x[broke]:
             ax.text(position + (i - 0.5) * 0.4, top, "broke\n(inf)", ha="center", va="bottom", fontsize=7, color="C3")
-            ax.set_ylim(top=top * 1.25)  # its label inside the axes
         for position in x[values.isna().to_numpy()]:  # an empty cell is "not computed", never a bar of 0
             ax.text(position + (i - 0.5) * 0.4, 0, "not\ncomputed", ha="center", va="bottom", fontsize=7, color="0.4")
+    if any_broke:
+        ax.set_ylim(top=top * 1.25)  # the "broke" labels inside the axes
     ax.set_xticks(x, types["type"])
     ax.set_xlabel("component type")
     ax.set_ylabel("impact score (dimensionless)")
