@@ -241,6 +241,7 @@ def test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consist
         trace = sampler.stop()
     p, d = w.prefill, w.decode
     assert p.t1 <= d.t0  # disjoint, prefill first
+    assert w.start_unix_s == p.start_unix_s < d.start_unix_s  # the idle baseline's age counts to the first window
     # Every timed prefill runs into a fresh dynamic cache, as the README says, a compiled run's (static=True) too:
     # its fresh static cache allocated and zeroed a whole-length buffer per layer inside each timed prefill.
     timed = [cache for call, cache in zip(prefill.calls, prefill.caches) if p.t0 <= call[0] and call[1] <= p.t1]

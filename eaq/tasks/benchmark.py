@@ -284,10 +284,11 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     idle_w = idle.power_w if idle is not None else None
     if measured is not None:
         workload_metrics, energy, validity = generate_metrics(windows, cfg.batch_size, sampler.name, trace, idle_w, min_window_s)
-        result, settled = windows.decode, windows.settled
+        result, settled, first_start = windows.decode, windows.settled, windows.start_unix_s
     else:
         result, settled = window.result, warmed.settled
         assert result is not None
+        first_start = result.start_unix_s
         workload_metrics, energy, validity = forward_metrics(result, latencies, warmed, cfg.batch_size, sampler.name, trace, idle_w, min_window_s)
 
     metrics = {
@@ -298,7 +299,7 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         "weights_outside_linear_share": evidence["weights_outside_linear_share"],
         **memory.read(),
         **quality,
-        **({"idle_baseline_age_s": result.start_unix_s - idle.measured_unix_s} if idle is not None else {}),
+        **({"idle_baseline_age_s": first_start - idle.measured_unix_s} if idle is not None else {}),
     }
     tags = {
         "eaq.device": str(device),

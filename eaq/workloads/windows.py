@@ -74,6 +74,12 @@ class GenerateWindows:
         asked = [warm.settled for warm in self.warmups if warm.settled is not None]
         return all(asked) if asked else None
 
+    @property
+    def start_unix_s(self) -> float:
+        """When the run's first window (prefill's) started: the idle baseline both windows are netted of is as old as
+        it was then (idle_baseline_age_s), not as at the decode window's start, which the run's window tags give."""
+        return self.prefill.start_unix_s
+
 
 def measure_generate(
     generator: Generator,
