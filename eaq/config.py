@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from eaq.errors import ISOLATE_WITH_SLOTS, ConfigError
+from eaq.errors import ISOLATE_WITH_SLOTS, NO_PLAN, ConfigError, missing_plan
 from eaq.files import from_launch_folder
 from eaq.measure.idle import ReusePolicy
 
@@ -566,9 +566,7 @@ def validate(
     _paths_from_launch_folder(obj, os.getcwd() if launched_from is None else launched_from)
     # Before the run opens (eaq.precision.mixed reads the plan after): a command line's mistake leaves no FAILED run.
     if obj.precision.name == "mixed" and not obj.precision.plan:
-        raise ConfigError("precision=mixed needs precision.plan=FILE (a plan YAML, e.g. the layers/plan.yaml of a "
-                          "task=layers run).")
+        raise ConfigError(NO_PLAN)
     if obj.precision.plan and not Path(obj.precision.plan).is_file():
-        raise ConfigError(f"precision.plan={obj.precision.plan} does not exist; give the path of a plan YAML (e.g. one "
-                          "task=layers wrote).")
+        raise ConfigError(missing_plan(obj.precision.plan))
     return obj

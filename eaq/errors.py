@@ -41,3 +41,12 @@ ISOLATE_WITH_SLOTS = (
     "context and cached memory on its GPU after the run and may take another slot next, sharing the GPU another job "
     "measures (its windows flagged for another process); leave isolate=true under the gpus launcher."
 )
+
+
+# A plan refused before the run opens (eaq.config.validate) and where it is read (eaq.precision.mixed), in one wording.
+NO_PLAN = "precision=mixed needs precision.plan=FILE (a plan YAML, e.g. the layers/plan.yaml of a task=layers run)."
+
+
+def missing_plan(path: object) -> str:
+    """The sentence for a plan file that is not there."""
+    return f"precision.plan={path} does not exist; give the path of a plan YAML (e.g. one task=layers wrote)."

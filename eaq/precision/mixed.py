@@ -29,7 +29,7 @@ import torch
 import yaml
 from torch import nn
 
-from eaq.errors import ConfigError, EaqError, UnsupportedPrecisionError
+from eaq.errors import NO_PLAN, ConfigError, EaqError, UnsupportedPrecisionError, missing_plan
 from eaq.precision.base import cast, dtype_name, set_tf32
 from eaq.precision.kernel_check import (PROFILER_DTYPES, Calls, KernelCheck, Profile, copies, fallbacks_by_shape,
                                        linear_float_gemms, lowp_gemms, runs, times_run)
@@ -126,7 +126,7 @@ def load_plan(path: str | Path) -> Plan:
     """Read and check a plan file; a missing or malformed one fails with what to fix."""
     path = Path(path).expanduser()
     if not path.is_file():
-        raise ConfigError(f"precision.plan={path} does not exist; give the path of a plan YAML (e.g. one task=layers wrote).")
+        raise ConfigError(missing_plan(path))
     raw = path.read_bytes()  # read once: the hash recorded is of the bytes applied, even if the file changes mid-run
     try:
         data = yaml.load(raw.decode(), Loader=_UniqueKeys)  # noqa: S506 (a safe loader)
@@ -381,6 +381,6 @@ def _float_gemm(fmt: TorchaoQuant) -> bool:
 def mixed(device: torch.device, plan_path: str | None) -> MixedPrecision:
     """The mixed precision of the plan at ``plan_path`` (precision.plan)."""
     if not plan_path:
-        raise ConfigError("precision=mixed needs precision.plan=FILE (a plan YAML, e.g. the layers/plan.yaml of a task=layers run).")
+        raise ConfigError(NO_PLAN)
     path = str(Path(plan_path).expanduser().resolve())
     return MixedPrecision(load_plan(path), path, device)
