@@ -415,6 +415,35 @@ def test_the_parent_runs_aggregates_are_what_was_measured_and_finite(tmp_path: P
     assert all(math.isfinite(v) for v in first.values())
 
 
+def test_a_report_logged_again_voids_the_earlier_reports_figures_it_has_not(tmp_path: Path) -> None:
+    """A resumed sweep's report, logged again onto its parent with a configuration down to one trial (its other runs
+    deleted), left the first report's ci95 bounds beside the new mean and n=1; a configuration no longer in the
+    report kept all its figures. Both read NaN now; the parent's other metrics stay."""
+    import math
+
+    from eaq.report.build import Report, log
+
+    def row(precision: str, mean: float, low: float, high: float, n: int) -> dict[str, object]:
+        return {"model": "m", "precision": precision, "batch_size": 8, "seq_len": 32, "compile": False,
+                "cuda_graphs": False, "workload": "forward", "setting": "", "metric": "latency_mean_ms",
+                "mean": mean, "ci_low": low, "ci_high": high, "n": n, "logged": n}
+
+    def logged(rows: list[dict[str, object]]) -> dict[str, float]:
+        table = pd.DataFrame(rows).reindex(columns=[*CONFIG_KEYS, "metric", "mean", "ci_low", "ci_high", "n", "logged"])
+        log(client, run, Report(tmp_path / "none", tmp_path / "none.html", table, [], "no layers run"))
+        return client.get_run(run).data.metrics
+
+    client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", str(tmp_path / "artifacts"))
+    run = client.create_run(experiment).info.run_id
+    client.log_metric(run, "sweep_jobs", 3.0)  # not the report's: left as it is
+    logged([row("fp16", 10.0, 9.0, 11.0, 3), row("bf16", 12.0, 11.0, 13.0, 3)])
+    again = logged([row("fp16", 10.5, math.nan, math.nan, 1)])
+    assert again["latency_mean_ms/m-fp16-b8-s32/mean"] == 10.5 and again["latency_mean_ms/m-fp16-b8-s32/n"] == 1
+    assert math.isnan(again["latency_mean_ms/m-fp16-b8-s32/ci95_low"]) and math.isnan(again["latency_mean_ms/m-fp16-b8-s32/ci95_high"])
+    assert all(math.isnan(v) for k, v in again.items() if k.startswith("latency_mean_ms/m-bf16-"))
+    assert again["sweep_jobs"] == 3.0
+
+
 def test_a_quality_figure_keeps_its_digits_in_the_runs_table_and_the_htmls_aggregates(tmp_path: Path, capsys) -> None:
     """bf16's cosine of 0.9999938 read "1", as fp32's, in `eaq.report.table --preset front` and in the HTML's
     "All aggregates" (4 significant digits), while the summary above it showed 0.9999938314."""

@@ -147,8 +147,9 @@ def aggregate_metrics(table: pd.DataFrame) -> dict[str, float]:
 
     A metric no run of the configuration logged (a forward pass's latency beside a generation's) is left out: n=0
     read as "no trial counted"; one its runs logged and none counted (every trial flagged invalid) is n=0. A figure
-    that is not a finite number is left out, as NaN never is on a parent run: the bounds of one trial, a quality every
-    trial read as NaN, which the report ranks as -inf (the store kept it as -1.8e308)."""
+    that is not a finite number is left out (NaN is on a parent run only where ``log`` voids an earlier report's figure):
+    the bounds of one trial, a quality every trial read as NaN, which the report ranks as -inf (the store kept it as
+    -1.8e308)."""
     metrics = {}
     longest_stat = max(map(len, LOGGED_STATS))
     logged = table[table["metric"].isin(LOGGED)]
@@ -159,12 +160,23 @@ def aggregate_metrics(table: pd.DataFrame) -> dict[str, float]:
     return metrics
 
 
+def _aggregate_name(name: str) -> bool:
+    """Whether ``name`` is one of aggregate_metrics' (``<metric>/<configuration>/<stat>``)."""
+    metric, _, rest = name.partition("/")
+    return metric in LOGGED and rest.rpartition("/")[2] in LOGGED_STATS and "/" in rest
+
+
 def log(client: MlflowClient, run_id: str, report: Report) -> None:
     """Aggregated metrics and the report's files onto one run (a sweep's parent, or a summary run)."""
     # Stamped now: MLflow shows a metric's value of the highest (step, timestamp), so a report logged again onto the
     # same run (a resumed sweep's) shows its own figures, not the largest ever logged.
     now = int(time.time() * 1000)
-    metrics = [MlflowMetric(name, value, now, 0) for name, value in aggregate_metrics(report.table).items()]
+    figures_now = aggregate_metrics(report.table)
+    # An earlier report's figure this one has not (fewer trials now: no bounds; a configuration no longer counted)
+    # would still show beside this report's: set to NaN, the one value that says "none" (nowhere else on the run).
+    figures_now |= {name: math.nan for name in client.get_run(run_id).data.metrics
+                    if name not in figures_now and _aggregate_name(name)}
+    metrics = [MlflowMetric(name, value, now, 0) for name, value in figures_now.items()]
     for start in range(0, len(metrics), 1000):  # MLflow's batch limit
         client.log_batch(run_id, metrics=metrics[start:start + 1000])
     for file in written(report.out):
