@@ -158,7 +158,15 @@ def _hub_examples(columns: dict[str, list], cfg: DatasetConfig) -> Examples:
         # lines) is an empty row: joined as they are, the hub's stream would not be the file's.
         return Examples(["".join(row or " \n" for row in columns[cfg.text_column])], None, cfg.hub)
     labels = [_label(v, cfg.hub, row, cfg.label_column) for row, v in enumerate(columns[cfg.label_column], start=1)] if labelled else None
-    return Examples([_text(t, cfg.hub, row, cfg.text_column) for row, t in enumerate(columns[cfg.text_column], start=1)], labels, cfg.hub)
+    texts = [_text(t, cfg.hub, row, cfg.text_column) for row, t in enumerate(columns[cfg.text_column], start=1)]
+    # As the file of the kind reads: a TSV's fields and a text file's lines stripped (GLUE's SST-2 sentences end in a
+    # space, which a BPE tokenizer makes a token of its own, and hashed as another dataset than the file's), a text
+    # file's empty lines dropped; a JSONL string kept as it is.
+    if cfg.kind == "text":
+        texts = [t.strip() for t in texts if t.strip()]
+    elif cfg.kind == "tsv":
+        texts = [t.strip() for t in texts]
+    return Examples(texts, labels, cfg.hub)
 
 
 def examples_digest(examples: Examples) -> str:
