@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -270,6 +271,17 @@ def test_two_checkpoints_that_differ_only_in_a_small_head_have_two_identities(tm
     a, b = (weights_identity(ModelConfig(name="x", name_or_path=str(tmp_path / n), head="sequence_classification"), "cpu")
             for n in ("a", "b"))
     assert (tmp_path / "a" / "pytorch_model.bin").stat().st_size > 16 * 4096 * 4 and a != b
+
+
+def test_an_architecture_value_transformers_refuses_is_one_sentence_naming_the_setting(out: Path) -> None:
+    """num_hidden_layers=4.0 (a float) or abc: transformers' own check raised in the forked run, was reported as a
+    process killed by the out-of-memory killer (isolated) or a traceback (isolate=false)."""
+    for isolate in ("true", "false"):
+        done = run_eaq(out, *FAST, "sampler=none", "model.architecture.num_hidden_layers=4.0", f"isolate={isolate}")
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert re.search(r"model.architecture does not make a bert config: .*num_hidden_layers.* fix that setting",
+                         done.stderr), done.stderr[-2000:]
+        assert "Traceback" not in done.stderr and "signal" not in done.stderr
 
 
 def test_a_shipped_classifier_head_is_identified_by_its_contents(tmp_path: Path, monkeypatch) -> None:

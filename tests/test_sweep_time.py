@@ -131,6 +131,25 @@ def test_a_measuring_process_killed_by_a_signal_is_said_in_a_sentence_that_names
         run_isolated("os:abort")
 
 
+class _Unrebuildable(Exception):
+    """Pickles (its args are the message) and cannot be rebuilt from them, as huggingface_hub's
+    StrictDataclassFieldValidationError (its __init__ takes a field and a cause)."""
+
+    def __init__(self, field: str, cause: str) -> None:
+        super().__init__(f"field {field}: {cause}")
+
+
+def _raise_unrebuildable() -> None:
+    raise _Unrebuildable("num_hidden_layers", "expected int, got float")
+
+
+def test_an_exception_that_pickles_and_cannot_be_rebuilt_comes_back_as_its_words_not_as_a_killed_process() -> None:
+    """transformers' check of model.architecture.num_hidden_layers=4.0 raised such an exception in the forked run: its
+    trip back broke the process pool, and the run was reported killed by a signal (the out-of-memory killer)."""
+    with pytest.raises(RuntimeError, match=r"_Unrebuildable: field num_hidden_layers: expected int, got float"):
+        run_isolated("test_sweep_time:_raise_unrebuildable")
+
+
 def _config(tmp_path: Path, **trials: float) -> EaqConfig:
     cfg = EaqConfig()
     cfg.paths.cache_dir = str(tmp_path / "cache")

@@ -204,7 +204,11 @@ def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedCon
         model_type = fields.pop("model_type")
         if why := _unknown_type(model_type, "model.architecture"):
             raise ModelLoadError(why)
-        return AutoConfig.for_model(model_type, **fields)
+        try:
+            return AutoConfig.for_model(model_type, **fields)
+        except Exception as exc:  # transformers' own checks of a field's type or value (num_hidden_layers=4.0)
+            raise ModelLoadError(f"model.architecture does not make a {model_type} config: {' '.join(str(exc).split())}; "
+                                 "fix that setting.") from exc
     try:
         location = location or _location(cfg)
         return AutoConfig.from_pretrained(location, **_hub_options(location))

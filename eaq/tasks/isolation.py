@@ -173,14 +173,16 @@ def _call(task: str, *args: object) -> tuple[Any, float]:
     """Runs in the child: the task's result and the seconds the task itself ran, so the
     parent can count the rest (the arguments' and the result's trip, the process's start
     and exit) as isolation. An exception that cannot travel back (it holds a lambda, a
-    lock) travels as text."""
+    lock; or it pickles and cannot be rebuilt, as transformers' config validation errors,
+    whose unpickling broke the process pool: the run was reported killed by a signal)
+    travels as text."""
     try:
         started = time.perf_counter()
         result = resolve(task)(*args)
         return result, time.perf_counter() - started
     except Exception as exc:
         try:
-            pickle.dumps(exc)
+            pickle.loads(pickle.dumps(exc))  # noqa: S301 (this process's own exception)
         except Exception:
             raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
         raise
