@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -105,8 +106,28 @@ def main(argv: list[str] | None = None) -> int:
     logged = _replayable(logged_command(args.run, None if folder else read_store(args.uri)), args.overrides)
     command = [sys.executable, "-m", "eaq.run", *logged, *args.overrides]
     remember([override.partition("=")[2] for override in args.overrides])  # a store URI passed again, its password
-    print("rerun: python", redact(shlex.join(command[1:])))  # as a user would type it, whichever interpreter runs it
-    return subprocess.call(command)
+    print("rerun: python", redact(shlex.join(command[1:])), flush=True)  # as a user would type it, whichever interpreter runs it
+    return _run_forwarding_signals(command)
+
+
+def _run_forwarding_signals(command: list[str]) -> int:
+    """Run ``command`` to its end and return its exit code as a shell gives it (128 + the signal's number where one
+    ended it): a SIGTERM this process gets is handed to the run, and Ctrl-C's SIGINT, which the terminal sends the run
+    too (one process group), is left to it.
+
+    ``subprocess.call`` left the run behind on a SIGTERM (a scheduler's limit, ``timeout``): this process died, and
+    the run went on measuring, orphaned, to log itself FINISHED after its caller had seen it end; on Ctrl-C it
+    printed a traceback and killed the run 0.25 s later, which can cut its KILLED record short. The run says how it
+    ended (KILLED, exit 130 or 143) as when launched directly."""
+    child = subprocess.Popen(command)  # before the handlers: the run starts with this process's own
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, lambda signum, _frame: child.send_signal(signum)),
+                signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN)}
+    try:
+        code = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 - code if code < 0 else code
 
 
 if __name__ == "__main__":

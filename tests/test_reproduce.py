@@ -243,6 +243,42 @@ def test_a_run_started_with_sigint_ignored_hands_its_processes_ctrl_cs_meaning(o
 
 
 @pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_a_rerun_stopped_stops_its_run_which_records_itself_killed(out: Path, stop: str) -> None:
+    """eaq.rerun ran the run with subprocess.call: a SIGTERM (kill, timeout, a scheduler's limit) ended the rerun alone,
+    and its run measured on, orphaned, to log itself FINISHED after the caller saw the rerun end; Ctrl-C printed a
+    KeyboardInterrupt traceback."""
+    assert run_eaq(out, *FAST, "sampler=none").returncode == 0
+    (job,) = _job_folders(out)
+    said = out.parent / "stderr.txt"
+    with said.open("w") as stderr:  # started as from a terminal: SIGINT has Ctrl-C's meaning
+        process = subprocess.Popen([sys.executable, "-m", "eaq.rerun", str(job), "trials.min_duration_s=60"], cwd=REPO,
+                                   stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.time() + 300
+        while not (list(out.glob("runs/*/config.yaml"))[1:] and any(r.info.status == "RUNNING" for r in all_runs(out))):
+            assert time.time() < deadline and process.poll() is None, said.read_text()[-2000:]
+            time.sleep(0.5)
+        family = [process.pid, *(p.pid for p in psutil.Process(process.pid).children(recursive=True))]
+        if stop == "ctrl-c":
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            os.kill(process.pid, signal.SIGTERM)  # the rerun alone
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == (130 if stop == "ctrl-c" else 143), said.read_text()[-2000:]
+    assert "Traceback" not in said.read_text(), said.read_text()[-3000:]
+    assert sorted(r.info.status for r in all_runs(out)) == ["FINISHED", "KILLED"]
+    deadline = time.time() + 120
+    while (alive := [pid for pid in family if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]) \
+            and time.time() < deadline:
+        time.sleep(0.5)
+    assert not alive  # nothing measures on after the rerun ended
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
 def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Path, capsys, stop: str) -> None:
     """Ctrl-C reaches the sweep's whole process group; SIGTERM (kill, timeout, a scheduler's limit) the sweep's
     process alone, whose default ended it on the spot and left the measuring process running and the runs RUNNING."""

@@ -28,8 +28,14 @@ it shares with the server.
 from __future__ import annotations
 
 import gc
+import signal
 
 gc.disable()
+# A SIGINT arriving while the server imports (Ctrl-C, or the one a SIGTERM'd job hands its processes: eaq.exit) printed
+# a KeyboardInterrupt traceback from inside torch's or eaq's imports, under the job's one-sentence stop. The server
+# ignores SIGINT once it serves (multiprocessing.forkserver), and now while it imports; the handler is put back after,
+# for the runs it forks (which Ctrl-C must stop).
+_interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 import os  # noqa: E402
 
@@ -88,3 +94,4 @@ try:
 finally:
     gc.freeze()
     gc.enable()
+    signal.signal(signal.SIGINT, _interrupt)
