@@ -254,10 +254,7 @@ def gpu_slot(folder: str | Path, count: int | None, run: str, run_id: str) -> It
         shared_folder(folder)
         taken = _take(folder, keys)
     except PermissionError as exc:
-        raise ConfigError(
-            f"gpu_slots.dir={folder} cannot be written by this user ({exc}); the slots of one host must share one folder "
-            "every user of it can write: ask its owner to make it so (chmod 1777, its files 666), or set gpu_slots.dir."
-        ) from None
+        raise _unwritable(folder, exc) from None
     while taken is None:
         if not waited:
             log.info("%s: all %d GPU slots of this host are held (%s); waiting for one", run, len(keys), folder)
@@ -267,8 +264,23 @@ def gpu_slot(folder: str | Path, count: int | None, run: str, run_id: str) -> It
     index, handle = taken
     slot = Slot(folder, index, keys[index], run, run_id)
     try:
-        _append(folder, {"event": "take", "key": slot.key, "index": index, "run": run, "run_id": run_id, "pid": os.getpid(), "time": slot.taken})
+        try:
+            _append(folder, {"event": "take", "key": slot.key, "index": index, "run": run, "run_id": run_id, "pid": os.getpid(), "time": slot.taken})
+        except PermissionError as exc:
+            raise _unwritable(folder, exc) from None
         yield slot
     finally:
-        _append(folder, {"event": "release", "key": slot.key, "pid": os.getpid(), "time": time.time()})
-        handle.close()
+        try:
+            _append(folder, {"event": "release", "key": slot.key, "pid": os.getpid(), "time": time.time()})
+        except OSError as exc:  # said; the lock is let go all the same, or the worker holds the slot for good
+            log.warning("%s: GPU slot %s is free, and its release could not be written to %s (%s)", run, slot.key,
+                        folder / LOG_FILE, exc)
+        finally:
+            handle.close()
+
+
+def _unwritable(folder: Path, exc: OSError) -> ConfigError:
+    return ConfigError(
+        f"gpu_slots.dir={folder} cannot be written by this user ({exc}); the slots of one host must share one folder "
+        "every user of it can write: ask its owner to make it so (chmod 1777, its files 666), or set gpu_slots.dir."
+    )

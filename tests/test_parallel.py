@@ -148,6 +148,23 @@ def test_slots_on_a_host_without_gpus_keep_device_auto_on_the_cpu(tmp_path: Path
         Slot(tmp_path, 1, "gpu1", "r", "i").device("cuda")
 
 
+def test_a_slots_release_that_cannot_be_written_still_frees_the_slot(tmp_path: Path, caplog) -> None:
+    """The release's log entry raised (a full or read-only disk) before the lock was let go: the joblib worker kept
+    the slot held, and with one slot every later job of the sweep waited for it for good."""
+    from eaq.slots import LOG_FILE
+
+    folder = tmp_path / "slots"
+    with gpu_slot(folder, 1, "first", "a"):
+        (folder / LOG_FILE).unlink()
+        (folder / LOG_FILE).mkdir()  # writing the release now fails (as root, a read-only file would not)
+    assert "GPU slot gpu0 is free, and its release could not be written" in caplog.text
+    (folder / LOG_FILE).rmdir()
+    started = time.monotonic()
+    with gpu_slot(folder, 1, "second", "b") as slot:  # in this same process, as a joblib worker's next job
+        assert slot.index == 0
+    assert time.monotonic() - started < 5
+
+
 def test_the_slots_folder_and_its_files_are_open_to_every_user_of_the_host(tmp_path: Path) -> None:
     folder = tmp_path / "slots"
     with gpu_slot(folder, 2, "r", "i"):
@@ -346,30 +363,31 @@ def test_a_slurm_sweep_stopped_cancels_its_jobs_still_queued_or_running(tmp_path
 
     class Job:
         def __init__(self, job_id: int, done: bool) -> None:
-            self.job_id, self._done, self.cancelled = job_id, done, False
+            self.job_id, self._done, self.cancelled, self.looked = job_id, done, False, 0
 
         def done(self) -> bool:
+            self.looked += 1
+            if self.job_id == 3 and self.looked == 1:  # the stop comes as the sweep looks at the jobs; job 2 had
+                jobs[1]._done = True                   # just ended from outside (out of memory), uncollected
+                raise KeyboardInterrupt
             return self._done
 
         def cancel(self, check: bool = True) -> None:
             self.cancelled = True
 
-        def results(self) -> list:
-            raise KeyboardInterrupt  # the sweep stopped while it waited for this job
-
-    jobs = [Job(1, done=True), Job(2, done=False), Job(3, done=False)]
     previous = signal.getsignal(signal.SIGINT)
-    for launcher, cancelled in ((SlurmLauncher(), [False, True, True]), (LocalLauncher(), [False, False, False])):
-        recorded = []  # each cancelled job's run, ended from here (eaq.tasks.job.record_ended_job, tested above)
+    for launcher, cancelled in ((SlurmLauncher(), [False, False, True]), (LocalLauncher(), [False, False, False])):
+        jobs = [Job(1, done=True), Job(2, done=False), Job(3, done=False)]
+        recorded = []  # each job's record: collected (its result, or its run ended FAILED), or ended KILLED from here
         monkeypatch.setattr(launcher, "_executor", lambda: type("Executor", (), {"map_array": lambda *_: jobs})())
+        monkeypatch.setattr(launcher, "_collect", lambda job, overrides, number: recorded.append((number, "collected")))
         monkeypatch.setattr(launcher, "_ended", lambda job, overrides, number, reason, status: recorded.append((number, status)))
         launcher.config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "sweep")}}})
         with pytest.raises(KeyboardInterrupt):
             launcher.launch([["trial=1"], ["trial=2"], ["trial=3"]], 0)
         assert [job.cancelled for job in jobs] == cancelled
-        assert recorded == ([(1, "KILLED"), (2, "KILLED")] if any(cancelled) else [])
-        for job in jobs:
-            job.cancelled = False
+        # The jobs that had ended are collected under either launcher: job 2's run stayed RUNNING for good.
+        assert recorded == [(0, "collected"), (1, "collected"), *([(2, "KILLED")] if any(cancelled) else [])]
     signal.signal(signal.SIGINT, previous)  # the stop's handling ignored it in this process
 
 
@@ -405,6 +423,18 @@ def test_a_job_the_scheduler_started_again_ends_its_earlier_run_and_leaves_other
 
     counted = {r.info.run_id for r in fetch_runs(f"sqlite:///{tmp_path}/mlflow.db", sweep=parent.run_id)}
     assert counted == {runs["another job"].run_id, finished.run_id}
+
+
+def test_a_slurm_sweep_where_there_is_no_slurm_is_one_sentence_before_anything_opens(out: Path) -> None:
+    """submitit's own check ("Could not detect srun") came after the sweep's parent run opened: a 29-line traceback,
+    exit 1, and a FAILED sweep of nothing in the store."""
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
+                           if not any((Path(d) / tool).exists() for tool in ("sbatch", "srun")))
+    done = run_eaq(out, "-m", "hydra/launcher=slurm", *FAST, "precision=fp32,fp16", environ=os.environ | {"PATH": path})
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "this machine has no SLURM (sbatch and srun are not on PATH)" in done.stderr
+    assert "hydra/launcher=slurm_local" in done.stderr and "Traceback" not in done.stderr
+    assert not (out / "mlflow.db").exists() or not all_runs(out)
 
 
 def test_the_slurm_preset_hands_every_setting_to_submitits_slurm_executor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -443,6 +473,10 @@ def test_a_job_without_a_result_is_said_by_how_it_ended(tmp_path: Path) -> None:
 
     def _exits() -> None:
         print("error: the MLflow tracking store could not be opened", file=sys.stderr, flush=True)
+        # What multiprocessing's resource tracker writes on a process's way out: no warning is what ended the job.
+        print("/usr/lib/python3.11/multiprocessing/resource_tracker.py:254: UserWarning: resource_tracker: There "
+              "appear to be 1 leaked semaphore objects\n  warnings.warn('resource_tracker: There appear to be %d '",
+              file=sys.stderr, flush=True)
         os._exit(2)  # as a job's sys.exit(2) that submitit never sees return: no result file
 
     def _sleeps() -> None:
@@ -533,6 +567,36 @@ def test_a_job_ended_from_outside_is_a_failed_run_and_the_sweep_goes_on_to_its_s
     (parent,) = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "sweep"]
     assert parent.info.status == "FAILED"
     assert "report/report.html" in {f.path for f in store(out).list_artifacts(parent.info.run_id, "report")}
+
+
+def test_a_job_ended_from_outside_is_recorded_when_it_ends_not_when_the_jobs_before_it_do(out: Path) -> None:
+    """The jobs were collected in the order submitted: a later job killed from outside (out of memory at minute 1)
+    stayed RUNNING, uncounted in the progress, until every job before it ended (hours), and for good where the sweep
+    was stopped first."""
+    command = [sys.executable, "-m", "eaq.run", "-m", "hydra/launcher=slurm_local", *FAST, "sampler=none",
+               "trials.min_duration_s=300,30", f"paths.output_dir={out}"]
+    sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env=os.environ | {"PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (running := {r.data.tags.get("eaq.sweep.job") for r in all_runs(out) if r.info.status == "RUNNING"}
+                   if list(out.glob("multirun/*/mlflow_parent_run_id.txt")) else set()) >= {"0", "1"}:
+            assert time.monotonic() < deadline and sweep.poll() is None, "the jobs' runs never started"
+            time.sleep(0.5)
+        _kill_tree(_job_processes(out)[1])
+        ended = time.monotonic()
+        while (late := {r.data.tags["eaq.sweep.job"]: r.info.status for r in all_runs(out)
+                        if r.data.tags.get("eaq.kind") == "benchmark"})["1"] == "RUNNING":
+            assert time.monotonic() < ended + 60, "the killed job's run stayed RUNNING"
+            time.sleep(0.5)
+        assert late == {"0": "RUNNING", "1": "FAILED"}  # recorded while the job submitted before it still measures
+        os.kill(sweep.pid, signal.SIGTERM)
+        _, stderr = sweep.communicate(timeout=300)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+    assert sweep.returncode == 143, stderr[-3000:]
+    assert sorted(r.info.status for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark") == ["FAILED", "KILLED"]
 
 
 def _ended_job(out: Path, sweep: Path, overrides: list[str]) -> str:

@@ -137,6 +137,14 @@ class LauncherCheck(Callback):
             )
         if config.hydra.runtime.choices.get("hydra/launcher") == "gpus" and config.isolate is False:
             raise ConfigError(ISOLATE_WITH_SLOTS)  # each job would refuse it: a sweep of FAILED runs
+        target = str(OmegaConf.select(config, "hydra.launcher._target_", default=""))
+        if target.endswith(".SlurmLauncher") and not (shutil.which("sbatch") and shutil.which("srun")):
+            # submitit's own check came after the parent run opened: a traceback and a FAILED sweep of nothing.
+            raise ConfigError(
+                f"hydra/launcher={config.hydra.runtime.choices.get('hydra/launcher')} submits each job to SLURM, and "
+                "this machine has no SLURM (sbatch and srun are not on PATH): launch the sweep from the cluster's login "
+                "node, or rehearse it here with hydra/launcher=slurm_local (the same jobs, as local processes)."
+            )
         try:
             OmegaConf.to_container(config.hydra.launcher, resolve=True)
         except InterpolationResolutionError as exc:

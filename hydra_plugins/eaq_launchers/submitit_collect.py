@@ -20,8 +20,10 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import re
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,6 +43,9 @@ EXECUTOR_KEYS = {"submitit_folder", "max_num_timeout"}
 # Job states (SLURM's; INTERRUPTED: the local executor's for a killed job) of a job ended from outside.
 ENDED_FROM_OUTSIDE = {"TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "INTERRUPTED"}
 # The variable that hands the jobs a tracking URI holding a credential, and the value their pickled config holds.
+# How often the sweep looks for jobs that ended: job.done() reads submitit's state of the job (a local process's exit;
+# SLURM's through submitit's watcher, which itself limits how often it asks sacct).
+COLLECT_POLL_S = 1.0
 URI_VARIABLE = "EAQ_TRACKING_URI"
 URI_FROM_ENVIRONMENT = f"${{oc.env:{URI_VARIABLE}}}"
 
@@ -95,13 +100,29 @@ class _CollectingLauncher(BaseSubmititLauncher):
                 self, [[job_override(o) for o in overrides] for overrides in job_overrides], ["hydra.sweep.dir"] * count,
                 numbers, [f"job_id_for_{n}" for n in numbers], [Singleton.get_state()] * count,
             )
+        collected: dict[int, JobReturn] = {}
+
+        def collect_ended() -> bool:
+            """Collect every job that has ended and is not yet collected; whether any was."""
+            ended = [i for i, job in enumerate(jobs) if i not in collected and job.done()]
+            for i in ended:
+                collected[i] = self._collect(jobs[i], list(job_overrides[i]), numbers[i])
+            return bool(ended)
+
         try:
-            return [self._collect(job, list(overrides), number) for job, overrides, number in zip(jobs, job_overrides, numbers)]
+            # In the order they end, not the order submitted: a job ended from outside (out of memory) at minute 1
+            # was recorded, and counted in the progress, only once the jobs submitted before it had ended (hours).
+            while len(collected) < count:
+                if not collect_ended():
+                    time.sleep(COLLECT_POLL_S)
+            return [collected[i] for i in range(count)]
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the sweep stops, and so do its jobs (their runs end KILLED)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the records below short
+            # A job ended before the stop and not yet collected (killed from outside): its run stayed RUNNING for good.
+            collect_ended()
             if not self._CANCEL_ON_STOP:
                 raise
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the records below short
-            pending = [(job, list(o), n) for job, o, n in zip(jobs, job_overrides, numbers) if not job.done()]
+            pending = [(job, list(job_overrides[i]), numbers[i]) for i, job in enumerate(jobs) if i not in collected]
             for job, _, _ in pending:
                 job.cancel(check=False)
             if pending:
@@ -204,8 +225,14 @@ def _override_from_environment(override: str) -> str:
     return f"{key}={URI_FROM_ENVIRONMENT}" if key.lstrip("+") == "tracking.uri" else override
 
 
+# A Python warning's two lines ("file:12: UserWarning: ..." and its source line), which a process writes on its way
+# out (multiprocessing's resource tracker at exit): not what ended a job.
+WARNING_LINE = re.compile(r"^(\S+:\d+: \w*Warning: |warnings\.warn\()")
+
+
 def _last_line(text: str) -> str:
-    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+    """The last line of ``text`` that says something: not blank, and no warning's."""
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip() and not WARNING_LINE.match(line.strip())), "")
 
 
 def _why(job: Any, error: Exception) -> str:
