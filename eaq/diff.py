@@ -27,7 +27,7 @@ from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError
 from eaq.tracking.failures import reported
-from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, NOT_MEASUREMENT, READ_FILES, flatten
+from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, NOT_MEASUREMENT, READ_FILES, as_read, flatten
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, NOT_A_RUN_ID, sweep_runs
 from eaq.tracking.store import read_store
 
@@ -113,7 +113,8 @@ def differences(a: dict[str, str], b: dict[str, str]) -> dict[str, tuple[str | N
 
 
 def measurement_config(config: dict[str, Any]) -> dict[str, str]:
-    return flatten({k: v for k, v in config.items() if k not in NOT_MEASUREMENT})
+    """The settings of what a run measured, as it read them (``as_read``), flat."""
+    return flatten({k: v for k, v in as_read(config).items() if k not in NOT_MEASUREMENT})
 
 
 def comparable_env(env: dict[str, Any]) -> dict[str, str]:

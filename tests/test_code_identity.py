@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import eaq.files
-from conftest import REPO, all_runs, run_eaq, store
+from conftest import FAST, REPO, all_runs, run_eaq, store
 from eaq.config import EaqConfig
 from eaq.data.token_cache import TokenCache
 from eaq.evaluate import reference_key
@@ -162,3 +162,37 @@ def test_a_model_folder_is_hashed_by_its_files_and_one_that_changes_while_it_is_
     finally:
         stop.set()
         thread.join()
+
+
+def test_settings_a_run_does_not_read_count_as_left_alone_in_resume_and_diff(out: Path, tmp_path: Path, capsys) -> None:
+    """compile_tuning=false on an eager run, workload.new_tokens on a forward pass: nothing reads them, and resume and
+    eaq.diff told such a run from the default's, so a sweep over them measured one configuration twice, which the
+    report averaged as two trials of it. The defaults are eaq.config's."""
+    from omegaconf import OmegaConf
+
+    from eaq.diff import main as diff_main
+    from eaq.tracking.flatten import COMPILER_DEFAULTS
+
+    assert COMPILER_DEFAULTS == {name: getattr(EaqConfig(), name) for name in COMPILER_DEFAULTS}
+    base = OmegaConf.to_container(OmegaConf.structured(EaqConfig()), resolve=False)
+    eager_untuned = base | {"compile_tuning": False, "workload": base["workload"] | {"new_tokens": 64}}
+    assert config_hash(eager_untuned, tmp_path) == config_hash(base, tmp_path)
+    compiled = base | {"compile": True}
+    assert config_hash(compiled | {"compile_tuning": False}, tmp_path) != config_hash(compiled, tmp_path)
+    generating = base | {"workload": {"name": "generate", "new_tokens": 128, "run_name_part": "-gen128"}}
+    assert config_hash(generating | {"workload": generating["workload"] | {"new_tokens": 64}}, tmp_path) != config_hash(generating, tmp_path)
+    # A real sweep: its second job is the first's configuration, skipped as FINISHED.
+    done = run_eaq(out, "-m", *FAST, "sampler=none", "compile_tuning=true,false")
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
+    assert len(runs) == 1 and "1 finished, 0 failed, 1 skipped" in done.stderr
+    # eaq.diff of a job folder against a copy that differs in such a setting alone: identical.
+    (job,) = [folder for folder in out.glob("multirun/*/*") if (folder / "config.yaml").exists()]
+    other = tmp_path / "other"
+    shutil.copytree(job, other)
+    config = (other / "config.yaml").read_text()
+    (other / "config.yaml").write_text(config.replace("compile_tuning: true", "compile_tuning: false"))
+    assert "compile_tuning: false" in (other / "config.yaml").read_text()
+    capsys.readouterr()
+    assert diff_main([str(job), str(other), "--uri", f"sqlite:///{out}/mlflow.db"]) == 0
+    assert "configuration: identical" in capsys.readouterr().out

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from eaq.report.frame import COMPILER_DEFAULTS, CONFIG_KEYS, REPORTED, SCOPE_KEYS
+from eaq.report.frame import CONFIG_KEYS, REPORTED, SCOPE_KEYS
+from eaq.tracking.flatten import COMPILER_DEFAULTS
 
 LEVEL = 0.95
 # What the report aggregates; a metric absent from every run (energy on a CPU) is "not measured", not 0.

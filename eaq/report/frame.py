@@ -20,7 +20,7 @@ import pandas as pd
 
 from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
-from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, NOT_MEASUREMENT
+from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, COMPILER_DEFAULTS, NOT_MEASUREMENT
 from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import NOT_A_RUN_ID, PARENT_TAG, SUPERSEDED_TAG, every_run, sweep_runs
 from eaq.tracking.store import read_store
@@ -61,9 +61,6 @@ def configuration_param(name: str) -> bool:
     return name not in PARAMS and name not in BESIDE and name.split(".")[0] not in NOT_MEASUREMENT
 
 
-# The compiler's settings, with their defaults (eaq.config): runs logged before a setting existed, and
-# runs that compiled nothing they measured (the settings do nothing there), read as the default.
-COMPILER_DEFAULTS = {"compile_tuning": True, "compile_pattern_matcher": True}
 PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "batch_size", "seq_len": "seq_len",
           "compile": "compile", "compile_tuning": "compile_tuning", "compile_pattern_matcher": "compile_pattern_matcher",
           "cuda_graphs": "cuda_graphs", "trial": "trial", "workload.name": "workload", "workload.new_tokens": "new_tokens",
@@ -110,9 +107,9 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
 
 
 def compiler_settings(frame: pd.DataFrame, compiled: pd.Series) -> None:
-    """The compiler's settings (COMPILER_DEFAULTS) as booleans, in place: a run logged before a setting existed, and a
-    run that compiled nothing (the settings did nothing to what it measured; a layers run's compiled savings: its
-    plan), read as the default, so neither splits one configuration in two."""
+    """The compiler's settings (eaq.tracking.flatten.COMPILER_DEFAULTS) as booleans, in place: a run logged before a
+    setting existed, and a run that compiled nothing (the settings did nothing to what it measured; a layers run's
+    compiled savings: its plan), read as the default, so neither splits one configuration in two."""
     for flag, default in COMPILER_DEFAULTS.items():
         value = frame[flag].map({"True": True, "true": True, "False": False, "false": False}).fillna(default).astype(bool)
         frame[flag] = value.mask(~compiled, default)

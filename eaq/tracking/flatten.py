@@ -27,6 +27,23 @@ BESIDE_THE_MEASUREMENT = frozenset({
     "trials.idle_max_temp_delta_c", "trials.idle_max_clock_change", "trials.fidelity_on_synthetic",
     "workload.run_name_part",
 })
+# The compiler's settings: read only where something is compiled (compile=true; a layers run's savings pass under
+# layers.saving=compiled). Elsewhere a run measured what their defaults give: ``as_read``.
+COMPILER_DEFAULTS = {"compile_tuning": True, "compile_pattern_matcher": True}
+
+
+def as_read(resolved: dict[str, Any]) -> dict[str, Any]:
+    """``resolved`` with the settings the run did not read as if left alone: the compiler's at their defaults where
+    nothing is compiled, and no ``workload.new_tokens`` where no token is generated. How resume (``config_hash``) and
+    eaq.diff count a run, as the report does: a sweep ``-m compile=false,true compile_tuning=true,false`` measured the
+    eager configuration twice (resume and eaq.diff told the two apart), and the report averaged them as two trials."""
+    layers = resolved.get("layers") or {}
+    compiles = resolved.get("compile") or (resolved.get("task") == "layers" and layers.get("saving") == "compiled")
+    read = dict(resolved) if compiles else resolved | {k: v for k, v in COMPILER_DEFAULTS.items() if k in resolved}
+    workload = resolved.get("workload")
+    if isinstance(workload, dict) and workload.get("name") != "generate":
+        read["workload"] = {k: v for k, v in workload.items() if k != "new_tokens"}
+    return read
 
 
 def resolved_config(cfg: DictConfig) -> dict[str, Any]:
@@ -110,7 +127,8 @@ def read_files(resolved: dict[str, Any], launched_from: str | Path) -> dict[str,
 
 def config_hash(resolved: dict[str, Any], launched_from: str | Path, code: bool = True,
                 files: dict[str, str] | None = None) -> str:
-    """Equal hashes mean the same measurement: same model, precision, data, protocol, device, trial, and eaq code.
+    """Equal hashes mean the same measurement: same model, precision, data, protocol, device, trial, and eaq code
+    (the settings as the run read them: ``as_read``).
 
     The files the run reads count by their contents: a plan or data file edited under the same path is another
     measurement, which resume must not take for the one it ran before. So does eaq's own code (``code_identity``): a run
@@ -119,7 +137,7 @@ def config_hash(resolved: dict[str, Any], launched_from: str | Path, code: bool 
     measurement by other code from one never measured, so resume can say why it measures again. ``files``: what
     ``read_files`` returned for this config already (each file is read once a run).
     """
-    relevant = {k: v for k, v in resolved.items() if k not in NOT_MEASUREMENT}
+    relevant = {k: v for k, v in as_read(resolved).items() if k not in NOT_MEASUREMENT}
     files = read_files(resolved, launched_from) if files is None else files
     if files:  # only where there are
         relevant["read_files"] = files
