@@ -33,7 +33,8 @@ HYDRA = ".hydra/hydra.yaml"
 
 
 def _composed_from(hydra_yaml: dict) -> list[str]:
-    """``-cd DIR -cn NAME`` where the run was composed from another config than eaq's own ``config``, else nothing."""
+    """``-cd DIR -cn NAME`` where the run was composed from another config than eaq's own ``config``, and the search
+    path it was composed with; nothing where neither."""
     hydra = hydra_yaml.get("hydra", {})
     name = hydra.get("job", {}).get("config_name") or "config"
     runtime = hydra.get("runtime", {})
@@ -42,7 +43,10 @@ def _composed_from(hydra_yaml: dict) -> list[str]:
         # Recorded on another host or checkout: the same place relative to where it ran (sweeps/), if here.
         moved = Path(folders[0]).relative_to(runtime["cwd"]) if Path(folders[0]).is_relative_to(runtime["cwd"]) else None
         folders[0] = str(moved.resolve()) if moved is not None and moved.is_dir() else folders[0]
-    return [*(["-cd", folders[0]] if folders else []), *(["-cn", name] if name != "config" or folders else [])]
+    # A search path (hydra.searchpath=[file://...]: presets of one's own beside eaq's) is one of Hydra's overrides, no
+    # config source the command line gave: left out, the rerun refused the run's own presets (model=mine).
+    searched = [o for o in hydra.get("overrides", {}).get("hydra", []) if o.lstrip("+").startswith("hydra.searchpath=")]
+    return [*(["-cd", folders[0]] if folders else []), *(["-cn", name] if name != "config" or folders else []), *searched]
 
 
 def logged_command(ref: str, client: MlflowClient | None) -> list[str]:

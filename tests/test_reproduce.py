@@ -76,6 +76,24 @@ def test_rerun_reproduces_and_diff_tells_what_differs(out: Path, capsys) -> None
             f"to take another ({twice[0].info.run_id})") in capsys.readouterr().err
 
 
+def test_rerun_composes_a_run_of_ones_own_presets_through_its_search_path_again(out: Path, tmp_path: Path, capsys) -> None:
+    """A run composed with hydra.searchpath (a model preset of one's own): the search path is one of Hydra's overrides,
+    which the rerun did not replay, and it refused the run's model=mine as no option of the model group (exit 2)."""
+    mine = tmp_path / "myconf" / "model"
+    mine.mkdir(parents=True)
+    preset = (REPO / "conf" / "model" / "bert_tiny_random.yaml").read_text().replace("name: bert-tiny-random", "name: mine")
+    (mine / "mine.yaml").write_text(preset.replace("num_hidden_layers: 2", "num_hidden_layers: 1"))
+    uri = f"sqlite:///{out}/mlflow.db"
+    search = f"hydra.searchpath=[file://{tmp_path / 'myconf'}]"
+    assert run_eaq(out, search, "model=mine", *[o for o in FAST if not o.startswith("model=")], "sampler=none").returncode == 0
+    (original,) = _job_folders(out)
+    assert rerun_main([str(original), "--uri", uri]) == 0
+    again = next(f for f in _job_folders(out) if f != original)
+    capsys.readouterr()
+    assert diff_main([str(original), str(again), "--uri", uri]) == 0
+    assert "configuration: identical" in capsys.readouterr().out
+
+
 def test_rerun_composes_a_named_configs_job_from_that_config_again(out: Path, tmp_path: Path, capsys) -> None:
     # Its top-level settings (batch_size here) are in no override: replaying the overrides on conf/config.yaml
     # alone would measure batch 32 under the original's name.
