@@ -153,6 +153,12 @@ def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int
     files_a, files_b = env_a.get("read_files") or {}, env_b.get("read_files") or {}
     moved = {k: config_diff.pop(k) for k in list(config_diff)
              if k in READ_FILES and files_a.get(k) is not None and files_a.get(k) == files_b.get(k)}
+    # A data path there in neither run (both recorded what they read: no file at it) named nothing read: both read the
+    # same dataset.hub instead, as their eaq.data.source says (two checkouts without ../shared/data).
+    hub = (config_a.get("dataset") or {}).get("hub")
+    unread = {k: config_diff.pop(k) for k in list(config_diff)
+              if k == "dataset.path" and env_a and env_b and k not in files_a and k not in files_b and hub
+              and "dataset.hub" not in config_diff}
     # The device beside only as an index of one kind (cuda:0, cuda:1): the report tells cpu from cuda by the device's name.
     beside = {k: config_diff.pop(k) for k in list(config_diff) if k in BESIDE_THE_MEASUREMENT
               and (k != "device" or _device_kind(config_diff[k][0]) == _device_kind(config_diff[k][1]) != "auto")}
@@ -164,6 +170,8 @@ def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int
         print(f"  trial: {repeat[0]} -> {repeat[1]} (repeats of one configuration: not a difference)")
     for key, (left, right) in moved.items():
         print(f"  {key}: {left} -> {right} (the same contents from two paths: not a difference)")
+    for key, (left, right) in unread.items():
+        print(f"  {key}: {left} -> {right} (there in neither run: both read dataset.hub={hub}; not a difference)")
     # A run that failed before its end captured no environment: every fact of the other would read as a difference.
     unrecorded = [ref for ref, env in ((a, env_a), (b, env_b)) if not env]
     if unrecorded:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -141,6 +143,23 @@ def test_one_data_file_read_from_two_checkouts_is_no_difference_to_eaq_diff(out:
     assert diff_main([str(jobs[0]), str(jobs[2])]) == 1  # another file's contents: a difference still
     shown = capsys.readouterr().out
     assert "configuration: 1 difference(s)" in shown and "files read: 1 difference(s)" in shown, shown
+    # Two checkouts without the data file: both runs read dataset.hub, and their paths named nothing read.
+    import yaml
+
+    hubbed = []
+    for job, name in zip(jobs[:2], ("hub-a", "hub-b")):
+        folder = tmp_path / name
+        shutil.copytree(job, folder)
+        config = yaml.safe_load((folder / "config.yaml").read_text())
+        config["dataset"]["path"] = f"/home/{name}/shared/data/sst2/dev.tsv"
+        (folder / "config.yaml").write_text(yaml.safe_dump(config))
+        env = json.loads((folder / "env.json").read_text())
+        del env["read_files"]["dataset.path"]
+        (folder / "env.json").write_text(json.dumps(env))
+        hubbed.append(str(folder))
+    assert diff_main(hubbed) == 0
+    shown = capsys.readouterr().out
+    assert "configuration: identical" in shown and "(there in neither run: both read dataset.hub=glue:sst2:validation" in shown, shown
 
 
 def test_quality_figures_are_computed_again_under_another_torchao(out: Path) -> None:
