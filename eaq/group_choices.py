@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import yaml
 from hydra._internal.utils import get_args_parser
 
 from eaq.config import GROUPS, unknown_setting
@@ -22,8 +23,11 @@ from eaq.config import GROUPS, unknown_setting
 CONF = Path(__file__).resolve().parent.parent / "conf"
 CHOICE = re.compile(rf"^\+?({'|'.join(GROUPS)})=([\w.,-]+)$")
 SEARCH_PATH = re.compile(r"^\+{0,2}hydra\.searchpath=")
-# An override of an existing key (no ``+``, ``~`` or group path): ``model.name=x``.
-SETTING = re.compile(r"^([A-Za-z_][\w.]*)=")
+# An override of an existing key (no ``+``, ``~`` or group path): ``model.name=x``; ``++`` sets it as well (or adds it).
+SETTING = re.compile(r"^(?:\+\+)?([A-Za-z_][\w.]*)=")
+LAUNCHER = re.compile(r"^\+?hydra/launcher=([\w.-]+)$")
+# A key of a preset's architecture (a free-form dict: the schema cannot say which keys it has).
+ARCHITECTURE_KEY = re.compile(r"^model\.architecture\.(\w+)")
 
 
 def _hydra_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -57,6 +61,60 @@ def unknown_choice(argv: Sequence[str], conf: Path = CONF) -> str | None:
                     f"{group}={value} is not an option of the {group} group; valid: {', '.join(valid)} "
                     f"(or add conf/{group}/{value}.yaml)."
                 )
+    return None
+
+
+def unknown_launcher(argv: Sequence[str], conf: Path = CONF) -> str | None:
+    """The error sentence for a ``hydra/launcher`` choice neither eaq (``conf/hydra/launcher``) nor Hydra and its
+    installed plugins have (``gpu`` for ``gpus``), else None: Hydra answers it with its search path, many lines."""
+    if _own_config(_hydra_args(argv)):
+        return None
+    chosen = [match.group(1) for arg in argv if (match := LAUNCHER.match(arg))]
+    if not chosen:
+        return None
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.plugins import Plugins
+
+    Plugins.instance()  # imports the installed plugins, which register their launchers' configs
+    valid = sorted({name.removesuffix(".yaml") for name in ConfigStore.instance().list("hydra/launcher")}
+                   | {p.stem for p in (conf / "hydra" / "launcher").glob("*.yaml")})
+    for name in chosen:
+        if name not in valid:
+            return f"hydra/launcher={name} is not a launcher eaq or Hydra has; valid: {', '.join(valid)}."
+    return None
+
+
+def unknown_architecture_key(argv: Sequence[str], conf: Path = CONF) -> str | None:
+    """The error sentence for ``model.architecture.KEY=...`` where a chosen model preset's architecture has no KEY,
+    else None. Hydra answers it with "Could not override ... use +model.architecture.KEY=...", several lines, exit 1;
+    a preset of pretrained weights has no architecture at all."""
+    args = _hydra_args(argv)
+    if _own_config(args):
+        return None
+    keys = [(o, match.group(1)) for o in args.overrides
+            if not o.startswith("+") and (match := ARCHITECTURE_KEY.match(o))]
+    if not keys:
+        return None
+    chosen = [v for arg in argv if (match := CHOICE.match(arg)) and match.group(1) == "model" for v in match.group(2).split(",")]
+    if not chosen:
+        defaults = (yaml.safe_load((conf / "config.yaml").read_text()) or {}).get("defaults", [])
+        chosen = [d["model"] for d in defaults if isinstance(d, dict) and "model" in d]
+    for name in chosen:
+        preset = conf / "model" / f"{name}.yaml"
+        if not preset.is_file():
+            continue  # no such preset: unknown_choice says so
+        fields = yaml.safe_load(preset.read_text()) or {}
+        architecture = fields.get("architecture") or {}
+        for override, key in keys:
+            weights = next((o.split("=", 1)[1] for o in args.overrides if o.lstrip("+").startswith("model.weights=")),
+                           fields.get("weights", "pretrained"))
+            if not architecture and weights == "pretrained":
+                return (f"{override.split('=')[0]}: model={name} loads pretrained weights, whose architecture is theirs; "
+                        "model.architecture builds random weights (model.weights=random, as the *_random presets).")
+            if key not in architecture:
+                has = f"its keys: {', '.join(architecture)}" if architecture else "it has none yet"
+                return (f"{override.split('=')[0]}: model={name}'s architecture has no key {key} ({has}); add it with "
+                        f"+{override}, or fix the name.")
     return None
 
 

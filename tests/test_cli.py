@@ -233,6 +233,28 @@ def test_a_value_of_the_wrong_type_gets_one_sentence_exit_2_before_anything_runs
     assert not (out / "mlflow.db").exists()  # refused before anything ran
 
 
+@pytest.mark.parametrize(("overrides", "expected"), [
+    (["hydra/launcher=gpu"], "hydra/launcher=gpu is not a launcher eaq or Hydra has; valid: basic, gpus, joblib, slurm, "
+                             "slurm_local, submitit_local, submitit_slurm."),
+    (["model=bert_tiny_random", "model.architecture.num_layers=1"],
+     "model.architecture.num_layers: model=bert_tiny_random's architecture has no key num_layers (its keys: model_type, "
+     "vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, max_position_embeddings); add "
+     "it with +model.architecture.num_layers=1, or fix the name."),
+    (["model=minilm", "model.architecture.num_hidden_layers=1"],
+     "model.architecture.num_hidden_layers: model=minilm loads pretrained weights, whose architecture is theirs; "
+     "model.architecture builds random weights (model.weights=random, as the *_random presets)."),
+    (["++batch_size=abc"], "batch_size=abc: Value 'abc' of type 'str' could not be converted to Integer"),
+])
+def test_a_launcher_an_architecture_key_or_a_forced_value_hydra_would_refuse_is_one_sentence(
+        out: Path, overrides: list[str], expected: str) -> None:
+    """Hydra answered each with several lines (its search path, or advice to add the key with +) and exit 1."""
+    result = run_eaq(out, *[o for o in FAST if not (o.startswith("model=") and any(v.startswith("model=") for v in overrides))],
+                     *overrides)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().startswith(f"error: {expected}"), result.stderr[-2000:]
+    assert len(result.stderr.strip().splitlines()) == 1 and not (out / "mlflow.db").exists()
+
+
 def test_unknown_group_choice_gets_one_sentence_naming_valid_ones(out: Path) -> None:
     result = run_eaq(out, "-m", *FAST, "precision=fp32,int3")
     assert result.returncode == 2
