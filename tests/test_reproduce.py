@@ -341,7 +341,8 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     before = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
     assert 1 <= sum(r.info.status == "FINISHED" for r in before) < 3
     assert not any(r.info.status == "RUNNING" for r in all_runs(out))
-    assert any(r.info.status == "KILLED" for r in before)  # the run Ctrl-C interrupted
+    killed = next(r for r in before if r.info.status == "KILLED")  # the run Ctrl-C interrupted, and how, in words
+    assert killed.data.tags["eaq.error"].startswith("KeyboardInterrupt: stopped by "), killed.data.tags["eaq.error"]
     # The interrupted run's process marks itself KILLED, then exits; on a loaded machine unloading
     # torch takes seconds. Nothing may outlive that: an orphan would run on for good.
     def running(pid: int) -> bool:

@@ -399,8 +399,9 @@ def run_job(cfg: DictConfig) -> str:
         run.end("FINISHED")
     except KeyboardInterrupt as exc:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the KILLED record short
-        if run is not None:
-            _end(run, "KILLED", exc, uri, debug)
+        if run is not None:  # Ctrl-C's interrupt says nothing: its record reads "KeyboardInterrupt: " without this
+            _end(run, "KILLED", exc if str(exc) else KeyboardInterrupt("stopped by SIGINT (Ctrl-C, or its sweep stopping)"),
+                 uri, debug)
         raise
     except Exception as exc:
         error = (store_failed(exc, uri) if isinstance(exc, MlflowException) else
