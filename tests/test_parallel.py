@@ -575,11 +575,13 @@ def test_a_job_ended_from_outside_is_recorded_when_it_ends_not_when_the_jobs_bef
     was stopped first."""
     command = [sys.executable, "-m", "eaq.run", "-m", "hydra/launcher=slurm_local", *FAST, "sampler=none",
                "trials.min_duration_s=300,30", f"paths.output_dir={out}"]
-    sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             env=os.environ | {"PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    said = out.parent / "stderr.txt"  # a file, not a pipe: nothing reads it while the sweep runs
+    with said.open("w") as stderr:
+        sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr,
+                                 env=os.environ | {"PYTHONUNBUFFERED": "1"}, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
-        while not (running := {r.data.tags.get("eaq.sweep.job") for r in all_runs(out) if r.info.status == "RUNNING"}
+        while not ({r.data.tags.get("eaq.sweep.job") for r in all_runs(out) if r.info.status == "RUNNING"}
                    if list(out.glob("multirun/*/mlflow_parent_run_id.txt")) else set()) >= {"0", "1"}:
             assert time.monotonic() < deadline and sweep.poll() is None, "the jobs' runs never started"
             time.sleep(0.5)
@@ -591,11 +593,11 @@ def test_a_job_ended_from_outside_is_recorded_when_it_ends_not_when_the_jobs_bef
             time.sleep(0.5)
         assert late == {"0": "RUNNING", "1": "FAILED"}  # recorded while the job submitted before it still measures
         os.kill(sweep.pid, signal.SIGTERM)
-        _, stderr = sweep.communicate(timeout=300)
+        sweep.wait(timeout=300)
     finally:
         if sweep.poll() is None:
             os.killpg(sweep.pid, signal.SIGKILL)
-    assert sweep.returncode == 143, stderr[-3000:]
+    assert sweep.returncode == 143, said.read_text()[-3000:]
     assert sorted(r.info.status for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark") == ["FAILED", "KILLED"]
 
 
