@@ -61,7 +61,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("kernel_float_gemms", "count", "precision.kernel_check: float GEMMs (aten::mm, aten::addmm) shaped like one of the model's Linear layers in that forward; for int8/fp8 at most the unquantized layers."),
     Metric("kernel_host_copies", "count", "precision.kernel_check: host<->device copies in that forward (the tag eaq.kernel_check says how many the fp32 model makes)."),
     Metric("quality_cosine_to_fp32_mean", "1", "Embedding models: mean cosine similarity of sentence embeddings to the fp32 model's."),
-    Metric("quality_cosine_to_fp32_min", "1", "Embedding models: worst-case cosine similarity over the dataset."),
+    Metric("quality_cosine_to_fp32_min", "1", "Embedding models: worst-case cosine similarity over the rows quality scores (trials.quality_max_batches)."),
     Metric("quality_agreement_with_fp32", "fraction", "Classifiers: share of inputs whose predicted class equals the fp32 model's."),
     Metric("quality_kl_from_fp32", "nats", "Classifiers: mean KL divergence of the fp32 model's class distribution from this precision's."),
     Metric("quality_accuracy", "fraction", "Classifiers on labelled data: share of inputs classified as labelled."),

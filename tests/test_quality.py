@@ -182,3 +182,32 @@ def test_quality_figures_are_computed_again_under_another_torchao(out: Path) -> 
     sources = [r.data.tags["eaq.quality.source"] for r in sorted(all_runs(out), key=lambda r: r.info.start_time)]
     assert sources[0] == sources[2] == "computed in this run" and sources[1] != "computed in this run"
 
+
+
+def test_a_classifier_row_whose_logits_are_not_finite_is_no_class_and_never_right() -> None:
+    """argmax takes a NaN for the largest: an fp16 run whose logits overflowed predicted class 0 in every such row,
+    agreeing with fp32 and scoring accuracy wherever the answer was 0 (about half of SST-2), a believable point on
+    the report's front; only its KL read NaN."""
+    reference = torch.tensor([[2.0, 1.0], [0.0, 3.0], [1.0, 0.5], [0.2, 0.1]])
+    broken = reference.clone()
+    broken[0] = float("nan")
+    broken[2, 1] = float("inf")
+    labels = torch.tensor([0, 1, 0, 0])
+    assert fidelity("sequence_classification", broken, reference)["quality_agreement_with_fp32"] == 0.5
+    assert accuracy("sequence_classification", broken, labels) == {"quality_accuracy": 0.5}
+    assert fidelity("sequence_classification", reference, reference)["quality_agreement_with_fp32"] == 1.0
+
+
+def test_a_classifier_of_one_output_is_refused_naming_what_measures_it(out: Path, saved_model: Path, tmp_path: Path) -> None:
+    """A reranker's or a regression's single score: argmax and softmax of one column are the same for any score, and
+    every precision logged agreement 1 and KL 0 however far its scores drifted (a plan would lower everything)."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    BertForSequenceClassification(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                             intermediate_size=64, num_labels=1)).save_pretrained(tmp_path / "scorer")
+    done = run_eaq(out, "model=hub", "model.name=scorer", f"model.name_or_path={tmp_path / 'scorer'}",
+                   f"model.tokenizer={saved_model}", "model.head=sequence_classification", "trials=quick",
+                   "batch_size=4", "seq_len=32", "sampler=none", "precision=int8")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "scorer scores 1 output (num_labels=1" in done.stderr and "model.head=embedding" in done.stderr
