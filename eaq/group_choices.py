@@ -95,6 +95,8 @@ def unknown_architecture_key(argv: Sequence[str], conf: Path = CONF) -> str | No
             if not o.startswith("+") and (match := ARCHITECTURE_KEY.match(o))]
     if not keys:
         return None
+    if any(arg.lstrip("+").startswith("model=") and not CHOICE.match(arg) for arg in argv):
+        return None  # a sweep function (choice(), glob()): which presets it takes is Hydra's to say
     chosen = [v for arg in argv if (match := CHOICE.match(arg)) and match.group(1) == "model" for v in match.group(2).split(",")]
     if not chosen:
         defaults = (yaml.safe_load((conf / "config.yaml").read_text()) or {}).get("defaults", [])

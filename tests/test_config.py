@@ -141,6 +141,13 @@ def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
     assert unknown_choice(["++hydra.searchpath=[file:///x]", "precision=mine"]) is None
     assert unknown_choice(["-cd=sweeps", "precision=mine"]) is None  # Hydra's parser reads -cd=DIR too
     assert unknown_choice(["precision=choice(fp32,int3)"]) is None  # Hydra's sweep syntax: Hydra's message
+    from eaq.group_choices import unknown_architecture_key
+
+    # Which presets a sweep function takes is Hydra's to say: not the default model's architecture.
+    assert unknown_architecture_key(["model=choice(bert_tiny_random,llama_1b_random)",
+                                     "model.architecture.num_hidden_layers=1"]) is None
+    assert "bert_tiny_random's architecture has no key n_layer" in (
+        unknown_architecture_key(["model=bert_tiny_random", "model.architecture.n_layer=1"]) or "")
 
 
 def test_model_hub_needs_a_name_or_path_only_where_it_is_read() -> None:

@@ -380,7 +380,9 @@ def test_a_slurm_sweep_stopped_cancels_its_jobs_still_queued_or_running(tmp_path
         jobs = [Job(1, done=True), Job(2, done=False), Job(3, done=False)]
         recorded = []  # each job's record: collected (its result, or its run ended FAILED), or ended KILLED from here
         monkeypatch.setattr(launcher, "_executor", lambda: type("Executor", (), {"map_array": lambda *_: jobs})())
-        monkeypatch.setattr(launcher, "_collect", lambda job, overrides, number: recorded.append((number, "collected")))
+        # Collected after the jobs still running were cancelled: a job without a result takes submitit 15 s to give up on.
+        monkeypatch.setattr(launcher, "_collect", lambda job, overrides, number: recorded.append(
+            (number, "collected" if jobs[2].cancelled == launcher._CANCEL_ON_STOP else "collected before the cancel")))
         monkeypatch.setattr(launcher, "_ended", lambda job, overrides, number, reason, status: recorded.append((number, status)))
         launcher.config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "sweep")}}})
         with pytest.raises(KeyboardInterrupt):
@@ -475,8 +477,9 @@ def test_a_job_without_a_result_is_said_by_how_it_ended(tmp_path: Path) -> None:
         print("error: the MLflow tracking store could not be opened", file=sys.stderr, flush=True)
         # What multiprocessing's resource tracker writes on a process's way out: no warning is what ended the job.
         print("/usr/lib/python3.11/multiprocessing/resource_tracker.py:254: UserWarning: resource_tracker: There "
-              "appear to be 1 leaked semaphore objects\n  warnings.warn('resource_tracker: There appear to be %d '",
-              file=sys.stderr, flush=True)
+              "appear to be 1 leaked semaphore objects\n  warnings.warn('resource_tracker: There appear to be %d '\n"
+              "/home/my user/torch/cuda/__init__.py:174: UserWarning: CUDA initialization: no driver\n"
+              "  return torch._C._cuda_getDeviceCount() > 0", file=sys.stderr, flush=True)
         os._exit(2)  # as a job's sys.exit(2) that submitit never sees return: no result file
 
     def _sleeps() -> None:

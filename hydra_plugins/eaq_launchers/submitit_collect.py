@@ -43,9 +43,6 @@ EXECUTOR_KEYS = {"submitit_folder", "max_num_timeout"}
 # Job states (SLURM's; INTERRUPTED: the local executor's for a killed job) of a job ended from outside.
 ENDED_FROM_OUTSIDE = {"TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "INTERRUPTED"}
 # The variable that hands the jobs a tracking URI holding a credential, and the value their pickled config holds.
-# How often the sweep looks for jobs that ended: job.done() reads submitit's state of the job (a local process's exit;
-# SLURM's through submitit's watcher, which itself limits how often it asks sacct).
-COLLECT_POLL_S = 1.0
 URI_VARIABLE = "EAQ_TRACKING_URI"
 URI_FROM_ENVIRONMENT = f"${{oc.env:{URI_VARIABLE}}}"
 
@@ -54,6 +51,10 @@ class _CollectingLauncher(BaseSubmititLauncher):
     # Whether a stopped sweep cancels its jobs: SLURM's run on other nodes, which no signal to this process reaches
     # (else they measured on, and the same command again submitted their configurations a second time).
     _CANCEL_ON_STOP = True
+    # How often the sweep looks for jobs that ended (job.done(): SLURM's state through submitit's watcher, and a
+    # chmod and a stat of each job's folder, on a shared file system for a whole array; submitit's own as_completed
+    # waits 10 s).
+    _COLLECT_POLL_S = 10.0
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> None:
         """No requeue (upstream resubmits the job): a job SLURM signals before its time limit or a preemption ends
@@ -114,17 +115,25 @@ class _CollectingLauncher(BaseSubmititLauncher):
             # was recorded, and counted in the progress, only once the jobs submitted before it had ended (hours).
             while len(collected) < count:
                 if not collect_ended():
-                    time.sleep(COLLECT_POLL_S)
+                    time.sleep(self._COLLECT_POLL_S)
             return [collected[i] for i in range(count)]
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the sweep stops, and so do its jobs (their runs end KILLED)
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the records below short
-            # A job ended before the stop and not yet collected (killed from outside): its run stayed RUNNING for good.
-            collect_ended()
-            if not self._CANCEL_ON_STOP:
-                raise
-            pending = [(job, list(job_overrides[i]), numbers[i]) for i, job in enumerate(jobs) if i not in collected]
+            # The jobs ended before the stop and not yet collected (killed from outside: their runs would stay RUNNING
+            # for good) are collected, after the others are cancelled: a job with no result takes submitit 15 s to
+            # give up on, and jobs left running while those waited measured on, and ran again on the next command.
+            ended = [i for i, job in enumerate(jobs) if i not in collected and job.done()]
+            pending = [(job, list(job_overrides[i]), numbers[i]) for i, job in enumerate(jobs)
+                       if i not in collected and i not in ended] if self._CANCEL_ON_STOP else []
             for job, _, _ in pending:
                 job.cancel(check=False)
+            for i in ended:
+                try:
+                    collected[i] = self._collect(jobs[i], list(job_overrides[i]), numbers[i])
+                except Exception as error:  # noqa: BLE001  one that cannot be recorded must not stop the others'
+                    log.error("job %s ended before the stop and could not be recorded: %s", jobs[i].job_id, error)
+            if not self._CANCEL_ON_STOP:
+                raise
             if pending:
                 log.warning("cancelled %d job(s) of the sweep still queued or running: %s", len(pending),
                             " ".join(str(job.job_id) for job, _, _ in pending))
@@ -225,14 +234,23 @@ def _override_from_environment(override: str) -> str:
     return f"{key}={URI_FROM_ENVIRONMENT}" if key.lstrip("+") == "tracking.uri" else override
 
 
-# A Python warning's two lines ("file:12: UserWarning: ..." and its source line), which a process writes on its way
-# out (multiprocessing's resource tracker at exit): not what ended a job.
-WARNING_LINE = re.compile(r"^(\S+:\d+: \w*Warning: |warnings\.warn\()")
+# A Python warning's header ("file:12: UserWarning: ..."), followed by its source line, which a process writes on its
+# way out (multiprocessing's resource tracker, torch's CUDA check at exit): neither is what ended a job.
+WARNING_LINE = re.compile(r":\d+: \w*Warning: ")
 
 
 def _last_line(text: str) -> str:
-    """The last line of ``text`` that says something: not blank, and no warning's."""
-    return next((line.strip() for line in reversed(text.splitlines()) if line.strip() and not WARNING_LINE.match(line.strip())), "")
+    """The last line of ``text`` that says something: not blank, and no warning's header or the source line after it."""
+    lines, kept = text.splitlines(), []
+    skip = False
+    for line in lines:
+        if WARNING_LINE.search(line):
+            skip = True  # the header, and next the source line it quotes
+            continue
+        if not skip and line.strip():
+            kept.append(line.strip())
+        skip = False
+    return kept[-1] if kept else ""
 
 
 def _why(job: Any, error: Exception) -> str:
@@ -261,6 +279,7 @@ class LocalLauncher(_CollectingLauncher):
     # Its jobs are this process's children: Ctrl-C reaches them with it, and SIGTERM's handler hands them SIGINT
     # (eaq.exit.stop_on_terminate); a cancel would send each a second one while it records its run KILLED.
     _CANCEL_ON_STOP = False
+    _COLLECT_POLL_S = 1.0  # its done() is a process's poll()
 
 
 class SlurmLauncher(_CollectingLauncher):
