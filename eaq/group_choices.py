@@ -107,9 +107,9 @@ def unknown_architecture_key(argv: Sequence[str], conf: Path = CONF) -> str | No
             continue  # no such preset: unknown_choice says so
         fields = yaml.safe_load(preset.read_text()) or {}
         architecture = fields.get("architecture") or {}
+        weights = next((o.split("=", 1)[1] for o in args.overrides if o.lstrip("+").startswith("model.weights=")),
+                       fields.get("weights", "pretrained"))
         for override, key in keys:
-            weights = next((o.split("=", 1)[1] for o in args.overrides if o.lstrip("+").startswith("model.weights=")),
-                           fields.get("weights", "pretrained"))
             if not architecture and weights == "pretrained":
                 return (f"{override.split('=')[0]}: model={name} loads pretrained weights, whose architecture is theirs; "
                         "model.architecture builds random weights (model.weights=random, as the *_random presets).")

@@ -537,8 +537,8 @@ def load_model(
         log.info("converted %d GPT-2 Conv1D layers to nn.Linear (identical math) so quantizers cover them", converted)
     if tokenizer is not None and (model.config.pad_token_id is None or cfg.head == "sequence_classification"):
         # A decoder's classifier (GPT-2's, Llama's, OPT's) reads each row's last token that is not the config's pad
-        # id: the batches are padded with the tokenizer's, and a config keeping another (OPT's 1 beside a tokenizer's
-        # 0, a Llama config's 0 beside its EOS padding) scored every padded row at a padding position.
+        # id: the batches are padded with the tokenizer's, and a config keeping another (OPT's 1 beside another
+        # tokenizer's 0, a Llama config's 0 beside its EOS padding) scored every padded row at a padding position.
         if model.config.pad_token_id not in (None, tokenizer.pad_token_id):
             log.info("the classifier reads the tokenizer's pad id %s (its config said %s): the batches are padded "
                      "with it", tokenizer.pad_token_id, model.config.pad_token_id)

@@ -108,15 +108,17 @@ def check_scored_labels(cfg: EaqConfig, loaded: LoadedModel, batches: Batches) -
     """Refuse labels the classifier cannot have (GLUE's -1) among the rows quality scores, before any pass scores them;
     and a classifier of one output (a reranker's or a regression's score), whose argmax and softmax are the same for
     any score: every precision logged agreement 1 and KL 0 however far its scores drifted."""
-    if cfg.model.head == "sequence_classification" and (classes := output_classes(loaded.model)) < 2:
+    if cfg.model.head != "sequence_classification":
+        return
+    if (classes := output_classes(loaded.model)) < 2:
         raise ConfigError(
             f"{cfg.model.name} scores {classes} output (num_labels={classes}: a reranker's or a regression's score), which "
             "has no class distribution to compare or classes to be right about; measure it with model.head=embedding "
             "(cosine of its encoder's embeddings to fp32's), or pass a classifier of two or more classes."
         )
     labels = batches.distinct_labels(cfg.trials.quality_max_batches)
-    if labels is not None and cfg.model.head == "sequence_classification":
-        check_labels(labels, output_classes(loaded.model))
+    if labels is not None:
+        check_labels(labels, classes)
 
 
 def read_examples(cfg: EaqConfig) -> Examples | None:
