@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,20 @@ def test_tags_a_task_told_reach_the_job_though_its_process_is_killed() -> None:
     with pytest.raises(EaqError, match="ended without a word"):
         run_isolated("test_early_tags:_tag_then_get_killed", on_tags=heard.append)
     assert heard == [{"eaq.data.sha256": "0123456789abcdef"}]
+
+
+def _tag_and_end() -> None:
+    tag_now({"eaq.data.sha256": "0123456789abcdef"})
+
+
+def test_the_wait_for_the_tags_a_task_told_last_is_counted_as_isolation() -> None:
+    """Tags are set while the task runs, by a thread of the job; one the store is slow to take outlives the task, and
+    the job waits for it. That wait is the run's time too: counted in no phase, it must be in isolation_overhead_s."""
+    slow_store_s = 1.5
+
+    def set_slowly(tags: dict[str, str]) -> None:
+        time.sleep(slow_store_s)
+
+    run_isolated("test_early_tags:_tag_and_end")  # the fork server's imports, once: not this test's wait
+    _, overhead_s = run_isolated("test_early_tags:_tag_and_end", on_tags=set_slowly)
+    assert overhead_s >= slow_store_s, overhead_s
