@@ -161,7 +161,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("phase_artifacts_s", "s", "Writing the power trace CSV and figure; task=layers: its tables (components, types, outside, correlation)."),
     Metric("phase_checks_s", "s", "After the window: roofline (calibrating the peak on first need), sampler overhead, kernel check."),
     Metric("phase_cooldown_s", "s", "Cool-down pause after the run (trials.cooldown_s)."),
-    Metric("phase_logging_s", "s", "Logging metrics, tags, environment and artifacts to MLflow after the task."),
+    Metric("phase_logging_s", "s", "After the task: releasing its GPU slot (hydra/launcher=gpus), logging metrics, tags, environment and artifacts to MLflow."),
     Metric("sweep_runs", "count", "Sweep parent runs: child runs in the sweep."),
     Metric("sweep_runs_failed", "count", "Sweep parent runs: child runs that did not finish."),
     Metric("sweep_jobs_unrecorded", "count", "Sweep parent runs: jobs that left no run in the store (refused before their run was created; each said why in the sweep's output); any makes the parent FAILED."),

@@ -375,6 +375,7 @@ def run_job(cfg: DictConfig) -> str:
                 result.metrics["isolation_overhead_s"] = overhead_s
             else:
                 result = run_in_process(task, config, output_dir, on_phase=show_phase, on_tags=_early_tags(run))
+            logging_started = time.perf_counter()  # the slot's tags and release count with logging: none in no phase
             if slot is not None:
                 result.tags.update(slot.tags())
                 if reason := shared_cpu(result.tags):
@@ -382,7 +383,6 @@ def run_job(cfg: DictConfig) -> str:
             if reason := rehearsal():
                 result.invalidate(reason)
         show_phase("logging")
-        logging_started = time.perf_counter()
         result.metrics["phase_setup_s"] = setup_s
         result.metrics["phase_ahead_s"] = ahead_s
         if gpus.enabled:
