@@ -57,6 +57,45 @@ def test_work_between_steps_runs_before_each_and_is_in_no_steps_time() -> None:
     assert order == ["between", "step"] * 3 and max(latencies) < 0.05
 
 
+def _gpu_step(seconds: float) -> Callable[[object], None]:
+    """A step of ``seconds`` of GPU time and microseconds of the host's: one spinning kernel, as a CUDA graph's replay
+    is one launch, whatever its length."""
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    cycles = 10_000_000
+    begin.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    end.synchronize()
+    per_s = cycles / (begin.elapsed_time(end) / 1e3)
+    return lambda _: torch.cuda._sleep(int(seconds * per_s))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="queues kernels on a GPU (runs on the lent GPU)")
+def test_on_cuda_the_timed_loop_ends_near_its_minimum_however_far_the_host_could_run_ahead() -> None:
+    from eaq.measure.timing import QUEUE_S
+
+    cuda = torch.device("cuda")
+    step_s, min_s = 0.005, 0.5
+    step = _gpu_step(step_s)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    latencies = run_timed(step, [None], cuda, iters=1, min_duration_s=min_s)
+    wall = time.perf_counter() - start
+    assert sum(latencies) == pytest.approx(wall, rel=0.05)  # the GPU was kept busy throughout
+    assert min_s <= wall < min_s + QUEUE_S + 3 * step_s + 0.05, (wall, len(latencies))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="queues kernels on a GPU (runs on the lent GPU)")
+def test_on_cuda_short_steps_keep_the_gpu_busy_between_them() -> None:
+    cuda = torch.device("cuda")
+    step = _gpu_step(0.0002)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    latencies = run_timed(step, [None], cuda, iters=1, min_duration_s=0.5)
+    wall = time.perf_counter() - start
+    assert sum(latencies) / wall > 0.9, (sum(latencies), wall, len(latencies))
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
