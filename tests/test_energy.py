@@ -600,6 +600,8 @@ def test_what_nvidia_smi_says_on_stderr_and_its_early_exit_are_in_the_trace(tmp_
     # Said before stop(): a window whose energy is taken from the live trace (the idle baseline) carries it.
     assert "nvidia-smi exited with status 6 before it was stopped" in sampler.trace.notes
     assert "nvidia-smi said: No devices were found" in sampler.trace.notes
+    # Nothing feeds its trace any more: no wait for a sample (it waited FIRST_SAMPLE_S at each call, ~9 s a run).
+    assert wait_for_sample(sampler) < 0.5 * FIRST_SAMPLE_S
     trace = sampler.stop()
     assert not trace.times and trace.notes.count("nvidia-smi said: No devices were found") == 1
     assert trace.notes.count("nvidia-smi exited with status 6 before it was stopped") == 1  # said once

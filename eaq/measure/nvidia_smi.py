@@ -39,6 +39,12 @@ class NvidiaSmiSampler:
             return "no CUDA device UUID given; nvidia_smi measures the GPU a run uses"
         return None
 
+    @property
+    def polling(self) -> bool:
+        """Whether its nvidia-smi still runs: one that exited (a GPU it cannot see) feeds its trace no more samples,
+        and a wait for one would wait FIRST_SAMPLE_S (eaq.measure.samplers.wait_for_sample), three times a run."""
+        return self._process is not None and self._process.poll() is None
+
     def _command(self) -> list[str]:
         base = [
             "nvidia-smi", f"--id={self.uuid}", "--query-gpu=power.draw",
