@@ -224,6 +224,9 @@ def test_sampler_selection_on_this_cpu_machine() -> None:
         select_sampler("nvml", CPU)
     with pytest.raises(ConfigError, match="valid: auto, nvml, nvidia_smi, rapl, none"):
         select_sampler("smi", CPU)
+    # The host's energy never stands for a GPU's (refused before anything asks for a GPU: this machine has none).
+    with pytest.raises(ConfigError, match="sampler=rapl measures the host CPU's packages, not the cuda:0 this run is on"):
+        select_sampler("rapl", torch.device("cuda", 0))
     if not Path("/sys/class/powercap/intel-rapl:0/energy_uj").exists():
         with pytest.raises(ConfigError, match="sampler=rapl cannot run here"):
             select_sampler("rapl", CPU)

@@ -144,6 +144,11 @@ def select_sampler(name: str, device: torch.device, interval_s: float = 0.015, c
         return NoSampler()
     if name in ("nvml", "nvidia_smi") and device.type != "cuda":
         raise ConfigError(f"sampler={name} measures a CUDA GPU but this run is on {device}; use sampler=rapl, auto or none.")
+    if name == "rapl" and device.type != "cpu":
+        # The host's packages would stand for the GPU's energy, shared with every job of the host (GPU slots keep
+        # apart the GPUs, not the CPU), and their idle baseline stored under the GPU's key.
+        raise ConfigError(f"sampler=rapl measures the host CPU's packages, not the {device} this run is on; use "
+                          "sampler=nvml, auto or none.")
     if compare_nvidia_smi and name != "nvml":
         raise ConfigError("sampler.compare_nvidia_smi=true runs beside sampler=nvml; choose sampler=nvml.")
     if name != "auto":
