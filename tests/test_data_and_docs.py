@@ -252,6 +252,10 @@ def test_the_hub_split_of_sst2_reads_as_the_sst2_file_it_matches() -> None:
     assert examples_digest(hub) == examples_digest(local) and len(hub.texts) == 872
     lines = _hub_examples({"text": [" a ", "", "b"]}, DatasetConfig(kind="text", hub="x:train", text_column="text"))
     assert lines.texts == ["a", "b"]
+    # A split whose rows are all empty (or none) is refused as a file of no text is: it was a tokenizer's IndexError.
+    for kind, column in (("text", ["", "  "]), ("raw", ["", ""]), ("text", [])):
+        with pytest.raises(DataError, match="dataset.hub='x:train' has no text in its column 'text'"):
+            _hub_examples({"text": column}, DatasetConfig(kind=kind, hub="x:train", text_column="text"))
 
 
 def test_quality_counts_each_text_once_where_a_batch_cycles_them() -> None:

@@ -153,10 +153,15 @@ def _hub_examples(columns: dict[str, list], cfg: DatasetConfig) -> Examples:
     assert cfg.hub is not None
     labelled = cfg.kind in ("tsv", "jsonl") and cfg.label_column is not None
     _check_columns(list(columns), f"dataset.hub={cfg.hub!r}", cfg, labelled)
+    empty = (f"dataset.hub={cfg.hub!r} has no text in its column {cfg.text_column!r}: expected at least one example; "
+             "choose another split or column (dataset.text_column), or pass dataset.path=<local file>.")
     if cfg.kind == "raw":
         # Its rows keep their newlines, but a blank line of the file (WikiText's " \n": 1,467 of wiki.test.raw's 4,358
         # lines) is an empty row: joined as they are, the hub's stream would not be the file's.
-        return Examples(["".join(row or " \n" for row in columns[cfg.text_column])], None, cfg.hub)
+        stream = "".join(row or " \n" for row in columns[cfg.text_column])
+        if not stream.strip():  # as a file of no text: refused, not a tokenizer's IndexError
+            raise DataError(empty)
+        return Examples([stream], None, cfg.hub)
     labels = [_label(v, cfg.hub, row, cfg.label_column) for row, v in enumerate(columns[cfg.label_column], start=1)] if labelled else None
     texts = [_text(t, cfg.hub, row, cfg.text_column) for row, t in enumerate(columns[cfg.text_column], start=1)]
     # As the file of the kind reads: a TSV's fields and a text file's lines stripped (GLUE's SST-2 sentences end in a
@@ -166,6 +171,8 @@ def _hub_examples(columns: dict[str, list], cfg: DatasetConfig) -> Examples:
         texts = [t.strip() for t in texts if t.strip()]
     elif cfg.kind == "tsv":
         texts = [t.strip() for t in texts]
+    if not texts:
+        raise DataError(empty)
     return Examples(texts, labels, cfg.hub)
 
 
