@@ -406,6 +406,17 @@ def test_int8_refuses_a_mixture_of_experts_whose_experts_are_not_linear_layers()
     assert proof(dense)["weights_outside_linear_share"] == 0
 
 
+def test_a_model_a_format_would_not_quantize_is_refused_before_its_weights_load(tmp_path) -> None:
+    """Checked on the model's skeleton: the refusal came after the weights loaded and fp32's reference was computed
+    (a mixture of experts, the case it is for, is the largest of models)."""
+    from conftest import FAST, run_eaq
+
+    done = run_eaq(tmp_path, *FAST, "precision=int8", "sampler=none", "model.architecture.hidden_size=40",
+                   "model.architecture.intermediate_size=72")
+    assert done.returncode == 2 and "precision=int8 quantizes no layer of this model" in done.stderr, done.stderr[-2000:]
+    assert "loaded bert-tiny-random" not in done.stdout + done.stderr
+
+
 def test_an_lm_head_tied_to_the_token_table_stays_tied_whatever_its_shape() -> None:
     # A vocabulary in multiples of 16 fits the shape rule: int8 quantized the head and untied it, the fp32 table kept
     # beside an int8 copy (a model larger than fp32's).

@@ -72,7 +72,9 @@ class TorchaoQuant:
         """The shape rule: which layers the format's kernel takes; the rest stay in the base dtype."""
         return self.refusal(module) is None
 
-    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
+    def check(self, model: nn.Module) -> None:
+        """Refuse a model the format would not quantize as named; its skeleton (meta device) will do, so the run is
+        refused before a weight is read (a mixture of experts is the largest of models)."""
         # Stacks of matrices (3-D and more) outside Linear layers and convolutions: a mixture of experts' fused
         # experts. Where they hold most of the matmul weights, the run would be named for a format most of its
         # weights do not run in; a few (XLNet's segment embeddings) are a layer left in the base dtype, as a
@@ -94,6 +96,9 @@ class TorchaoQuant:
                 f"precision={self.name} quantizes no layer of this model: its kernel needs {shape}, "
                 "and this model has none; use another precision."
             )
+
+    def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
+        self.check(model)
         set_tf32(False)
         model = cast(model, device, self.base)
         tied = tied_linears(model)  # left in the base dtype: quantized, a tied LM head would be untied

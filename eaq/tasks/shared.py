@@ -16,6 +16,7 @@ from eaq.evaluate import check_labels
 from eaq.models import LoadedModel, model_config, model_skeleton, output_classes, position_limit, weights_identity
 from eaq.precision import Precision, build_precision, require_runnable
 from eaq.precision.mixed import MixedPrecision, check_plan_model
+from eaq.precision.torchao_quant import TorchaoQuant
 from eaq.tasks.isolation import tag_now
 
 log = logging.getLogger(__name__)
@@ -88,14 +89,18 @@ def synthetic_batches(cfg: EaqConfig, vocab_size: int, device: torch.device, see
 
 
 def run_precision(cfg: EaqConfig, device: torch.device) -> Precision:
-    """The run's precision, refused where it cannot run for real on ``device`` (eaq.precision) and, a plan, where its
-    layers are not this model's: checked on the model's skeleton (meta device), before the model loads.
+    """The run's precision, refused where it cannot run for real on ``device`` (eaq.precision), where a quantized
+    format would quantize too little of this model (TorchaoQuant.check) and, a plan, where its layers are not this
+    model's: checked on the model's skeleton (meta device), before the model loads.
 
     A plan's file and hash are set on the run as soon as it is read (``tag_now``), before those checks: a run that
     fails, here or later, is counted with the runs of its plan."""
     precision = build_precision(cfg.precision.name, device, cfg.precision.plan)
     if not isinstance(precision, MixedPrecision):
-        return require_runnable(precision, device)
+        require_runnable(precision, device)
+        if isinstance(precision, TorchaoQuant):
+            precision.check(model_skeleton(cfg.model))
+        return precision
     tag_now(precision.plan_tags)
     require_runnable(precision, device)  # a format of the plan this device cannot run
     check_plan_model(precision.plan, cfg.model.name, weights_identity(cfg.model, draw_key(device)),
