@@ -555,21 +555,6 @@ def test_on_cuda_the_recorded_decode_step_replays_the_tokens_of_the_step_run_fro
     assert torch.equal(recorded.tokens, from_python.tokens)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="measures an idle baseline with NVML (runs on the lent GPU)")
-def test_a_generation_runs_idle_baseline_age_is_counted_to_its_prefill_window(out: Path) -> None:
-    """The baseline nets the prefill window's energy as well as decode's: its age runs to the first of the two."""
-    done = run_eaq(out, "model=gpt2_tiny_random", "workload=generate", "workload.new_tokens=8", "dataset=synthetic",
-                   "batch_size=1", "seq_len=32", "trials=quick", "trials.idle_s=1", "trials.min_duration_s=1", "sampler=nvml")
-    assert done.returncode == 0, done.stderr[-3000:]
-    (run,) = all_runs(out)
-    tags, metrics = run.data.tags, run.data.metrics
-    assert tags["eaq.idle"].startswith("measured in this run"), tags["eaq.idle"]
-    idle = float(tags["eaq.idle.measured_unix_s"])
-    prefill, decode = float(tags["eaq.prefill_window.start_unix_s"]), float(tags["eaq.window.start_unix_s"])
-    assert decode - prefill >= 1  # the prefill window's second lies between: one age cannot stand for both
-    assert metrics["idle_baseline_age_s"] == pytest.approx(prefill - idle, abs=0.002)
-
-
 def test_the_runs_closing_line_gives_token_figures_in_tokens_and_scores_to_four_decimals() -> None:
     from eaq.tasks.job import summary_line
     from eaq.tasks.result import TaskResult
