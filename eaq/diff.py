@@ -79,6 +79,9 @@ def find_job_run(client: MlflowClient, ref: str):
             f"{ref!r} is a sweep's parent run, which has no configuration of its own; pass one of its runs, "
             f"or see what varies across them with: python -m eaq.diff --sweep {ref}"
         )
+    if run.data.tags.get("eaq.kind") == "report":  # its missing .hydra/ read as the store failing
+        raise EaqError(f"{ref!r} is a report's run (python -m eaq.report --log), which ran no configuration; pass one of "
+                       "the runs it reports on.")
     return run
 
 

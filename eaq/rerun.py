@@ -60,10 +60,14 @@ def logged_command(ref: str, client: MlflowClient | None) -> list[str]:
         try:
             logged = Path(client.download_artifacts(run.info.run_id, ".hydra", tmp))
         except (MlflowException, OSError) as error:
-            if run.info.status == "FINISHED":  # it logged .hydra/ as it started: the store's artifacts are unreadable
-                if isinstance(error, MlflowException):
-                    raise
-                raise MlflowException(str(error)) from error
+            if run.info.status == "FINISHED":  # it logged .hydra/ as it started: its artifacts are not readable here
+                said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                raise EaqError(
+                    f"run {run.info.run_name} ({run.info.run_id}) finished, and its recorded .hydra/ cannot be read from "
+                    f"its artifacts at {run.info.artifact_uri} ({said}): a store copied from another host leaves them "
+                    "there, or its server is not answering; pass the run's job folder instead, or run this where its "
+                    "artifacts are."
+                ) from error
             raise EaqError(
                 f"run {run.info.run_name} ({run.info.run_id}) has no recorded .hydra/ (it ended, killed or out of time, "
                 "before logging its config); pass its job folder instead (the sweep's folder/<job number>, which holds "

@@ -157,11 +157,18 @@ def test_the_tools_say_what_was_passed_wrong_not_that_the_store_failed(tmp_path:
     assert rerun_main([run.run_id, "--uri", uri]) == 2
     said = capsys.readouterr().err
     assert "has no recorded .hydra/" in said and "pass its job folder instead" in said and "store" not in said
-    # A finished run logged .hydra/ as it started: not finding it is the store's artifacts failing, said as such.
+    # A finished run logged .hydra/ as it started: not finding it is its artifacts unreadable here, said as such.
     finished = TrackedRun(client, experiment, "finished", {"eaq.kind": "benchmark"})
     finished.end("FINISHED")
     assert rerun_main([finished.run_id, "--uri", uri]) == 2
-    assert "the MLflow tracking store named by --uri failed" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert f"finished, and its recorded .hydra/ cannot be read from its artifacts at file://{tmp_path}" in said, said
+    # A report's run measured nothing: no configuration (it was said as the store failing).
+    report = TrackedRun(client, experiment, "report", {"eaq.kind": "report"})
+    report.end("FINISHED")
+    for main in (rerun_main, lambda args: diff_main([*args[:1], run.run_id, *args[1:]])):
+        assert main([report.run_id, "--uri", uri]) == 2
+        assert "is a report's run (python -m eaq.report --log), which ran no configuration" in capsys.readouterr().err
     assert diff_main(["--sweep", "out-of-time", "--uri", uri]) == 2
     assert "is no sweep's parent run (eaq.kind=benchmark)" in capsys.readouterr().err
     assert diff_main([run.run_id, "x", "--uri", str(tmp_path / "mlflow.db")]) == 2
