@@ -95,6 +95,13 @@ def test_no_credential_from_the_environment_or_tracking_uri_lands_in_any_record(
         told = subprocess.run([sys.executable, "-m", "eaq.report", "--uri", uri, *ask, "--out", str(out / "report")],
                               cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert said in told.stderr and redacted_uri in told.stderr and TRACKING_PASSWORD not in told.stdout + told.stderr, told.stderr
+    # The tables' "no runs" sentences, and the report logged as a run of its own, which MLflow announced on stdout
+    # with its URL, password and all, as the run ended.
+    for tool, ask, status in (("eaq.report.table", ["--experiment", "nope"], 1), ("eaq.report.compare", ["--experiment", "nope"], 1),
+                              ("eaq.report", ["--experiment", "eaq", "--log", "--out", str(out / "logged")], 0)):
+        told = subprocess.run([sys.executable, "-m", tool, "--uri", uri, *ask], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert told.returncode == status and TRACKING_PASSWORD not in told.stdout + told.stderr, (tool, told.stdout[-2000:], told.stderr[-2000:])
 
 
 def test_a_submitit_sweeps_pickled_jobs_hold_no_credential_and_its_jobs_still_reach_the_store(out: Path, mlflow_server) -> None:
@@ -375,6 +382,33 @@ def test_a_password_eaq_was_given_is_redacted_wherever_it_appears_spaces_and_all
     ]:
         assert redact(text) == expected
         assert redact(expected) == expected
+
+
+def test_a_read_tools_transfer_refused_a_figures_note_and_a_debug_traceback_quote_no_password(capsys) -> None:
+    """MLflow's artifact client raises requests' error (a proxy's 413 on report.html's upload), whose message quotes
+    the URL: the read tools printed its traceback; a figure's note quoted a store's error, and the end-of-sweep
+    report's debug traceback its messages."""
+    import requests
+
+    from eaq.report.figures import Figure
+    from eaq.tracking.failures import reported
+    from eaq.tracking.redact import redacted_traceback
+
+    url = f"http://alice:{TRACKING_PASSWORD}@127.0.0.1:5000/api/2.0/mlflow-artifacts/artifacts/0/report/runs.csv"
+
+    @reported()
+    def upload() -> int:
+        raise requests.HTTPError(f"413 Client Error: Request Entity Too Large for url: {url}")
+
+    assert upload() == 2
+    said = capsys.readouterr().err
+    assert "error: the MLflow tracking store named by --uri failed (413 Client Error" in said and TRACKING_PASSWORD not in said
+    assert TRACKING_PASSWORD not in Figure("power trace", note=f"power_trace.csv could not be read (API request to {url})").note
+    try:
+        raise RuntimeError(f"API request to {url} failed")
+    except RuntimeError as error:
+        text = redacted_traceback(error)
+    assert "RuntimeError: API request to http://alice:" in text and TRACKING_PASSWORD not in text
 
 
 def test_a_sweep_that_stops_before_its_first_job_leaves_multirun_yaml_redacted(out: Path) -> None:

@@ -10,7 +10,6 @@ and the parent's FINISHED/FAILED status still comes from its children alone.
 from __future__ import annotations
 
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from omegaconf import DictConfig
 
 from eaq.errors import EaqError
 from eaq.tracking.callbacks import fail_loudly, parent_run_id, sweep_dir
-from eaq.tracking.redact import redact
+from eaq.tracking.redact import redact, redacted_traceback
 
 
 def _report_api() -> tuple[Any, ...]:
@@ -66,7 +65,7 @@ class SweepReportCallback(Callback):
             log(MlflowClient(tracking_uri=uri), parent, report)
         except Exception as error:  # EaqError: no run finished, the summary says why; anything else: a report bug
             if config.get("debug") and not isinstance(error, EaqError):
-                traceback.print_exception(error)
+                print(redacted_traceback(error), end="", file=sys.stderr)  # MLflow's quote URLs
             print(f"sweep report: not built: {redact(str(error))}", file=sys.stderr)
             return
         summary = compact(report.table)

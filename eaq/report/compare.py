@@ -44,6 +44,7 @@ from eaq.report.frame import DATA, PARAMS, TAGS, compiler_settings, plan_names, 
 from eaq.report.frame import SETTING as FRAME_SETTING
 from eaq.report.table import runs_table
 from eaq.tracking.failures import reported
+from eaq.tracking.redact import redact
 
 SHAPE = ("model.name", "seq_len", "batch_size")
 # Compiled with torchao's tuned Inductor settings or with the defaults: two configurations, never averaged together.
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs = runs_table(args.uri, args.experiment, COLUMNS, settings=True, every_status=True)
     if runs.empty:
-        print(f"no benchmark runs in experiment {args.experiment!r} at {' '.join(args.uri)}", file=sys.stderr)
+        print(f"no benchmark runs in experiment {args.experiment!r} at {redact(' '.join(args.uri))}", file=sys.stderr)
         return 1
     found = sorted(runs["precision.name"].unique())
     if args.baseline not in found:

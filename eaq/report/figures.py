@@ -29,6 +29,7 @@ import pandas as pd
 
 from eaq.report.aggregate import QUALITY, counted, first_measured, mode_words, ratio_interval, wide
 from eaq.report.frame import CONFIG_KEYS, LOWER_IS_BETTER, SCOPE_KEYS
+from eaq.tracking.redact import redact
 
 DPI = 300
 LABELS = {
@@ -69,6 +70,10 @@ class Figure:
     png: Path | None = None
     svg: Path | None = None
     note: str = ""
+
+    def __post_init__(self) -> None:
+        # A note may quote a store's error, which quotes its URL, password and all: the screen and report.html show it.
+        object.__setattr__(self, "note", redact(self.note))
 
 
 # The share of a figure's width its panels take where a legend of the whole figure stands right of them.

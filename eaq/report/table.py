@@ -16,6 +16,7 @@ import pandas as pd
 from eaq.report.aggregate import QUALITY_DIGITS
 from eaq.report.frame import UNDER_WAY, configuration_param, ended_parents
 from eaq.tracking.failures import reported
+from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import PARENT_TAG
 from eaq.tracking.store import read_store
 
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     workload = None if args.columns else WORKLOADS.get(args.preset)
     table = runs_table(args.uri, args.experiment, columns if workload is None else (*columns, WORKLOAD))
     if not len(table.index):
-        print(f"no finished benchmark runs in experiment {args.experiment!r} at {' '.join(args.uri)}", file=sys.stderr)
+        print(f"no finished benchmark runs in experiment {args.experiment!r} at {redact(' '.join(args.uri))}", file=sys.stderr)
         return 1
     # A misspelled --columns name was left out unsaid, and with every name misspelled the runs read as "no runs".
     if missing := [c for c in args.columns or () if c.split(".", 1)[-1] not in table.columns]:

@@ -14,7 +14,6 @@ import logging
 import signal
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
@@ -38,7 +37,7 @@ from eaq.tracking.store import open_store
 from eaq.tracking.callbacks import parent_run_id, record_skip, skipped_runs, sweep_dir
 from eaq.tracking.environment import capture, cpu_model, device_name, summary_tags
 from eaq.tracking.progress import leave_record, output_sink, show_phase
-from eaq.tracking.redact import redact, remember
+from eaq.tracking.redact import redact, redacted_traceback, remember
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
 
 if TYPE_CHECKING:
@@ -60,7 +59,7 @@ TASKS = {
 def _report_error(exc: BaseException, debug: bool) -> None:
     """The error on stderr, redacted: a traceback can quote a URL with its password (a log file keeps stderr). Above a
     sweep's progress bars where they are drawn (written straight to their stream, it ran through them)."""
-    text = (redact("".join(traceback.format_exception(exc))) if debug or not isinstance(exc, EaqError) else "")
+    text = (redacted_traceback(exc) if debug or not isinstance(exc, EaqError) else "")
     text += f"error: {redact(str(exc))}\n"
     sink = output_sink()
     if sink is not None:

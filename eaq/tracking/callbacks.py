@@ -20,7 +20,6 @@ import functools
 import logging
 import shutil
 import sys
-import traceback
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +34,7 @@ from omegaconf.errors import InterpolationResolutionError
 from eaq.errors import ISOLATE_WITH_SLOTS, ConfigError, EaqError
 from eaq.files import atomic_write_text, from_launch_folder, try_exclusive
 from eaq.tracking.jobs import count_jobs
-from eaq.tracking.redact import redact, redact_file, redact_folder, remember
+from eaq.tracking.redact import redact, redact_file, redact_folder, redacted_traceback, remember
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -66,7 +65,7 @@ def fail_loudly(what: str) -> Callable[[Hook], Hook]:
                 hook(self, config, **kwargs)
             except Exception as exc:
                 if config.get("debug"):  # the traceback quotes what it was given: a store's URI, say
-                    print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
+                    print(redacted_traceback(exc), end="", file=sys.stderr)
                 launch = "sweep" if config.hydra.mode == RunMode.MULTIRUN else "run"
                 print(f"error: the {launch} stopped: {what} failed ({redact(str(exc))})", file=sys.stderr)
                 raise SystemExit(2 if isinstance(exc, EaqError) else 1) from exc

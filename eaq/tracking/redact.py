@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import re
+import traceback
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -146,6 +147,12 @@ def redact(text: str) -> str:
     for secret in sorted(_KNOWN, key=len, reverse=True):  # the longest first: one may hold another
         text = _KNOWN[secret].sub(REDACTED, text)
     return text
+
+
+def redacted_traceback(exc: BaseException) -> str:
+    """``exc``'s traceback as Python prints it, redacted: its frames and messages quote what they were given (a store's
+    URI, MLflow's request URLs), and it goes to stderr and the log files that keep it."""
+    return redact("".join(traceback.format_exception(exc)))
 
 
 def redact_tree(value: Any) -> Any:

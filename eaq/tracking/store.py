@@ -103,13 +103,21 @@ def _artifact_uri(location: str | None) -> str | None:
     return Path(location).resolve().as_uri()
 
 
+def _credentials_kept_quiet(uri: str) -> None:
+    """Remember ``uri``'s credentials for redaction, and where it holds one, stop MLflow printing a server store's run
+    URL, credentials and all, whenever a run ends (a job's run, and the report's own run that --log opens)."""
+    remember(uri)
+    if redact(uri) != uri:
+        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+
+
 def read_store(uri: str) -> MlflowClient:
     """A client for reading a store that must already exist (the report, diff and rerun tools).
 
     A dead server fails in seconds, not after MLflow's minutes of retries; a SQLite file that is not there is said,
     not created empty (the tools' default, ``outputs/mlflow.db``, is relative to the folder they run in).
     """
-    remember(uri)
+    _credentials_kept_quiet(uri)
     if len(urllib.parse.urlsplit(uri).scheme) <= 1:  # a path (a Windows drive's letter is no scheme), read by MLflow
         # as a file store that it refuses with advice on migrating one
         raise EaqError(
@@ -135,10 +143,7 @@ def open_store(uri: str, experiment: str, artifact_location: str | None) -> tupl
     """
     if not experiment.strip():  # MLflow's "Invalid experiment name" was read as a store that cannot be opened
         raise ConfigError("tracking.experiment is empty: name the MLflow experiment the runs go to (default: eaq).")
-    remember(uri)
-    if redact(uri) != uri:
-        # MLflow prints a server store's run URL, credentials and all, whenever a run ends.
-        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    _credentials_kept_quiet(uri)
     try:
         if uri.startswith(("http://", "https://")):
             _check_reachable(uri)
