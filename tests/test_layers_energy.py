@@ -207,7 +207,7 @@ def test_a_block_replayed_with_its_components_stubbed_runs_its_own_ops_alone(kin
     model = tiny(kind)
     batch = _batch(model)
     components = find_components(model)
-    blocks = find_blocks(components)
+    blocks = find_blocks(components, model)
     assert [(b.name, b.roots) for b in blocks] == [(f"block.{i}", (f"{BLOCK_ROOTS[kind]}.{i}",)) for i in (0, 1)]
     for block in blocks:  # a block owns exactly the modules of its components
         assert sorted(block.modules) == sorted(m for c in components if c.block == block.block for m in c.modules)
@@ -325,7 +325,7 @@ def test_every_graph_task_layers_captures_takes_the_eager_mask_decisions(monkeyp
     components = find_components(model)
     with torch.inference_mode():
         measure_components(model, components, lambda: model(**batch), CPU, NoSampler(reason="none"), SETTINGS, 2)
-    blocks = find_blocks(components)
+    blocks = find_blocks(components, model)
     types = {c.type for c in components} | {"block"}
     assert len(seen) == 1 + len(components) + len(blocks) + len(types) and not any(seen)
 
@@ -454,19 +454,59 @@ class _BareLayers(nn.Module):
         return self.ln_f(x)
 
 
+class _Containers(nn.Module):
+    """A list of projections its forward iterates (Gemma 3n's altup projections), and numbered blocks held by lists
+    of layers (Funnel's): neither container is ever called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.projections = nn.ModuleDict({"up": nn.Linear(8, 8), "down": nn.Linear(8, 8)})
+        self.blocks = nn.ModuleList([nn.ModuleList([nn.Linear(8, 8) for _ in range(2)]) for _ in range(2)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = sum(p(x) for p in self.projections.values())
+        for block in self.blocks:
+            for layer in block:
+                x = x + layer(x)
+        return x
+
+
+def test_a_container_is_never_a_root_and_a_block_it_holds_has_its_own_ops_unmeasured_not_zero() -> None:
+    """A ModuleList root's hooks never fired: its component had no calls, no time and no energy, unsaid; a block held
+    by one recorded its own ops (the residual adds) as 0."""
+    model = _Containers()
+    x = torch.randn(4, 8)
+    components = find_components(model)
+    roots = {c.name: c.roots for c in components}
+    assert roots == {"other": ("projections.up", "projections.down"), "block.0.other": ("blocks.0.0", "blocks.0.1"),
+                     "block.1.other": ("blocks.1.0", "blocks.1.1")}
+    assert find_blocks(components, model) == []
+    with torch.inference_mode():
+        found = measure_components(model, components, lambda: model(x), CPU, NoSampler(reason="test"), SETTINGS, 4)
+    assert all(found.times.components[name] > 0 for name in roots)  # every root was called, so timed
+    assert found.outside.time_s[BLOCK_OPS] is None
+    assert found.tags["eaq.layers.block_ops"].startswith("not measured: block(s) 0, 1 are held by a ModuleList")
+
+
 def test_a_block_whose_module_is_a_components_root_is_no_block_and_no_range_closes_another() -> None:
     model = _BareLayers()
     x = torch.randn(4, 8)
     components = find_components(model)
     assert [c.roots for c in components] == [("layers.0",), ("layers.1",), ("ln_f",)]
-    assert find_blocks(components) == []  # nothing runs in them beside their components
+    assert find_blocks(components, model) == []  # nothing runs in them beside their components
     with torch.inference_mode():
         found = measure_components(model, components, lambda: model(x), CPU, NoSampler(reason="test"), SETTINGS, 4)
     assert found.times.blocks == {} and found.outside.time_s[BLOCK_OPS] == 0
     # Two stacks sharing an index: the one whose block is a component's root drops out, the other stays.
     stacks = [Component("block.0.ffn", "ffn", 0, ("encoder.0", "decoder.0.ffn"), ("encoder.0", "decoder.0.ffn")),
               Component("block.0.attention", "attention", 0, ("decoder.0.attn",), ("decoder.0.attn",))]
-    assert [b.roots for b in find_blocks(stacks)] == [("decoder.0",)]
+    holder = nn.Module()
+    holder.encoder = nn.ModuleList([nn.Linear(2, 2)])
+    holder.decoder = nn.ModuleList([nn.ModuleDict({"ffn": nn.Linear(2, 2), "attn": nn.Linear(2, 2)})])
+    assert find_blocks(stacks, holder) == []  # decoder.0, a ModuleDict, is never called
+    holder.decoder = nn.ModuleList([nn.Module()])
+    holder.decoder[0].ffn, holder.decoder[0].attn = nn.Linear(2, 2), nn.Linear(2, 2)
+    assert [b.roots for b in find_blocks(stacks, holder)] == [("decoder.0",)]
     # A block given such a root anyway: its range and the component's nest on the one module, and the block has
     # no op of its own.
     block = Component("block.0", "block", 0, ("layers.0",), ("layers.0",))

@@ -486,3 +486,56 @@ def test_a_plan_with_measured_savings_lowers_only_what_the_target_makes_cheaper(
                           saving={name: -1.0 for name in cost})
     assert nothing.plan.layers == {} and "0 of" in nothing.plan.meta["saving"] and "so none is lowered" in nothing.plan.meta["saving"]
     assert nothing.measured.impact == 0
+
+
+def _block_output(model: nn.Module, block: nn.Module, components: list[Component], **inputs: torch.Tensor) -> torch.Tensor:
+    """What ``block`` returns in one pass of ``model`` with ``components`` ablated."""
+    seen: dict[str, torch.Tensor] = {}
+    with torch.inference_mode(), ablated(model, components):  # its hooks first: this one sees what they leave
+        hook = block.register_forward_hook(lambda _, __, out: seen.__setitem__("out", out[0] if isinstance(out, tuple) else out))
+        try:
+            model(**inputs)
+        finally:
+            hook.remove()
+    return seen["out"].clone()
+
+
+def test_a_gated_norm_is_its_modules_so_ablating_linear_attention_skips_the_whole_branch() -> None:
+    """Qwen3.5's linear attention gates its output through a norm named bare ``norm`` before its output projection:
+    taken for the residual stream's norm, it split the branch, whose roots were its projections, and ablation zeroed a
+    gate projection (the branch still wrote back)."""
+    try:
+        config = AutoConfig.for_model(
+            "qwen3_5_text", vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16, linear_num_value_heads=4, linear_num_key_heads=2,
+            linear_key_head_dim=16, linear_value_head_dim=16, layer_types=["linear_attention", "full_attention"],
+            pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    except ValueError:
+        import transformers
+
+        pytest.skip(f"transformers {transformers.__version__} has no Qwen3.5")
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    components = {c.name: c for c in find_components(model)}
+    assert components["block.0.attention"].roots == ("model.layers.0.linear_attn",)
+    branch = model.model.layers[0].linear_attn
+    ids = torch.randint(3, 64, (2, 16))
+    assert _block_output(model, branch, [components["block.0.attention"]], input_ids=ids, use_cache=False).abs().max() == 0
+
+
+def test_ablating_mobileberts_ffn_leaves_its_attention_in_the_block() -> None:
+    """MobileBERT's ``output.bottleneck.dense`` adds the block's whole bottlenecked stack back onto its input: as FFN it
+    was the module ablation zeroed, which removed the attention's contribution with the FFN's."""
+    from transformers import AutoModelForSequenceClassification
+
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_config(AutoConfig.for_model(
+        "mobilebert", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        embedding_size=16, intra_bottleneck_size=16, true_hidden_size=16, initializer_range=0.5)).eval()
+    components = {c.name: c for c in find_components(model)}
+    block = model.mobilebert.encoder.layer[0]
+    ids = torch.randint(0, 64, (2, 8))
+    ffn = _block_output(model, block, [components["block.0.ffn"]], input_ids=ids)
+    both = _block_output(model, block, [components["block.0.ffn"], components["block.0.attention"]], input_ids=ids)
+    assert not torch.allclose(ffn, both)
+    assert "mobilebert.encoder.layer.0.output.bottleneck.dense" in components["block.0.other"].modules

@@ -27,13 +27,19 @@ usual conventions, checked in this order:
    ``attention.output.LayerNorm``, ALBERT's ``attention.LayerNorm``, XLNet's ``ff.layer_norm``):
    that is the sub-layer's norm of the residual stream, run after the residual add its module
    also holds, and stays a layer norm, so that the branch's roots stop before the residual add.
+   A gated norm (its class's name holds ``Gated``: Qwen3.5's and Qwen3-Next's linear attention,
+   Mamba-2 mixers) is never that, whatever its name: it gates its module's output before that
+   module's output projection, so it is that module's (attention, FFN, or ``other`` for a mixer).
 4. ``attention``: a segment containing ``attn`` or ``attention``.
 5. ``ffn``: a segment containing ``mlp``, ``ffn``, ``intermediate``, ``feed_forward``,
    ``DenseReluDense`` or ``DenseGatedActDense`` (T5), ``moe`` or ``expert`` (a mixture of experts'
    block, GraniteMoE's ``block_sparse_moe``: its router and experts), a segment named ``ff`` or
    ending in ``_ff`` (XLNet's ``ff.layer_1``, Transformer-XL's ``pos_ff``), or ``output``
    inside a block (BERT's ``output.dense``, after rule 4 took ``attention.output``), or a block's
-   ``fc1``/``fc2`` (OPT keeps its feed-forward layers in the block itself).
+   ``fc1``/``fc2`` (OPT keeps its feed-forward layers in the block itself); but a module under a
+   block's ``bottleneck`` (MobileBERT's projections into and out of its narrow sub-layers, which add
+   the whole stack back onto the block's input) is ``other``: as FFN, its ablation removed the
+   attention's contribution too.
 6. ``other``: everything else.
 
 The block is the first all-digit segment of the name (``encoder.layer.3...``,
@@ -92,13 +98,14 @@ def _names_attention(segment: str) -> bool:
     return "attn" in segment or "attention" in segment
 
 
-def _branch_holding(segments: list[str]) -> str | None:
+def _branch_holding(segments: list[str], residual: bool = True) -> str | None:
     """"attention" or "ffn": the type of the nearest module above this one that rule 4 or 5 names by its segment,
-    if that holds it as part of its branch, not as its norm of the residual stream (rule 3); else None."""
+    if that holds it as part of its branch, not as its norm of the residual stream (rule 3; ``residual`` false: a
+    gated norm, which is never that); else None."""
     for i in range(len(segments) - 2, -1, -1):
         kind = "attention" if _names_attention(segments[i]) else "ffn" if _FFN_SEGMENT.search(segments[i]) else None
         if kind is not None:
-            return None if _RESIDUAL_NORM.intersection(segments[i + 1:]) else kind
+            return None if residual and _RESIDUAL_NORM.intersection(segments[i + 1:]) else kind
     return None
 
 
@@ -114,10 +121,14 @@ def classify(name: str, module: nn.Module) -> str:
     if segments[0] in HEAD_SEGMENTS or "pooler" in segments:
         return "head"
     if _NORM_CLASS.search(type(module).__name__) or _NORM_NAME.match(segments[-1]):
+        if "Gated" in type(module).__name__:  # inside its module's forward, before the output projection
+            return _branch_holding(segments, residual=False) or "other"
         return _branch_holding(segments) or "layer_norm"
     if attention:
         return "attention"
     in_block = _block(segments) is not None
+    if in_block and "bottleneck" in segments:  # the block's own projections around its sub-layers (MobileBERT)
+        return "other"
     if any(_FFN_SEGMENT.search(s) for s in segments) or (in_block and ("output" in segments or _FFN_LAYER.match(segments[-1]))):
         return "ffn"
     return "other"
@@ -136,7 +147,9 @@ def _roots(model: nn.Module, owner: dict[str, str]) -> dict[str, list[str]]:
         owners = {owner[".".join(p for p in (name, n) if p)] for n, m in _parameterised(module)}
         if not owners:
             return
-        if len(owners) == 1:
+        # A ModuleList or ModuleDict is never called (its holder iterates it): as a root its hooks never fired, and its
+        # component's work went unmeasured and unsaid (Gemma 3n's altup projections); its members are the roots.
+        if len(owners) == 1 and not isinstance(module, (nn.ModuleList, nn.ModuleDict)):
             roots.setdefault(owners.pop(), []).append(name)
             return
         for child, sub in module.named_children():
@@ -168,7 +181,22 @@ def find_components(model: nn.Module) -> list[Component]:
     ]
 
 
-def find_blocks(components: list[Component]) -> list[Component]:
+def _holders(components: list[Component]) -> Iterator[tuple[int, str]]:
+    """(block, the module holding it: its name up to its first all-digit segment) for each numbered component's module."""
+    for component in components:
+        if component.block is None:
+            continue
+        for name in component.modules:
+            segments = name.split(".")
+            index = next(i for i, s in enumerate(segments) if s.isdigit())
+            yield component.block, ".".join(segments[: index + 1])
+
+
+def _container(model: nn.Module, name: str) -> bool:
+    return isinstance(model.get_submodule(name), (nn.ModuleList, nn.ModuleDict))
+
+
+def find_blocks(components: list[Component], model: nn.Module) -> list[Component]:
     """Each numbered block as a component of type ``block`` whose roots are the modules holding
     it (each module name up to its first all-digit segment; two stacks sharing an index, as an
     encoder and a decoder, give a block two roots). Calling them runs the block's components and
@@ -177,22 +205,24 @@ def find_blocks(components: list[Component]) -> list[Component]:
     A module holding a block that is itself a component's root (a block of one component: a
     ``ModuleList`` of bare layers) runs no ops of its own beside that component's, so it is no
     block root: replayed with its components stubbed it would run the stub alone, and profiled it
-    would open a second range on the component's module. A block left with no root is no block."""
+    would open a second range on the component's module. Nor is a ``ModuleList`` or ``ModuleDict``
+    holding it (Funnel's blocks of layers), which no forward calls (``uncalled_blocks``). A block
+    left with no root is no block."""
     component_roots = {root for c in components for root in c.roots}
     roots: dict[int, dict[str, None]] = {}
-    for component in components:
-        if component.block is None:
-            continue
-        for name in component.modules:
-            segments = name.split(".")
-            index = next(i for i, s in enumerate(segments) if s.isdigit())
-            holder = ".".join(segments[: index + 1])
-            if holder not in component_roots:
-                roots.setdefault(component.block, {})[holder] = None
+    for block, holder in _holders(components):
+        if holder not in component_roots and not _container(model, holder):
+            roots.setdefault(block, {})[holder] = None
     return [
         Component(f"block.{b}", "block", b, tuple(m for c in components if c.block == b for m in c.modules), tuple(r))
         for b, r in roots.items()
     ]
+
+
+def uncalled_blocks(components: list[Component], model: nn.Module) -> list[int]:
+    """The numbered blocks held by a ``ModuleList`` or ``ModuleDict``, which no forward calls: their own ops (residual
+    adds) cannot be measured apart, and read as not measured, never as 0."""
+    return sorted({block for block, holder in _holders(components) if _container(model, holder)})
 
 
 def component_params(model: nn.Module, component: Component) -> int:

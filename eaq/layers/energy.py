@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from eaq.layers.attribution import OUTSIDE, PassTimes, profile_times, split
-from eaq.layers.components import Component, find_blocks
+from eaq.layers.components import Component, find_blocks, uncalled_blocks
 from eaq.layers.replay import capture, fingerprints, graphed, metered, recording_outputs, replay_by_type, stubbed
 from eaq.measure.energy import PRIMARY_CHANNELS, WindowEnergy, energy_metrics, window_energy
 from eaq.measure.idle import ReusePolicy, idle_baseline
@@ -252,7 +252,8 @@ def measure_components(
     samples_per_pass: int,
 ) -> ComponentEnergy:
     """Both methods for every component, on the model as it is (the run's precision applied)."""
-    blocks = find_blocks(components)
+    blocks = find_blocks(components, model)
+    uncalled = uncalled_blocks(components, model)
     outputs: dict[str, list[object]] = {}  # what the blocks' components return, for their stubs
     with recording_outputs(model, [c for c in components if c.block is not None], outputs):
         calls = capture(model, [*components, *blocks], forward)
@@ -308,15 +309,16 @@ def measure_components(
         reasons += [f"replay {replayed.type}: {r}" for r in replay_check.reasons]
         notes += [f"replay {replayed.type}: {n}" for n in replay_check.notes]
     notes += _profile_slowing(device, times, found.whole_s_per_pass)
-    block_s = sum(times.blocks.values())  # the blocks' own ops (each block's range less its components')
+    # The blocks' own ops (each block's range less its components'); not measured where a block has no callable holder.
+    block_s = None if uncalled else sum(times.blocks.values())
 
     def profiled(parts: dict[str, float | None], joules: float | None) -> dict[str, float | None]:
-        return _outside(parts, joules * block_s / times.whole_s if joules is not None else None, joules)
+        return _outside(parts, joules * block_s / times.whole_s if joules is not None and block_s is not None else None, joules)
 
     found.outside = OutsideWork(
         time_s=_outside(times.components, block_s, times.whole_s),
-        replay_j=_outside(found.replay_j, _summed(block_j), whole_j),
-        replay_net_j=_outside(found.replay_net_j, _summed(block_net_j), whole_net_j),
+        replay_j=_outside(found.replay_j, None if uncalled else _summed(block_j), whole_j),
+        replay_net_j=_outside(found.replay_net_j, None if uncalled else _summed(block_net_j), whole_net_j),
         attribution_j=profiled(found.attribution_j, whole_j),
         attribution_net_j=profiled(found.attribution_net_j, whole_net_j),
     )
@@ -351,6 +353,8 @@ def measure_components(
         "eaq.layers.cuda_graphs": _graphs_tag(settings.cuda_graphs, eager,
                                               1 + len(replays) + sum(len(r.seconds_alone) for r in replays)),
         **idle_tags,
+        **({"eaq.layers.block_ops": f"not measured: block(s) {', '.join(map(str, uncalled))} are held by a ModuleList "
+                                    "or ModuleDict, which no forward calls"} if uncalled else {}),
     }
     if whole_energy.energy_j is None:
         found.tags["eaq.energy.reason"] = whole_energy.reason
