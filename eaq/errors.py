@@ -47,6 +47,13 @@ ISOLATE_WITH_SLOTS = (
 NO_PLAN = "precision=mixed needs precision.plan=FILE (a plan YAML, e.g. the layers/plan.yaml of a task=layers run)."
 
 
+def first_line(error: BaseException) -> str:
+    """What ``error`` says first, or its class's name where it says nothing: a library's message quoted inside one
+    sentence (MLflow's goes on for lines and quotes its request's URL; torch's capture errors carry advice)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def missing_plan(path: object) -> str:
     """The sentence for a plan file that is not there."""
     return f"precision.plan={path} does not exist; give the path of a plan YAML (e.g. one task=layers wrote)."

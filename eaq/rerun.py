@@ -23,7 +23,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from eaq.diff import find_job_run
-from eaq.errors import EaqError
+from eaq.errors import EaqError, first_line
 from eaq.tracking.failures import reported
 from eaq.tracking.redact import REDACTED, redact, remember
 from eaq.tracking.store import read_store
@@ -61,10 +61,9 @@ def logged_command(ref: str, client: MlflowClient | None) -> list[str]:
             logged = Path(client.download_artifacts(run.info.run_id, ".hydra", tmp))
         except (MlflowException, OSError) as error:
             if run.info.status == "FINISHED":  # it logged .hydra/ as it started: its artifacts are not readable here
-                said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
                 raise EaqError(
                     f"run {run.info.run_name} ({run.info.run_id}) finished, and its recorded .hydra/ cannot be read from "
-                    f"its artifacts at {run.info.artifact_uri} ({said}): a store copied from another host leaves them "
+                    f"its artifacts at {run.info.artifact_uri} ({first_line(error)}): a store copied from another host leaves them "
                     "there, or its server is not answering; pass the run's job folder instead, or run this where its "
                     "artifacts are."
                 ) from error

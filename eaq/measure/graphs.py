@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
+from eaq.errors import first_line
+
 # Eager calls before the capture: what the first calls allocate or initialise must not be recorded.
 WARMUP_CALLS = 3
 
@@ -65,8 +67,7 @@ def as_graph(
                 graph.capture_end()
         except Exception as error:  # an operation not permitted while capturing (a host sync), raised by torch or a library
             torch.cuda.synchronize(device)
-            text = str(error).strip()
-            return Step(fn, f"capture failed ({text.splitlines()[0] if text else type(error).__name__})")
+            return Step(fn, f"capture failed ({first_line(error)})")
     torch.cuda.current_stream(device).wait_stream(side)
     return Step(graph.replay)
 

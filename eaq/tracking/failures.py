@@ -10,7 +10,7 @@ import functools
 import sys
 from typing import Callable, ParamSpec
 
-from eaq.errors import EaqError
+from eaq.errors import EaqError, first_line
 from eaq.tracking.redact import redact
 
 P = ParamSpec("P")
@@ -22,10 +22,8 @@ def store_failed(error: Exception, store: str) -> EaqError:
     MLflow's message quotes the request's URL, password and all, and goes on for lines: raised as it is, Hydra or
     Python prints it whole, so only its first line is kept, redacted. ``store`` names the store as the user gave it
     (``tracking.uri=...``, ``named by --uri``)."""
-    text = str(error).strip()
-    first_line = text.splitlines()[0] if text else type(error).__name__
     failed = EaqError(
-        f"the MLflow tracking store {redact(store)} failed ({redact(first_line)}); check that it is up and answering "
+        f"the MLflow tracking store {redact(store)} failed ({redact(first_line(error))}); check that it is up and answering "
         "(a server's log says why it refused), and run this again."
     )
     failed.__cause__ = error  # debug=true's traceback (redacted) goes on into MLflow's

@@ -21,7 +21,7 @@ from pathlib import Path
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from eaq.errors import ConfigError, EaqError
+from eaq.errors import ConfigError, EaqError, first_line
 from eaq.files import exclusive
 from eaq.tracking.redact import redact, remember
 
@@ -160,9 +160,8 @@ def open_store(uri: str, experiment: str, artifact_location: str | None) -> tupl
     except EaqError:
         raise
     except (MlflowException, OSError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise EaqError(
-            f"the MLflow tracking store tracking.uri={redact(uri)} could not be opened ({redact(first_line)}); "
+            f"the MLflow tracking store tracking.uri={redact(uri)} could not be opened ({redact(first_line(exc))}); "
             f"pass a writable sqlite:///<absolute path>.db or a server URL."
         ) from exc
     if found.lifecycle_stage != "active":
