@@ -229,7 +229,7 @@ TAGS: tuple[tuple[str, str], ...] = (
      "both prefill's and decode's did); 'not asked' for a fixed count."),
     ("eaq.layers.share_basis", "task=layers: what energy_share is a share of: replay or attribution energy, or time where no energy was measured."),
     ("eaq.layers.block_ops", "task=layers: 'not measured: ...' where numbered blocks are held by a ModuleList or ModuleDict (Funnel's blocks of layers), which no forward calls: their own ops (residual adds) cannot be measured apart, and block_ops and model_glue are empty (never 0)."),
-    ("eaq.layers.unmeasured", "task=layers: components no hook can time alone (their parameters used inside another component's module: XLNet's attention), named with why; their cells are empty."),
+    ("eaq.layers.unmeasured", "task=layers: components no hook can time alone (their parameters used inside another component's module: XLNet's attention), whose cells are empty, and components with a member under none of their roots, whose figures leave that member's own work out; each named with why."),
     ("eaq.layers.impact", "task=layers: the impact measured (target precision, base format, ablation), or why none."),
     ("eaq.layers.plan", "task=layers: the mixed-precision plan written to layers/plan.yaml (layers lowered, budget)."),
     ("eaq.layers.cuda_graphs", "task=layers: whether the whole-model pass and the replays ran as CUDA graphs (layers.cuda_graphs), or why they ran eagerly."),

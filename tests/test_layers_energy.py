@@ -21,7 +21,7 @@ from transformers import (
 )
 
 from eaq.config import ModelConfig
-from eaq.layers.components import TYPES, Component, find_blocks, find_components
+from eaq.layers.components import TYPES, Component, find_blocks, find_components, unmeasured
 from eaq.errors import DeviceError
 from eaq.layers import attribution as attribution_module
 from eaq.layers.attribution import OUTSIDE, PassTimes, component_flops, profile_times
@@ -705,6 +705,35 @@ def test_a_component_no_hook_can_time_alone_has_empty_cells_not_zero_and_no_shar
     assert basis == "replay" and sum(measured) == pytest.approx(1.0) and all(share > 0 for share in measured)
     attention = next(t for t in type_rows(list(rows.values()), Impacts({}, {})) if t["type"] == "attention")
     assert attention["energy_replay_mj_per_pass"] is None  # a type of unmeasured components is no sum of zeros
+
+
+class _ScaledAttention(nn.Module):
+    """An attention module with a parameter of its own (a learned output scale) beside its projection and the residual
+    stream's norm (named bare, so a layer norm): the module holds two components, so it is no root."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(8))
+        self.q = nn.Linear(8, 8)
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x + self.q(x) * self.scale)
+
+
+def test_a_member_under_none_of_its_components_roots_is_said_unmeasured() -> None:
+    """The attention's own scale runs in no root: its component is timed by its projection alone, which was unsaid
+    (only components with no root at all were named)."""
+    model = nn.Module()
+    model.layers = nn.ModuleList([nn.Module()])
+    model.layers[0].attention = _ScaledAttention()
+    by_name = {c.name: c for c in find_components(model)}
+    attention = by_name["block.0.attention"]
+    assert attention.modules == ("layers.0.attention", "layers.0.attention.q") and attention.roots == ("layers.0.attention.q",)
+    assert unmeasured(list(by_name.values())) == {
+        "block.0.attention": "layers.0.attention under none of its roots: its figures leave out their own work"}
+    xlnet = find_components(XLNetLMHeadModel(XLNetConfig(vocab_size=64, d_model=32, n_layer=2, n_head=4, d_inner=64)))
+    assert set(unmeasured(xlnet)) == {"other", "block.0.attention", "block.1.attention"}  # no root: all empty
 
 
 def test_attribution_sums_to_the_window_energy_and_replay_sees_each_type(monkeypatch: pytest.MonkeyPatch) -> None:

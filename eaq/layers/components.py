@@ -181,6 +181,20 @@ def find_components(model: nn.Module) -> list[Component]:
     ]
 
 
+def unmeasured(components: list[Component]) -> dict[str, str]:
+    """Component name -> why part of its work is measured by no hook: no root at all (every cell of it is empty), or
+    members with parameters of their own under none of its roots (a module that also holds another component's
+    module: its own work runs in no root, so the component's time and energy miss it and its block's own ops hold
+    it)."""
+    said: dict[str, str] = {}
+    for c in components:
+        if not c.roots:
+            said[c.name] = "no root: its FLOPs, time, energy and share are empty"
+        elif outside := [m for m in c.modules if not any(m == r or m.startswith(f"{r}.") for r in c.roots)]:
+            said[c.name] = f"{', '.join(outside)} under none of its roots: its figures leave out their own work"
+    return said
+
+
 def _holders(components: list[Component]) -> Iterator[tuple[int, str]]:
     """(block, the module holding it: its name up to its first all-digit segment) for each numbered component's module."""
     for component in components:

@@ -24,7 +24,7 @@ from eaq.data import Examples
 from eaq.device import describe_device, draw_key, resolve_device
 from eaq.errors import ConfigError, UnsupportedPrecisionError
 from eaq.layers.attribution import component_flops
-from eaq.layers.components import Component, component_params, find_components
+from eaq.layers.components import Component, component_params, find_components, unmeasured
 from eaq.layers.energy import ComponentEnergy, Settings, measure_components, measure_passes, without_cache, without_full_mask
 from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, lowerable, run_outputs, sensitivity
 from eaq.layers.plan import BUDGETS, NEEDS, REQUIRES, Budget, choose_plan, default_budget, split_type_savings
@@ -201,11 +201,10 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
         **data_metrics(cfg, batches),
     }
     tags |= energy.tags | {"eaq.layers.share_basis": basis, "eaq.proof.stored_dtypes": str(evidence["stored_dtypes"])}
-    if unhooked := [c.name for c in components if not c.roots]:
+    if unhooked := unmeasured(components):
         tags["eaq.layers.unmeasured"] = (
-            f"{', '.join(unhooked)}: parameters used inside a module that also holds another component's module, so "
-            "no hook times them alone; their FLOPs, time, energy and share are empty and their work counts in their "
-            "blocks' own ops")
+            "parameters used inside a module that also holds another component's module, so no hook times them alone, "
+            "and their work counts in their blocks' own ops: " + "; ".join(f"{c} ({why})" for c, why in unhooked.items()))
     if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
         with phases("plan"):
             cost, saving = shares, None
