@@ -157,11 +157,12 @@ def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int
     moved = {k: config_diff.pop(k) for k in list(config_diff)
              if k in READ_FILES and files_a.get(k) is not None and files_a.get(k) == files_b.get(k)}
     # A data path there in neither run (both recorded what they read: no file at it) named nothing read: both read the
-    # same dataset.hub instead, as their eaq.data.source says (two checkouts without ../shared/data).
+    # same dataset.hub instead, as their eaq.data.source says (two checkouts without ../shared/data). An older eaq's run
+    # recorded no read files at all: that says nothing of its path.
     hub = (config_a.get("dataset") or {}).get("hub")
     unread = {k: config_diff.pop(k) for k in list(config_diff)
-              if k == "dataset.path" and env_a and env_b and k not in files_a and k not in files_b and hub
-              and "dataset.hub" not in config_diff}
+              if k == "dataset.path" and "read_files" in env_a and "read_files" in env_b and k not in files_a
+              and k not in files_b and hub and "dataset.hub" not in config_diff}
     # The device beside only as an index of one kind (cuda:0, cuda:1): the report tells cpu from cuda by the device's name.
     beside = {k: config_diff.pop(k) for k in list(config_diff) if k in BESIDE_THE_MEASUREMENT
               and (k != "device" or _device_kind(config_diff[k][0]) == _device_kind(config_diff[k][1]) != "auto")}

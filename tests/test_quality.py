@@ -160,6 +160,15 @@ def test_one_data_file_read_from_two_checkouts_is_no_difference_to_eaq_diff(out:
     assert diff_main(hubbed) == 0
     shown = capsys.readouterr().out
     assert "configuration: identical" in shown and "(there in neither run: both read dataset.hub=glue:sst2:validation" in shown, shown
+    # Two runs of an older eaq (no read_files at all): nothing says their paths were unread, so they stay a difference.
+    for folder in hubbed:
+        env = json.loads((Path(folder) / "env.json").read_text())
+        del env["read_files"]
+        (Path(folder) / "env.json").write_text(json.dumps(env))
+    assert diff_main(hubbed) == 1
+    shown = capsys.readouterr().out
+    assert "configuration: 1 difference(s)" in shown and "there in neither run" not in shown, shown
+    assert "files read: not recorded for" in shown, shown
 
 
 def test_quality_figures_are_computed_again_under_another_torchao(out: Path) -> None:
