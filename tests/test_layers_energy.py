@@ -440,15 +440,29 @@ def test_a_profiler_that_sees_no_time_fails_before_any_window_with_what_to_check
     assert not sampler.trace.times  # the sampler never started: no window was measured
 
 
-class _BareLayers(nn.Module):
-    """Numbered blocks of one bare layer each, and a final norm: each block's module is its one component's root."""
+class _Wrapped(nn.Module):
+    """A block holding one layer and nothing else (a Mamba block of its mixer alone)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])
+        self.mixer = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mixer(x)
+
+
+class _BareLayers(nn.Module):
+    """Numbered blocks of one layer each, and a final norm: each block's module is its one component's root. Beside
+    them a list of bare projections (Gemma 3n's altup projections), numbered but no blocks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.projections = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])
+        self.layers = nn.ModuleList([_Wrapped() for _ in range(2)])
         self.ln_f = nn.LayerNorm(8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = sum(p(x) for p in self.projections)
         for layer in self.layers:
             x = x + layer(x)
         return self.ln_f(x)
@@ -492,7 +506,9 @@ def test_a_block_whose_module_is_a_components_root_is_no_block_and_no_range_clos
     model = _BareLayers()
     x = torch.randn(4, 8)
     components = find_components(model)
-    assert [c.roots for c in components] == [("layers.0",), ("layers.1",), ("ln_f",)]
+    assert [(c.name, c.block, c.roots) for c in components] == [
+        ("other", None, ("projections.0", "projections.1")), ("block.0.other", 0, ("layers.0",)),
+        ("block.1.other", 1, ("layers.1",)), ("layer_norm", None, ("ln_f",))]
     assert find_blocks(components, model) == []  # nothing runs in them beside their components
     with torch.inference_mode():
         found = measure_components(model, components, lambda: model(x), CPU, NoSampler(reason="test"), SETTINGS, 4)
@@ -548,7 +564,7 @@ def test_a_root_that_raises_leaves_no_flop_counter_on_the_dispatch_stack_and_no_
     assert _OpenRanges.open == 0
     assert next(inputs, None) is None  # it failed where meant to, in a pass with the component's range open
     # And the counter still counts when nothing fails.
-    assert component_flops(model, components, lambda: model(torch.randn(2, 8))) == {"block.0.other": 2 * 2 * 8 * 8}
+    assert component_flops(model, components, lambda: model(torch.randn(2, 8))) == {"other": 2 * 2 * 8 * 8}
 
 
 class _WaitsOnTheHost(nn.Module):
@@ -621,10 +637,12 @@ def test_on_a_cpu_a_profiled_pass_slower_than_the_windows_is_said(
 def test_unrecognised_modules_are_reported_as_other_not_dropped() -> None:
     model = nn.Sequential()
     model.add_module("proj_in", nn.Linear(4, 4))
-    model.add_module("blocks", nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4)))
+    model.add_module("blocks", nn.Sequential(nn.Sequential(nn.Linear(4, 4)), nn.Sequential(nn.Linear(4, 4))))
+    model.add_module("proj_out", nn.ModuleList([nn.Linear(4, 4)]))  # numbered, a bare layer: no block
     components = find_components(model)
     assert [(c.name, c.type, c.modules) for c in components] == [
-        ("other", "other", ("proj_in",)), ("block.0.other", "other", ("blocks.0",)), ("block.1.other", "other", ("blocks.1",))
+        ("other", "other", ("proj_in", "proj_out.0")), ("block.0.other", "other", ("blocks.0.0",)),
+        ("block.1.other", "other", ("blocks.1.0",))
     ]
 
 

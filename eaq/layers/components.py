@@ -43,7 +43,9 @@ usual conventions, checked in this order:
 6. ``other``: everything else.
 
 The block is the first all-digit segment of the name (``encoder.layer.3...``,
-``transformer.h.3...``); modules outside numbered blocks have none. A component is
+``transformer.h.3...``) whose module holds modules of its own, as a stack's blocks do; a numbered
+bare layer is no block (Gemma 3n's ``altup_projections.0``, a list of projections outside every
+block, read as block 0), and modules outside numbered blocks have none. A component is
 named ``block.<i>.<type>``, or ``<type>`` without a block (``embeddings``, ``head``, the
 final ``layer_norm`` of GPT-2).
 
@@ -92,6 +94,16 @@ class Component:
 
 def _block(segments: list[str]) -> int | None:
     return next((int(s) for s in segments if s.isdigit()), None)
+
+
+def _block_end(model: nn.Module, name: str) -> int | None:
+    """How many of ``name``'s segments name its block's module (the name up to the block's number), or None outside
+    every block: see the module docstring."""
+    segments = name.split(".")
+    for i, segment in enumerate(segments):
+        if segment.isdigit() and next(model.get_submodule(".".join(segments[: i + 1])).children(), None) is not None:
+            return i + 1
+    return None
 
 
 def _names_attention(segment: str) -> bool:
@@ -170,7 +182,8 @@ def find_components(model: nn.Module) -> list[Component]:
     members: dict[str, tuple[str, int | None, list[str]]] = {}
     for name, module in _parameterised(model):
         kind = classify(name, module)
-        block = _block(name.split(".")) if kind not in ("embeddings", "head") else None
+        end = _block_end(model, name) if kind not in ("embeddings", "head") else None
+        block = int(name.split(".")[end - 1]) if end is not None else None
         component = f"block.{block}.{kind}" if block is not None else kind
         owner[name] = component
         members.setdefault(component, (kind, block, []))[2].append(name)
@@ -195,15 +208,14 @@ def unmeasured(components: list[Component]) -> dict[str, str]:
     return said
 
 
-def _holders(components: list[Component]) -> Iterator[tuple[int, str]]:
-    """(block, the module holding it: its name up to its first all-digit segment) for each numbered component's module."""
+def _holders(components: list[Component], model: nn.Module) -> Iterator[tuple[int, str]]:
+    """(block, the module holding it: its name up to its block's number) for each numbered component's module."""
     for component in components:
         if component.block is None:
             continue
         for name in component.modules:
-            segments = name.split(".")
-            index = next(i for i, s in enumerate(segments) if s.isdigit())
-            yield component.block, ".".join(segments[: index + 1])
+            if (end := _block_end(model, name)) is not None:
+                yield component.block, ".".join(name.split(".")[:end])
 
 
 def _container(model: nn.Module, name: str) -> bool:
@@ -212,19 +224,19 @@ def _container(model: nn.Module, name: str) -> bool:
 
 def find_blocks(components: list[Component], model: nn.Module) -> list[Component]:
     """Each numbered block as a component of type ``block`` whose roots are the modules holding
-    it (each module name up to its first all-digit segment; two stacks sharing an index, as an
+    it (each module name up to its block's number; two stacks sharing an index, as an
     encoder and a decoder, give a block two roots). Calling them runs the block's components and
     the block's own ops between them, which no component's roots run.
 
-    A module holding a block that is itself a component's root (a block of one component: a
-    ``ModuleList`` of bare layers) runs no ops of its own beside that component's, so it is no
+    A module holding a block that is itself a component's root (a block of one component: each
+    holding one layer of its own) runs no ops of its own beside that component's, so it is no
     block root: replayed with its components stubbed it would run the stub alone, and profiled it
     would open a second range on the component's module. Nor is a ``ModuleList`` or ``ModuleDict``
     holding it (Funnel's blocks of layers), which no forward calls (``uncalled_blocks``). A block
     left with no root is no block."""
     component_roots = {root for c in components for root in c.roots}
     roots: dict[int, dict[str, None]] = {}
-    for block, holder in _holders(components):
+    for block, holder in _holders(components, model):
         if holder not in component_roots and not _container(model, holder):
             roots.setdefault(block, {})[holder] = None
     return [
@@ -236,7 +248,7 @@ def find_blocks(components: list[Component], model: nn.Module) -> list[Component
 def uncalled_blocks(components: list[Component], model: nn.Module) -> list[int]:
     """The numbered blocks held by a ``ModuleList`` or ``ModuleDict``, which no forward calls: their own ops (residual
     adds) cannot be measured apart, and read as not measured, never as 0."""
-    return sorted({block for block, holder in _holders(components) if _container(model, holder)})
+    return sorted({block for block, holder in _holders(components, model) if _container(model, holder)})
 
 
 def component_params(model: nn.Module, component: Component) -> int:
