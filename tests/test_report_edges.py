@@ -488,6 +488,27 @@ def test_one_gpu_against_two_with_one_trial_on_a_side_does_not_judge_agreement()
     assert list(table["agree"]) == ["n/a"]  # one side's spread alone judged 10 apart as agreeing
 
 
+def test_one_gpu_against_two_compares_a_generation_runs_energy_per_output_token() -> None:
+    """A generation run logs no energy per sample: a sweep of them read "energy: not measured" (every mean NaN), and
+    beside forward runs its rows read n/a."""
+    from eaq.report.multi_gpu import side_by_side
+
+    def runs(forward: list[float], decode: list[float]) -> pd.DataFrame:
+        base = {"kind": "benchmark", "status": "FINISHED", "valid": "true", "model": "m", "precision": "bf16",
+                "batch_size": 1, "seq_len": 128, "compile": False, "compile_tuning": True, "compile_pattern_matcher": True,
+                "cuda_graphs": False, "setting": "", "running": False}
+        return pd.DataFrame([{**base, "workload": "forward", "trial": t, "energy_per_sample_mj": v} for t, v in enumerate(forward, 1)]
+                            + [{**base, "workload": "generate", "trial": t, "decode_energy_per_token_mj": v}
+                               for t, v in enumerate(decode, 1)])
+
+    table = side_by_side(runs([30.0, 31.0], [500.0, 510.0]), runs([30.5, 31.5], [505.0, 800.0]))
+    assert len(table) == 2 and set(table["metric"]) == {"energy_per_sample_mj", "decode_energy_per_token_mj"}
+    decode = table[table["metric"] == "decode_energy_per_token_mj"].iloc[0]
+    assert decode["one_mean"] == 505.0 and decode["two_mean"] == 652.5 and decode["agree"] == "yes"  # std 208 on two
+    forward = table[table["metric"] == "energy_per_sample_mj"].iloc[0]
+    assert forward["one_mean"] == 30.5 and forward["agree"] == "yes"
+
+
 def test_one_gpu_against_two_from_stores_shows_measured_means_and_says_why_agreement_is_not_judged(tmp_path: Path, capsys) -> None:
     """One trial a side (TRIALS_LIST=1): the energy was measured, yet the comparison said "no energy sensor in these
     runs" and hid the means."""

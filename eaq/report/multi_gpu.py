@@ -3,7 +3,7 @@
 Issue 17 asks two things of running a sweep on two GPUs of one host at once
 (docs/results/multi-gpu.sh): that it pays (wall time on two at most ``--max-ratio`` of that
 on one), and that it does not change what is measured (each configuration's energy per
-sample on two GPUs within the trial-to-trial spread of the runs themselves: the two means
+sample, or per output token for generation, on two GPUs within the trial-to-trial spread of the runs themselves: the two means
 differ by no more than the larger of the two sample standard deviations). A neighbour
 shares the host's CPU, PCIe and power budget, so the second is not a given. This prints
 both per configuration from the two stores (MLflow only) and a verdict line for each.
@@ -20,17 +20,27 @@ from eaq.report.aggregate import aggregate, config_label
 from eaq.report.frame import load
 from eaq.tracking.failures import reported
 
-METRIC = "energy_per_sample_mj"
+# A forward run's energy per sample; a generation run's per output token (it logs no energy per sample).
+ENERGY = ("energy_per_sample_mj", "decode_energy_per_token_mj")
 
 
-def side_by_side(one: pd.DataFrame, two: pd.DataFrame, metric: str = METRIC) -> pd.DataFrame:
-    """Per configuration: n, mean and std of ``metric`` on one and on two GPUs, and whether they agree."""
+def side_by_side(one: pd.DataFrame, two: pd.DataFrame, metrics: tuple[str, ...] = ENERGY) -> pd.DataFrame:
+    """Per configuration: its energy figure (the first of ``metrics`` either side measured), n, mean and std of it on
+    one and on two GPUs, and whether they agree."""
     tables = {}
     for name, frame in (("one", one), ("two", two)):
-        table = aggregate(frame, metrics=(metric,))
-        table.index = [config_label(row) for _, row in table.iterrows()]
+        table = aggregate(frame, metrics=metrics)
+        table.index = pd.MultiIndex.from_arrays([[config_label(row) for _, row in table.iterrows()], table["metric"]])
         tables[name] = table[["n", "mean", "std"]].add_prefix(f"{name}_")
     joined = tables["one"].join(tables["two"], how="outer")
+    measured = joined[["one_mean", "two_mean"]].notna().any(axis=1)
+    order = {metric: i for i, metric in enumerate(metrics)}
+    chosen = {}  # configuration -> its metric: the first measured, else the first logged
+    for (label, metric), found in sorted(measured.items(), key=lambda item: (item[0][0], not item[1], order[item[0][1]])):
+        chosen.setdefault(label, metric)
+    joined = joined[[chosen[label] == metric for label, metric in joined.index]]
+    joined.index, joined["metric"] = joined.index.get_level_values(0), joined.index.get_level_values(1)
+    joined = joined[["metric", *(c for c in joined.columns if c != "metric")]]
     spread = joined[["one_std", "two_std"]].max(axis=1, skipna=False)  # a side of one trial has no spread: n/a
     joined["difference_pct"] = (joined["two_mean"] / joined["one_mean"] - 1) * 100
     joined["agree"] = [
@@ -56,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     if table[["one_mean", "two_mean"]].isna().all().all():
         print("energy: not measured (no energy sensor in these runs)")
         return 0
-    print(f"{METRIC} per configuration (mean and sample std over trials; agree: |two - one| <= the larger std):")
+    print("energy per configuration (energy_per_sample_mj; a generation run's decode_energy_per_token_mj; mean and "
+          "sample std over trials; agree: |two - one| <= the larger std):")
     print(table.to_markdown(floatfmt=".4g"))
     judged = table[table["agree"] != "n/a"]
     if judged.empty:  # measured, but a side of one trial has no spread to judge the difference by
