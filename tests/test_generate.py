@@ -145,6 +145,29 @@ def test_sliding_window_models_generate_over_a_dynamic_cache_and_refuse_a_static
 
 
 @torch.inference_mode()
+def test_layers_sharing_another_layers_kv_cache_count_its_bytes_in_a_steps_reads() -> None:
+    """Gemma 3n's last layers attend over an earlier layer's keys and values and hold none: the roofline's bytes per
+    step left their KV traffic out (4 of 6 layers counted here)."""
+    gemma3n = pytest.importorskip("transformers.models.gemma3n")
+    config = gemma3n.Gemma3nTextConfig(
+        vocab_size=128, vocab_size_per_layer_input=128, hidden_size=32, hidden_size_per_layer_input=8, intermediate_size=64,
+        num_hidden_layers=6, num_attention_heads=2, num_key_value_heads=1, head_dim=16, laurel_rank=4, altup_num_inputs=2,
+        num_kv_shared_layers=2, activation_sparsity_pattern=[0.0] * 6, sliding_window=64, max_position_embeddings=128,
+        layer_types=["sliding_attention", "full_attention"] * 3)
+    model = gemma3n.Gemma3nForCausalLM(config).eval()
+    ids = prompts(model)
+    generator = Generator(model, model, model.config, PROMPT, NEW, CPU)
+    decoder = Decoder(generator, ids)
+    filled = [layer for layer in decoder.cache.layers if layer.keys is not None and layer.keys.shape[-2]]
+    assert len(decoder.cache.layers) == 6 and len(filled) == 4  # the last two share layers 2 and 3's
+    per_position = filled[0].keys.numel() * filled[0].keys.element_size() * 2 / PROMPT  # every layer alike here
+    steps = decoder.steps
+    expected = 6 * per_position * sum(PROMPT + k + 1 for k in range(steps)) / steps  # the window (64) never binds
+    assert decoder.kv_bytes_read_per_step() == pytest.approx(expected)
+    assert decoder.kv_bytes_after_prefill == pytest.approx(4 * per_position * PROMPT)  # what the cache holds: 4 layers'
+
+
+@torch.inference_mode()
 def test_the_generation_configs_end_of_sequence_ids_are_masked_as_generate_masks_them() -> None:
     # Llama-3-Instruct's generation config names <|eot_id|> beside the config's end-of-text: generate masks both.
     model = preset("gpt2_tiny_random")
@@ -603,3 +626,5 @@ def test_generation_settings_that_generate_applies_and_greedy_decode_does_not_ar
     assert found == ["do_sample=True", "repetition_penalty=1.05", "suppress_tokens=[3]"]
     searches = unapplied_settings(GenerationConfig(num_beams=4, penalty_alpha=0.6, top_k=4, guidance_scale=1.0))
     assert searches == ["num_beams=4", "penalty_alpha=0.6"]  # beam and contrastive search; guidance 1.0 is none
+    # Applied by a decoder-only model's generate() to the prompt's tokens: named, where it was not.
+    assert unapplied_settings(GenerationConfig(encoder_repetition_penalty=5.0)) == ["encoder_repetition_penalty=5.0"]

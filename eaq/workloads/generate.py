@@ -62,8 +62,9 @@ def eos_ids(vocab_size: int, *configs: object) -> list[int]:
 # suppressed or forced tokens, classifier-free guidance, a watermark) and searches other than greedy (beam, group beam,
 # contrastive, DoLa); and sampling itself (Llama-3-Instruct ships do_sample=True: its plain generate() samples).
 # Sampling's own settings (temperature, top_p) are absent: with do_sample=False they change no pick.
-UNAPPLIED = {"do_sample": False, "repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None,
-             "suppress_tokens": None, "begin_suppress_tokens": None, "sequence_bias": None, "forced_bos_token_id": None,
+# A decoder-only model's generate() applies encoder_repetition_penalty too, to the prompt's tokens.
+UNAPPLIED = {"do_sample": False, "repetition_penalty": 1.0, "encoder_repetition_penalty": 1.0, "no_repeat_ngram_size": 0,
+             "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None, "suppress_tokens": None, "begin_suppress_tokens": None, "sequence_bias": None, "forced_bos_token_id": None,
              "forced_eos_token_id": None, "exponential_decay_length_penalty": None, "guidance_scale": 1.0,
              "watermarking_config": None, "num_beams": 1, "num_beam_groups": 1, "penalty_alpha": None, "dola_layers": None}
 
@@ -131,6 +132,21 @@ def cache_bytes(cache: DynamicCache | StaticCache) -> int:
 def cache_bytes_of(layer: object) -> int:
     """Bytes held by one cache layer's key and value tensors."""
     return sum(t.numel() * t.element_size() for t in (getattr(layer, "keys", None), getattr(layer, "values", None)) if t is not None)
+
+
+def read_layers(cache: DynamicCache | StaticCache) -> list[object]:
+    """The cache layer each of the model's attention layers reads a step, after the prefill filled the cache. A layer
+    that shares another's keys and values (Gemma 3n's last layers) holds none of its own and is never filled: it reads
+    the last filled layer of its kind (sliding or full) before it, as transformers maps them; counted as none, its KV
+    traffic was left out of the roofline's bytes per step."""
+    read, last = [], {}
+    for layer in cache.layers:
+        sliding = getattr(layer, "is_sliding", False)
+        if getattr(layer, "keys", None) is not None and layer.keys.shape[-2]:
+            last[sliding] = layer
+        if sliding in last:
+            read.append(last[sliding])
+    return read
 
 
 def cache_argument(model: Callable[..., object]) -> str:
@@ -225,10 +241,11 @@ class Decoder:
         # out of it, so restart sets the layer back to these (its updates make new tensors: they stay as they are).
         self._prefilled = [(layer, layer.keys, layer.values, layer.cumulative_length)
                            for layer in self.cache.layers if getattr(layer, "is_sliding", False)] if not generator.static else []
-        # Per layer: bytes per cached position after the prompt, and the window it is held to (None: every position).
+        read = read_layers(self.cache)
+        self._kv_read_static = sum(cache_bytes_of(layer) for layer in read)
+        # Per layer read: bytes per cached position after the prompt, and the window it is held to (None: every one).
         self._kv_layers = [(cache_bytes_of(layer) / layer.keys.shape[-2], getattr(layer, "sliding_window", None)
-                            if getattr(layer, "is_sliding", False) else None)
-                           for layer in self.cache.layers if layer.keys is not None and layer.keys.shape[-2]]
+                            if getattr(layer, "is_sliding", False) else None) for layer in read]
         self._advance: Callable[[], object] = self.advance
 
     def restart(self) -> None:
@@ -296,6 +313,6 @@ class Decoder:
         a sliding-window layer at most its window.
         """
         if self.g.static:
-            return float(self.kv_bytes_after_prefill)
+            return float(self._kv_read_static)
         return sum(per * min(self.g.seq_len + k + 1, window or math.inf)
                    for k in range(self.steps) for per, window in self._kv_layers) / self.steps
