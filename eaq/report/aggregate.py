@@ -266,8 +266,10 @@ def format_ci(mean: float, low: float, high: float, digits: int = 4) -> str:
     return f"{mean:.{digits}g} ± {(high - low) / 2:.4g}"
 
 
+# A configuration's energy figure: a forward pass's per sample, generation's per output token (it logs none per sample).
+ENERGY = ("energy_per_sample_mj", "decode_energy_per_token_mj")
 # What a configuration is ranked by, in order of preference: energy where a sensor measured it, else time.
-COSTS = ("energy_per_sample_mj", "decode_energy_per_token_mj", "latency_mean_ms", "time_per_output_token_mean_ms")
+COSTS = (*ENERGY, "latency_mean_ms", "time_per_output_token_mean_ms")
 
 
 def _cost(group: pd.DataFrame) -> str:

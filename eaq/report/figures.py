@@ -27,7 +27,7 @@ from mlflow.tracking import MlflowClient
 import numpy as np
 import pandas as pd
 
-from eaq.report.aggregate import QUALITY, counted, first_measured, mode_words, ratio_interval, wide
+from eaq.report.aggregate import ENERGY, QUALITY, counted, first_measured, mode_words, ratio_interval, wide
 from eaq.report.frame import CONFIG_KEYS, LOWER_IS_BETTER, SCOPE_KEYS
 from eaq.tracking.redact import redact
 
@@ -47,7 +47,7 @@ LABELS = {
 ROLES = {
     "latency": ("latency_mean_ms", "time_per_output_token_mean_ms"),
     "throughput": ("throughput_samples_per_s", "decode_tokens_per_s"),
-    "energy": ("energy_per_sample_mj", "decode_energy_per_token_mj"),
+    "energy": ENERGY,
 }
 
 

@@ -3,10 +3,11 @@
 Issue 17 asks two things of running a sweep on two GPUs of one host at once
 (docs/results/multi-gpu.sh): that it pays (wall time on two at most ``--max-ratio`` of that
 on one), and that it does not change what is measured (each configuration's energy per
-sample, or per output token for generation, on two GPUs within the trial-to-trial spread of the runs themselves: the two means
-differ by no more than the larger of the two sample standard deviations). A neighbour
-shares the host's CPU, PCIe and power budget, so the second is not a given. This prints
-both per configuration from the two stores (MLflow only) and a verdict line for each.
+sample, or per output token for generation, on two GPUs within the trial-to-trial spread of
+the runs themselves: the two means differ by no more than the larger of the two sample
+standard deviations). A neighbour shares the host's CPU, PCIe and power budget, so the
+second is not a given. This prints both per configuration from the two stores (MLflow only)
+and a verdict line for each.
 """
 
 from __future__ import annotations
@@ -16,12 +17,9 @@ import math
 
 import pandas as pd
 
-from eaq.report.aggregate import aggregate, config_label
+from eaq.report.aggregate import ENERGY, aggregate, config_label
 from eaq.report.frame import load
 from eaq.tracking.failures import reported
-
-# A forward run's energy per sample; a generation run's per output token (it logs no energy per sample).
-ENERGY = ("energy_per_sample_mj", "decode_energy_per_token_mj")
 
 
 def side_by_side(one: pd.DataFrame, two: pd.DataFrame, metrics: tuple[str, ...] = ENERGY) -> pd.DataFrame:
@@ -34,10 +32,9 @@ def side_by_side(one: pd.DataFrame, two: pd.DataFrame, metrics: tuple[str, ...] 
         tables[name] = table[["n", "mean", "std"]].add_prefix(f"{name}_")
     joined = tables["one"].join(tables["two"], how="outer")
     measured = joined[["one_mean", "two_mean"]].notna().any(axis=1)
-    order = {metric: i for i, metric in enumerate(metrics)}
-    chosen = {}  # configuration -> its metric: the first measured, else the first logged
-    for (label, metric), found in sorted(measured.items(), key=lambda item: (item[0][0], not item[1], order[item[0][1]])):
-        chosen.setdefault(label, metric)
+    rows = {label: [m for m in metrics if (label, m) in measured.index] for label in joined.index.get_level_values(0)}
+    # Each configuration's figure: the first either side measured, else the first any run logged.
+    chosen = {label: next((m for m in found if measured[(label, m)]), found[0]) for label, found in rows.items()}
     joined = joined[[chosen[label] == metric for label, metric in joined.index]]
     joined.index, joined["metric"] = joined.index.get_level_values(0), joined.index.get_level_values(1)
     joined = joined[["metric", *(c for c in joined.columns if c != "metric")]]

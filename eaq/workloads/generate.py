@@ -64,7 +64,8 @@ def eos_ids(vocab_size: int, *configs: object) -> list[int]:
 # Sampling's own settings (temperature, top_p) are absent: with do_sample=False they change no pick.
 # A decoder-only model's generate() applies encoder_repetition_penalty too, to the prompt's tokens.
 UNAPPLIED = {"do_sample": False, "repetition_penalty": 1.0, "encoder_repetition_penalty": 1.0, "no_repeat_ngram_size": 0,
-             "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None, "suppress_tokens": None, "begin_suppress_tokens": None, "sequence_bias": None, "forced_bos_token_id": None,
+             "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None, "suppress_tokens": None, "begin_suppress_tokens": None,
+             "sequence_bias": None, "forced_bos_token_id": None,
              "forced_eos_token_id": None, "exponential_decay_length_penalty": None, "guidance_scale": 1.0,
              "watermarking_config": None, "num_beams": 1, "num_beam_groups": 1, "penalty_alpha": None, "dola_layers": None}
 
