@@ -185,6 +185,37 @@ def test_t5s_relative_position_bias_feed_forward_and_head_land_in_their_componen
         assert by_name["head"].modules == ("classification_head.dense", "classification_head.out_proj")
 
 
+@pytest.mark.parametrize("model_type, cls, head", [
+    ("gpt_neox_japanese", "GPTNeoXJapaneseForCausalLM", ["embed_out"]),  # was embeddings: "embed" in its name
+    ("biogpt", "BioGptForCausalLM", ["output_projection"]),
+    ("trocr", "TrOCRForCausalLM", ["output_projection"]),
+    ("whisper", "WhisperForCausalLM", ["proj_out"]),
+    ("xlm", "XLMWithLMHeadModel", ["pred_layer.proj"]),
+    ("xlm", "XLMForSequenceClassification", ["sequence_summary.summary"]),
+    ("xlnet", "XLNetForSequenceClassification", ["logits_proj", "sequence_summary.summary"]),
+    ("electra", "ElectraForCausalLM", ["generator_lm_head", "generator_predictions.dense",
+                                       "generator_predictions.LayerNorm"]),
+    ("opt", "OPTForCausalLM", ["model.decoder.project_out", "lm_head"]),  # OPT-350m's widths: 512 words, 1024 blocks
+])
+def test_lm_heads_and_classifier_summaries_under_their_own_names_are_the_head(model_type: str, cls: str, head: list[str]) -> None:
+    """These heads fell to "other" (and GPT-NeoX-Japanese's to embeddings), so a model had no head component: its LM
+    head, often the largest single part of a small LM's energy, was read as unrecognised. Default configurations on the
+    meta device: only names and classes matter here."""
+    import transformers
+
+    config = transformers.AutoConfig.for_model(model_type, **({"word_embed_proj_dim": 512} if model_type == "opt" else {}))
+    with torch.device("meta"):
+        model = getattr(transformers, cls)(config)
+    components = find_components(model)
+    assert sorted(m for c in components for m in c.modules) == sorted(own_parameters(model))
+    by_name = {c.name: c for c in components}
+    assert sorted(by_name["head"].modules) == sorted(head)
+    if model_type == "opt":
+        assert "model.decoder.project_in" in by_name["embeddings"].modules
+    # XLNet's own mask embedding is a parameter of the model holding every block: "other", as documented.
+    assert [c.modules for c in components if c.type == "other"] == ([("transformer",)] if model_type == "xlnet" else [])
+
+
 def test_mpnets_relative_position_table_outside_attention_is_an_embedding_not_an_ablated_branch() -> None:
     """MPNet (all-mpnet-base-v2) looks its relative position bias up once, in its encoder, outside every attention
     module: it was the block-less component "attention", and its ablation zeroed the position bias as a branch."""
@@ -638,10 +669,10 @@ def test_unrecognised_modules_are_reported_as_other_not_dropped() -> None:
     model = nn.Sequential()
     model.add_module("proj_in", nn.Linear(4, 4))
     model.add_module("blocks", nn.Sequential(nn.Sequential(nn.Linear(4, 4)), nn.Sequential(nn.Linear(4, 4))))
-    model.add_module("proj_out", nn.ModuleList([nn.Linear(4, 4)]))  # numbered, a bare layer: no block
+    model.add_module("adapters", nn.ModuleList([nn.Linear(4, 4)]))  # numbered, a bare layer: no block
     components = find_components(model)
     assert [(c.name, c.type, c.modules) for c in components] == [
-        ("other", "other", ("proj_in", "proj_out.0")), ("block.0.other", "other", ("blocks.0.0",)),
+        ("other", "other", ("proj_in", "adapters.0")), ("block.0.other", "other", ("blocks.0.0",)),
         ("block.1.other", "other", ("blocks.1.0",))
     ]
 

@@ -6,14 +6,19 @@ and is reported, never dropped. The rules read module names (lower-cased dotted 
 segments) and classes, so they work on any Hugging Face model whose names follow the
 usual conventions, checked in this order:
 
-1. ``embeddings``: an ``nn.Embedding`` outside any attention module, or a module under a
+1. ``head``: a module under a top-level segment in ``HEAD_SEGMENTS`` (``classifier``,
+   ``pre_classifier``, ``lm_head``, ``pooler``, ``score``, ``classification_head``; the LM heads of XLNet
+   ``lm_loss``, GPT-NeoX-Japanese ``embed_out``, BioGPT and TrOCR ``output_projection``, Whisper ``proj_out``, XLM
+   ``pred_layer``, ELECTRA ``generator_lm_head``; the summaries XLM, FlauBERT and XLNet classify with,
+   ``sequence_summary``, ...) or under a ``pooler`` anywhere (eaq's MiniLM + linear classifier keeps BERT's pooler at
+   ``encoder.pooler``), or a ``project_out`` outside every block (OPT-350m's projection of the last hidden state to
+   its LM head's width). First, since ``embed_out`` names the head.
+2. ``embeddings``: an ``nn.Embedding`` outside any attention module, or a module under a
    segment containing ``embed`` (``embeddings``, ``embed_tokens``) or named ``wte``/``wpe``
-   (GPT-2). A layer norm inside the embeddings module (BERT, DistilBERT) is part of the
+   (GPT-2), or a ``project_in`` outside every block (OPT-350m's projection of the embeddings to the blocks' width).
+   A layer norm inside the embeddings module (BERT, DistilBERT) is part of the
    embeddings' forward, so it is embeddings too. An embedding table inside an attention module
    (T5's ``relative_attention_bias``) is looked up by that attention's ``forward``: attention.
-2. ``head``: a module under a top-level segment in ``HEAD_SEGMENTS`` (``classifier``,
-   ``pre_classifier``, ``lm_head``, ``pooler``, ``score``, ``classification_head``, XLNet's ``lm_loss``, ...) or under
-   a ``pooler`` anywhere (eaq's MiniLM + linear classifier keeps BERT's pooler at ``encoder.pooler``).
 3. ``layer_norm``: a class whose name contains ``LayerNorm``/``RMSNorm``/``GroupNorm``,
    or a last segment like ``layer_norm``, ``LayerNorm``, ``ln_1``, ``ln_f``, ``norm``; but a
    norm inside an attention or FFN module (below a segment rule 4 or 5 names; the nearest such
@@ -71,7 +76,9 @@ from torch import nn
 
 TYPES = ("embeddings", "attention", "ffn", "layer_norm", "head", "other")
 HEAD_SEGMENTS = frozenset({"classifier", "pre_classifier", "lm_head", "pooler", "score", "qa_outputs", "cls", "head",
-                           "classification_head", "lm_loss"})
+                           "classification_head", "lm_loss", "embed_out", "output_projection", "proj_out", "pred_layer",
+                           "generator_lm_head", "generator_predictions", "discriminator_predictions",
+                           "sequence_summary", "logits_proj"})
 _NORM_CLASS = re.compile(r"(LayerNorm|RMSNorm|GroupNorm)")
 _NORM_NAME = re.compile(r"^(.*layer_?norm.*|ln_?\w*|.*_ln|norm\w*|.*_norm)$")
 # Matched within a segment; "ff" only as a whole segment or its "_ff" end, since "ff" inside a word ("offset") is no FFN.
@@ -128,17 +135,18 @@ def classify(name: str, module: nn.Module) -> str:
     # A table inside an attention module is its own (T5's bias, under SelfAttention); one named for attention outside
     # any (MPNet's encoder.relative_attention_bias, looked up once for every block) is an embedding, not a branch.
     inside_attention = any(_names_attention(s) for s in segments[:-1])
-    if (isinstance(module, nn.Embedding) and not inside_attention) or any("embed" in s or s in ("wte", "wpe") for s in segments):
-        return "embeddings"
-    if segments[0] in HEAD_SEGMENTS or "pooler" in segments:
+    in_block = _block(segments) is not None
+    if segments[0] in HEAD_SEGMENTS or "pooler" in segments or (segments[-1] == "project_out" and not in_block):
         return "head"
+    if (isinstance(module, nn.Embedding) and not inside_attention) or any("embed" in s or s in ("wte", "wpe") for s in segments) \
+            or (segments[-1] == "project_in" and not in_block):
+        return "embeddings"
     if _NORM_CLASS.search(type(module).__name__) or _NORM_NAME.match(segments[-1]):
         if "Gated" in type(module).__name__:  # inside its module's forward, before the output projection
             return _branch_holding(segments, residual=False) or "other"
         return _branch_holding(segments) or "layer_norm"
     if attention:
         return "attention"
-    in_block = _block(segments) is not None
     if in_block and "bottleneck" in segments:  # the block's own projections around its sub-layers (MobileBERT)
         return "other"
     if any(_FFN_SEGMENT.search(s) for s in segments) or (in_block and ("output" in segments or _FFN_LAYER.match(segments[-1]))):
