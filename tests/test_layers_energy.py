@@ -670,9 +670,10 @@ def test_unrecognised_modules_are_reported_as_other_not_dropped() -> None:
     model.add_module("proj_in", nn.Linear(4, 4))
     model.add_module("blocks", nn.Sequential(nn.Sequential(nn.Linear(4, 4)), nn.Sequential(nn.Linear(4, 4))))
     model.add_module("adapters", nn.ModuleList([nn.Linear(4, 4)]))  # numbered, a bare layer: no block
+    model.add_module("output", nn.ModuleList([nn.Linear(4, 4)]))  # nor an FFN, as a block's "output" is (BERT's)
     components = find_components(model)
     assert [(c.name, c.type, c.modules) for c in components] == [
-        ("other", "other", ("proj_in", "adapters.0")), ("block.0.other", "other", ("blocks.0.0",)),
+        ("other", "other", ("proj_in", "adapters.0", "output.0")), ("block.0.other", "other", ("blocks.0.0",)),
         ("block.1.other", "other", ("blocks.1.0",))
     ]
 

@@ -99,10 +99,6 @@ class Component:
     roots: tuple[str, ...]
 
 
-def _block(segments: list[str]) -> int | None:
-    return next((int(s) for s in segments if s.isdigit()), None)
-
-
 def _block_end(model: nn.Module, name: str) -> int | None:
     """How many of ``name``'s segments name its block's module (the name up to the block's number), or None outside
     every block: see the module docstring."""
@@ -128,14 +124,14 @@ def _branch_holding(segments: list[str], residual: bool = True) -> str | None:
     return None
 
 
-def classify(name: str, module: nn.Module) -> str:
-    """The type of one parameterised module, by the rules in this module's docstring."""
+def classify(name: str, module: nn.Module, in_block: bool) -> str:
+    """The type of one parameterised module, by the rules in this module's docstring; ``in_block``: whether it sits
+    in a numbered block (``_block_end``), which rules 1, 2 and 5 read."""
     segments = name.lower().split(".")
     attention = any(_names_attention(s) for s in segments)
     # A table inside an attention module is its own (T5's bias, under SelfAttention); one named for attention outside
     # any (MPNet's encoder.relative_attention_bias, looked up once for every block) is an embedding, not a branch.
     inside_attention = any(_names_attention(s) for s in segments[:-1])
-    in_block = _block(segments) is not None
     if segments[0] in HEAD_SEGMENTS or "pooler" in segments or (segments[-1] == "project_out" and not in_block):
         return "head"
     if (isinstance(module, nn.Embedding) and not inside_attention) or any("embed" in s or s in ("wte", "wpe") for s in segments) \
@@ -189,9 +185,9 @@ def find_components(model: nn.Module) -> list[Component]:
     owner: dict[str, str] = {}
     members: dict[str, tuple[str, int | None, list[str]]] = {}
     for name, module in _parameterised(model):
-        kind = classify(name, module)
-        end = _block_end(model, name) if kind not in ("embeddings", "head") else None
-        block = int(name.split(".")[end - 1]) if end is not None else None
+        end = _block_end(model, name)
+        kind = classify(name, module, end is not None)
+        block = int(name.split(".")[end - 1]) if end is not None and kind not in ("embeddings", "head") else None
         component = f"block.{block}.{kind}" if block is not None else kind
         owner[name] = component
         members.setdefault(component, (kind, block, []))[2].append(name)
