@@ -101,6 +101,17 @@ def _replayable(logged: list[str], given: list[str]) -> list[str]:
     return kept
 
 
+def _into(uri: str) -> str:
+    """The override that logs the rerun into the store its run was found in (a SQLite path made absolute: the run
+    starts in this folder too, but a relative one would be read from eaq.run's). Without it the rerun went to the
+    store of the folder it was launched from (or to one the run's own overrides named), where ``eaq.diff --uri`` did
+    not find it beside the original; an override given after RUN still wins."""
+    scheme, sep, path = uri.partition(":///")
+    if scheme == "sqlite" and sep and not path.startswith("/"):
+        uri = f"sqlite:///{Path(path).resolve()}"
+    return f"tracking.uri={uri}"
+
+
 @reported()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
@@ -110,8 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_intermixed_args(argv)  # overrides before or after --uri
     # A job folder needs no store, and none is opened: a SQLite URI's client creates an empty one where none was.
     folder = (Path(args.run) / OVERRIDES).exists()
-    logged = _replayable(logged_command(args.run, None if folder else read_store(args.uri)), args.overrides)
-    command = [sys.executable, "-m", "eaq.run", *logged, *args.overrides]
+    given = args.overrides if folder else [_into(args.uri), *args.overrides]
+    logged = _replayable(logged_command(args.run, None if folder else read_store(args.uri)), given)
+    command = [sys.executable, "-m", "eaq.run", *logged, *given]
     remember([override.partition("=")[2] for override in args.overrides])  # a store URI passed again, its password
     print("rerun: python", redact(shlex.join(command[1:])), flush=True)  # as a user would type it, whichever interpreter runs it
     return _run_forwarding_signals(command)

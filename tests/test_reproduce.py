@@ -76,6 +76,24 @@ def test_rerun_reproduces_and_diff_tells_what_differs(out: Path, capsys) -> None
             f"to take another ({twice[0].info.run_id})") in capsys.readouterr().err
 
 
+def test_a_run_found_by_uri_reruns_into_that_store_from_any_folder(tmp_path: Path) -> None:
+    """A run launched with the default store, rerun from another folder with --uri naming that store: the rerun went
+    to the other folder's new default store, where eaq.diff --uri did not find it beside the original."""
+    first, elsewhere = tmp_path / "first", tmp_path / "elsewhere"
+    first.mkdir(), elsewhere.mkdir()
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    launched = subprocess.run([sys.executable, "-m", "eaq.run", *FAST], cwd=first, capture_output=True, text=True,
+                              timeout=600, env=env)
+    assert launched.returncode == 0, launched.stderr[-2000:]
+    uri = f"sqlite:///{first}/outputs/mlflow.db"
+    rerun = subprocess.run([sys.executable, "-m", "eaq.rerun", "bert-tiny-random-fp32-b4-t1", "--uri", uri],
+                           cwd=elsewhere, capture_output=True, text=True, timeout=600, env=env)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert f"tracking.uri={uri}" in rerun.stdout.splitlines()[0]  # the printed command says where it goes
+    assert not (elsewhere / "outputs" / "mlflow.db").exists()
+    assert [r.info.status for r in all_runs(first / "outputs")] == ["FINISHED", "FINISHED"]
+
+
 def test_rerun_composes_a_run_of_ones_own_presets_through_its_search_path_again(out: Path, tmp_path: Path, capsys) -> None:
     """A run composed with hydra.searchpath (a model preset of one's own): the search path is one of Hydra's overrides,
     which the rerun did not replay, and it refused the run's model=mine as no option of the model group (exit 2)."""
