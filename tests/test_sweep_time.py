@@ -7,6 +7,7 @@ import gc
 import contextlib
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import time
@@ -487,6 +488,48 @@ sys.exit(1)  # as MlflowSweepCallback.on_multirun_end does after failed runs, be
     finally:
         if psutil.pid_exists(pid):
             psutil.Process(pid).kill()
+
+
+def test_a_job_ended_by_its_schedulers_signal_stops_its_run_at_once() -> None:
+    """submitit's handler of SLURM's time-limit signal (USR2) raises in the job while it waits for the run's process:
+    leaving the pool waited for that process, which measured on until the job was killed, so the job's FAILED record
+    naming hydra.launcher.timeout_min was never written (and the kill's SIGINT recorded it as a Ctrl-C). Here a
+    handler that raises as submitit's does."""
+    import psutil
+
+    script = """
+import signal, sys, time
+from eaq.tasks.isolation import run_isolated
+def ended(*_):
+    raise RuntimeError("time limit")
+signal.signal(signal.SIGUSR2, ended)
+try:
+    run_isolated('time:sleep', 120)
+except RuntimeError as exc:
+    print("raised", exc, time.monotonic(), flush=True)
+"""
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    job = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+    running: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not running and time.monotonic() < deadline:  # the task's process: a child of the job's fork server
+            time.sleep(0.5)
+            servers = [p for p in psutil.Process(job.pid).children(recursive=True) if "forkserver" in " ".join(p.cmdline())]
+            running = [c for s in servers for c in s.children()]
+        assert running, "the task's process never started"
+        time.sleep(1)  # inside its task
+        signalled = time.monotonic()
+        job.send_signal(signal.SIGUSR2)
+        out, _ = job.communicate(timeout=30)
+        assert out.startswith("raised time limit") and float(out.split()[-1]) - signalled < 10, out
+        _, alive = psutil.wait_procs(running, timeout=10)
+        assert not alive, [p.pid for p in alive]
+    finally:
+        job.kill()
+        for process in running:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
 
 
 def test_the_measuring_process_ends_when_the_jobs_process_is_killed() -> None:

@@ -188,11 +188,20 @@ def _call(task: str, *args: object) -> tuple[Any, float]:
         raise
 
 
-def _ready() -> bool:
-    """Imports the tasks (preloaded by a fork server: this then measures the fork alone); whether CUDA works here."""
+def _ready() -> tuple[bool, int]:
+    """Imports the tasks (preloaded by a fork server: this then measures the fork alone); whether CUDA works here,
+    and this process's id."""
     from eaq.tasks.preload import fork_safe
 
-    return fork_safe()
+    return fork_safe(), os.getpid()
+
+
+def _stop(pid: int) -> None:
+    """End the run's process at once: it holds nothing to save (its parent records the run)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _relay(events: SimpleQueue, handlers: dict[str, Callable[[Any], None] | None]) -> None:
@@ -253,7 +262,8 @@ def _run(
     setup = (events, handlers["output"] is not None, os.getpid())
     try:
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_child_setup, initargs=setup) as pool:
-            if not pool.submit(_ready).result():
+            fork_safe, pid = pool.submit(_ready).result()
+            if not fork_safe:
                 return None
             try:
                 result, task_s = pool.submit(_call, task, *args).result()
@@ -263,6 +273,12 @@ def _run(
                     "out-of-memory killer: `dmesg` says so; lower batch_size or seq_len, or use a smaller model) or native "
                     "code crashed in it; isolate=false runs the task in this process, where a crash shows its trace."
                 ) from None
+            except BaseException:
+                # This job is ending while the run measures: submitit's handler of SLURM's time-limit signal raised
+                # here, or an interrupt. Leaving the pool waits for the run's process, which measured on until the
+                # job was killed, and the job's FAILED record ("hydra.launcher.timeout_min") was never written.
+                _stop(pid)
+                raise
     finally:
         events.put(None)
         relay.join(timeout=5)
