@@ -814,6 +814,8 @@ def test_in_a_terminal_the_bar_counts_what_jobs_in_other_processes_record(tmp_pa
     drawn = terminal.getvalue()
     assert "[sweep " not in drawn, drawn
     assert drawn.split("\r")[-1].startswith("sweep: 100%") and "2/2" in drawn and "1 finished, 1 failed, 0 skipped]" in drawn, drawn
+    # One time-left figure, eaq's: tqdm's own remaining time and rate counted the failed run's none.
+    assert "<" not in drawn and "/run" not in drawn and "run/s" not in drawn, drawn
 
 
 def test_the_time_left_is_told_by_the_runs_that_finished_not_by_refusals() -> None:

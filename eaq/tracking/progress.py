@@ -123,7 +123,10 @@ class SweepProgress(Callback):
             self.records = sweep_folder(config) / RECORDS_DIR
             shutil.rmtree(self.records, ignore_errors=True)  # left by an earlier sweep in this folder
         if self.stream.isatty():
-            self.bar = tqdm(total=self.total, desc="sweep", unit="run", file=self.stream, position=0, dynamic_ncols=True)
+            # Without tqdm's own remaining time and rate: they count failed and skipped runs, which take no time, so
+            # the bar showed two time-left figures that disagreed; the postfix's (_counts) is the one.
+            self.bar = tqdm(total=self.total, desc="sweep", unit="run", file=self.stream, position=0, dynamic_ncols=True,
+                            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
             if here:
                 self.line = tqdm(bar_format="{desc}", file=self.stream, position=1, dynamic_ncols=True)
             # Hydra's log handlers write to sys.stdout as it is when it configures them (for
