@@ -120,8 +120,12 @@ def test_a_sweep_whose_runs_all_failed_still_counts_them_and_builds(tmp_path: Pa
 def test_a_mistyped_baseline_is_refused_naming_the_precisions(tmp_path: Path) -> None:
     uri, client, experiment = _store(tmp_path)
     _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1"}, {"latency_mean_ms": 1.0})
+    build(uri, tmp_path / "report", experiment="eaq")
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "report").rglob("*"))
     with pytest.raises(EaqError, match=r"--baseline bf61 is not a precision of these runs \(bf16\)"):
         build(uri, tmp_path / "report", experiment="eaq", baseline="bf61")
+    # Refused before the earlier report in the folder was cleared: it was left half deleted.
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "report").rglob("*")) == before
 
 
 def test_runs_of_two_protocols_are_two_configurations_and_two_plans_two_precisions(tmp_path: Path) -> None:

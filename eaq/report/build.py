@@ -98,13 +98,13 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     client = MlflowClient(tracking_uri=uri)
     if trace_run is not None and trace_run not in set(frame["run_id"]):
         raise EaqError(f"--trace-run {trace_run} is not one of the reported runs; pick a run id from runs.csv.")
+    precisions = sorted(frame["precision"].dropna().unique())
+    if baseline is not None and precisions and baseline not in precisions:  # before the earlier report is cleared
+        raise EaqError(f"--baseline {baseline} is not a precision of these runs ({', '.join(precisions)}); choose one of them.")
     _clear(out)
     frames.export(frame, out)
     table = aggregate.aggregate(frame)
     table.to_csv(out / "aggregates.csv", index=False)
-    precisions = sorted(frame["precision"].dropna().unique())
-    if baseline is not None and precisions and baseline not in precisions:
-        raise EaqError(f"--baseline {baseline} is not a precision of these runs ({', '.join(precisions)}); choose one of them.")
     # With no run that logged its precision (every one killed at its start), there is nothing to compare with.
     baseline = baseline or ("fp32" if "fp32" in precisions or not precisions else precisions[0])
     ratio = aggregate.ratios(frame, baseline, RATIOS)
