@@ -117,6 +117,14 @@ def test_a_sweep_whose_runs_all_failed_still_counts_them_and_builds(tmp_path: Pa
     build(f"sqlite:///{tmp_path}/bare/mlflow.db", tmp_path / "bare-report", experiment="eaq")
 
 
+def test_an_ordinary_runs_id_as_sweep_is_refused_as_no_sweep(tmp_path: Path) -> None:
+    """It has no children: the report said the sweep "has no benchmark or layers runs; run into it first"."""
+    uri, client, experiment = _store(tmp_path)
+    run = _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1"}, {"latency_mean_ms": 1.0})
+    with pytest.raises(EaqError, match=rf"--sweep {run} is no sweep's parent run \(eaq.kind=benchmark\)"):
+        build(uri, tmp_path / "report", sweep=run)
+
+
 def test_a_mistyped_baseline_is_refused_naming_the_precisions(tmp_path: Path) -> None:
     uri, client, experiment = _store(tmp_path)
     _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1"}, {"latency_mean_ms": 1.0})

@@ -95,6 +95,9 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
                 raise
             raise EaqError(f"--sweep {sweep}: no such run in {redact(uri)}; pass a sweep's parent run id "
                            "(tag eaq.kind=sweep) or --experiment NAME.") from error
+        if (kind := parent.data.tags.get("eaq.kind")) != "sweep":  # it has no children: "no runs; run into it first"
+            raise EaqError(f"--sweep {sweep} is no sweep's parent run (eaq.kind={kind}); pass a sweep's parent run id "
+                           "(tag eaq.kind=sweep), or --experiment NAME for every run of an experiment.")
         runs = sweep_runs(client, parent)
     else:
         name = experiment or "eaq"
