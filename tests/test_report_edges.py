@@ -663,6 +663,22 @@ def test_the_summarys_ratio_to_the_best_carries_the_ratios_interval(tmp_path: Pa
     assert summary["m-fp8-b8-s32"] == "failed"  # as its other cells, not "not measured"
 
 
+def test_a_wide_ratio_intervals_lower_bound_is_never_printed_as_zero(tmp_path: Path) -> None:
+    """Two noisy trials give a wide interval on the log scale, positive by design: its lower bound read "0.00"."""
+    from eaq.report.aggregate import ratio_interval
+
+    uri, client, experiment = _store(tmp_path)
+    energies = {"fp32": [10.0, 300.0], "int8": [2.0, 150.0]}
+    for precision, values in energies.items():
+        for trial, energy in enumerate(values, 1):
+            _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": str(trial)},
+                 {"latency_mean_ms": 1.0, "energy_per_sample_mj": energy})
+    summary = compact(aggregate(load(uri, experiment="eaq"))).set_index("configuration")["energy_per_sample_vs_best"]
+    ratio, low, high = ratio_interval(pd.Series(energies["fp32"]), pd.Series(energies["int8"]))
+    assert 0 < low < 0.01  # two decimals print 0.01 here (0.00 below 0.005): no digit of the bound itself
+    assert summary["m-fp32-b8-s32"] == f"{ratio:.2f}x [{low:.2g}, {high:.2f}]"
+
+
 def test_a_model_whose_runs_all_failed_has_one_note_for_its_figures_not_synthetic_data(tmp_path: Path) -> None:
     """A model on real data whose every run failed was drawn as six panels of "not measured" on an axis "quality
     (synthetic data: none)", and its other figures left out as if its data were synthetic."""

@@ -288,7 +288,13 @@ def _versus_best(by_metric: pd.DataFrame, cost: str, best: pd.Series | None) -> 
     if mine["mean"] == best["mean"]:
         return "best"
     ratio, low, high = ratio_from_summary(mine["mean"], mine["std"], mine["n"], best["mean"], best["std"], best["n"])
-    return f"{ratio:.2f}x" if math.isnan(low) else f"{ratio:.2f}x [{low:.2f}, {high:.2f}]"
+    return f"{_times(ratio)}x" if math.isnan(low) else f"{_times(ratio)}x [{_times(low)}, {_times(high)}]"
+
+
+def _times(ratio: float) -> str:
+    """Two decimals; two significant digits below 0.1, where two decimals read a wide interval's positive lower bound
+    (two noisy trials: 0.0025) as "0.00", a ratio that could be zero."""
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
 
 
 def compact(table: pd.DataFrame) -> pd.DataFrame:
