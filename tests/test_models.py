@@ -284,6 +284,24 @@ def test_an_architecture_value_transformers_refuses_is_one_sentence_naming_the_s
         assert "Traceback" not in done.stderr and "signal" not in done.stderr
 
 
+@pytest.mark.parametrize("overrides, said", [
+    # The config takes it, the model refuses it: a traceback of transformers' ValueError, exit 1.
+    ((*FAST, "model.architecture.hidden_size=65"), r"model.architecture does not make a bert model: .*hidden size \(65\)"
+                                                    r".* fix that setting"),
+    # A misspelt key: kept by transformers as an unused attribute, the default 12 layers built, the typo recorded.
+    ((*FAST, "+model.architecture.num_hidden_layer=4"), r"model.architecture.num_hidden_layer is no field of a bert "
+                                                        r"config \(num_hidden_layer: did you mean num_hidden_layers\?\)"),
+    # Pretrained weights have their own shape: the setting did nothing and was recorded beside them.
+    (("model=minilm", "trials=quick", "+model.architecture.num_hidden_layers=1"),
+     r"model.architecture \(num_hidden_layers\) applies to model.weights=random only"),
+])
+def test_an_architecture_the_model_would_not_build_as_asked_is_one_sentence(out: Path, overrides: tuple[str, ...],
+                                                                            said: str) -> None:
+    done = run_eaq(out, *overrides, "sampler=none")
+    assert done.returncode == 2 and re.search(said, " ".join(done.stderr.split())), done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+
+
 def test_a_shipped_classifier_head_is_identified_by_its_contents(tmp_path: Path, monkeypatch) -> None:
     """`python -m eaq.models.fit_head` writes over the shipped head by default: named alone, a head fitted again kept
     the identity a plan's quality budget was chosen on."""

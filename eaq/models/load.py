@@ -205,10 +205,12 @@ def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedCon
         if why := _unknown_type(model_type, "model.architecture"):
             raise ModelLoadError(why)
         try:
-            return AutoConfig.for_model(model_type, **fields)
+            config = AutoConfig.for_model(model_type, **fields)
         except Exception as exc:  # transformers' own checks of a field's type or value (num_hidden_layers=4.0)
             raise ModelLoadError(f"model.architecture does not make a {model_type} config: {' '.join(str(exc).split())}; "
                                  "fix that setting.") from exc
+        _unknown_fields(config, fields)
+        return config
     try:
         location = location or _location(cfg)
         return AutoConfig.from_pretrained(location, **_hub_options(location))
@@ -353,12 +355,42 @@ def _head_source(location: str) -> str:
     return f"{location} of contents {_contents(Path(_head_path(location)))}"
 
 
+def _unknown_fields(config: PretrainedConfig, fields: dict[str, Any]) -> None:
+    """Refuse a field the architecture's config does not have: transformers keeps any keyword as an attribute of its
+    own, so a misspelt one (``num_hidden_layer=4``, GPT-2's ``n_layers``) built the default shape, unsaid, while the
+    run's params recorded the setting. A field the config reads and converts (``rope_theta`` into its rope
+    parameters) is no attribute left over, so it is not refused."""
+    try:
+        default = type(config)()
+    except Exception:  # a config that cannot be built with no arguments: nothing to tell its own fields by
+        return
+    known = set(default.to_dict()) | set(type(config).attribute_map)
+    if unknown := sorted(k for k in fields if k in vars(config) and not hasattr(default, k)):
+        hints = {k: difflib.get_close_matches(k, known, n=1) for k in unknown}
+        raise ModelLoadError(
+            f"model.architecture.{unknown[0]} is no field of a {config.model_type} config ("
+            + "; ".join(f"{k}: did you mean {m[0]}?" if m else f"{k}: no close field" for k, m in hints.items())
+            + "); transformers would keep it unused and build the default shape; fix the key.")
+
+
+def _built(cfg: ModelConfig, auto_class: type, config: PretrainedConfig) -> torch.nn.Module:
+    """``auto_class.from_config(config)``; random weights' architecture that the config takes and the model refuses
+    (a hidden size no multiple of the heads) said in a sentence, as a config's own refusal is, not a traceback."""
+    try:
+        return auto_class.from_config(config)
+    except (ValueError, TypeError) as exc:
+        if cfg.weights != "random":
+            raise
+        raise ModelLoadError(f"model.architecture does not make a {config.model_type} model: "
+                             f"{' '.join(str(exc).split()).rstrip('.')}; fix that setting.") from exc
+
+
 def model_skeleton(cfg: ModelConfig) -> torch.nn.Module:
     """The model's modules, as ``load_model`` builds them, on the meta device: names, classes and shapes with no
     memory and no weight read, what a precision plan is checked against before the model loads."""
     config = model_config(cfg)
     with torch.device("meta"):
-        model = _auto_class(cfg, config).from_config(config)
+        model = _built(cfg, _auto_class(cfg, config), config)
         if cfg.classifier_head:
             model = EmbeddingClassifier(model, load_head(_head_path(cfg.classifier_head), model.config.hidden_size))
     convert_conv1d(model)
@@ -497,7 +529,7 @@ def load_model(
         device = device or torch.device("cpu")
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), device:
             torch.manual_seed(cfg.seed)
-            model = auto_class.from_config(config)
+            model = _built(cfg, auto_class, config)
         source = "random"
     else:
         try:
