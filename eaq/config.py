@@ -554,11 +554,6 @@ def validate(
         raise ConfigError(
             "model.weights=random needs model.architecture.model_type (e.g. bert, gpt2) to build the network from."
         )
-    if obj.model.weights == "pretrained" and obj.model.architecture:
-        raise ConfigError(
-            f"model.architecture ({', '.join(sorted(obj.model.architecture))}) applies to model.weights=random only: a "
-            "pretrained model's shape is its own config.json's; drop model.architecture, or set model.weights=random."
-        )
     if obj.model.weights == "random" and (dtypes := sorted({"dtype", "torch_dtype"} & set(obj.model.architecture))):
         # A config.json pasted whole carries one (Llama-2's reads float16): transformers would build the network in it,
         # and the fp32 reference every precision is judged against would not be fp32.

@@ -291,9 +291,6 @@ def test_an_architecture_value_transformers_refuses_is_one_sentence_naming_the_s
     # A misspelt key: kept by transformers as an unused attribute, the default 12 layers built, the typo recorded.
     ((*FAST, "+model.architecture.num_hidden_layer=4"), r"model.architecture.num_hidden_layer is no field of a bert "
                                                         r"config \(num_hidden_layer: did you mean num_hidden_layers\?\)"),
-    # Pretrained weights have their own shape: the setting did nothing and was recorded beside them.
-    (("model=minilm", "trials=quick", "+model.architecture.num_hidden_layers=1"),
-     r"model.architecture \(num_hidden_layers\) applies to model.weights=random only"),
 ])
 def test_an_architecture_the_model_would_not_build_as_asked_is_one_sentence(out: Path, overrides: tuple[str, ...],
                                                                             said: str) -> None:
