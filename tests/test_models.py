@@ -6,6 +6,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import torch
 import yaml
 from transformers import AutoModelForCausalLM, AutoTokenizer, BertConfig, BertModel
 
-from conftest import CONF, FAST, all_runs, free_port, run_eaq
+from conftest import CONF, FAST, REPO, all_runs, free_port, run_eaq
 from eaq.config import ModelConfig
 from eaq.errors import ModelLoadError
 from eaq.models import load_model, model_config, resolve_location
@@ -297,6 +299,15 @@ def test_an_architecture_the_model_would_not_build_as_asked_is_one_sentence(out:
     done = run_eaq(out, *overrides, "sampler=none")
     assert done.returncode == 2 and re.search(said, " ".join(done.stderr.split())), done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+
+
+def test_fit_head_with_no_training_file_names_its_flag_in_a_sentence(tmp_path: Path) -> None:
+    """It ended in a traceback naming dataset.path, a setting this command does not have."""
+    missing = tmp_path / "train.tsv"
+    done = subprocess.run([sys.executable, "-m", "eaq.models.fit_head", "--train", str(missing)], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path, env=os.environ | {"PYTHONPATH": str(REPO)})
+    assert done.returncode == 2 and f"--train {missing} cannot be read" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and not (tmp_path / "minilm_sst2.safetensors").exists()
 
 
 def test_a_shipped_classifier_head_is_identified_by_its_contents(tmp_path: Path, monkeypatch) -> None:

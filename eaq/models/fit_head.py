@@ -18,6 +18,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from eaq.config import DatasetConfig
 from eaq.data import load_examples
+from eaq.errors import DataError
 from eaq.models.embedding_classifier import mean_pool
 from eaq.models.load import resolve_location
 
@@ -56,7 +57,11 @@ def main() -> None:
     parser.add_argument("--train", default="../shared/data/sst2/train.tsv")
     parser.add_argument("--out", default=str(Path(__file__).parent / "heads" / "minilm_sst2.safetensors"))
     args = parser.parse_args()
-    examples = load_examples(DatasetConfig(name="train", kind="tsv", path=args.train))
+    try:
+        examples = load_examples(DatasetConfig(name="train", kind="tsv", path=args.train))
+    except DataError as exc:  # its sentence names dataset.path, a run's setting: said here as this command's flag
+        parser.error(f"--train {args.train} cannot be read ({exc}); pass --train FILE, SST-2's train.tsv (or any TSV of "
+                     "sentence and label)")
     start = time.perf_counter()
     features = embed(examples.texts).clone()  # out of inference mode: the fit needs autograd
     print(f"embedded {len(examples.texts)} sentences in {time.perf_counter() - start:.0f} s")
