@@ -125,6 +125,23 @@ def test_an_ordinary_runs_id_as_sweep_is_refused_as_no_sweep(tmp_path: Path) -> 
         build(uri, tmp_path / "report", sweep=run)
 
 
+def test_the_front_says_a_configuration_with_no_counted_run_failed_not_that_it_lacks_figures(tmp_path: Path) -> None:
+    """A failed configuration read "not judged: no latency_mean_ms or ... in its counted runs", and a sweep whose runs
+    all failed "no quality metric in these runs (synthetic ids ...)", whatever their data."""
+    from eaq.report.front import verdicts
+
+    uri, client, experiment = _store(tmp_path)
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp8", "trial": trial}, {}, "FAILED")
+    assert verdicts(load(uri, experiment="eaq")).startswith("no run counted (each failed")
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": trial},
+             {"latency_mean_ms": 1.0 + int(trial), "quality_accuracy": 0.9})
+    found = verdicts(load(uri, experiment="eaq")).set_index("configuration")["verdict"]
+    assert found["m-fp8-b8-s32"] == "not judged: no run counted (failed)"
+    assert not found["m-fp32-b8-s32"].startswith("not judged")
+
+
 def test_a_mistyped_baseline_is_refused_naming_the_precisions(tmp_path: Path) -> None:
     uri, client, experiment = _store(tmp_path)
     _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1"}, {"latency_mean_ms": 1.0})

@@ -35,7 +35,7 @@ import pandas as pd
 
 from eaq.report.aggregate import (
     COSTS, QUALITY, QUALITY_DIGITS, aggregate, benchmark_runs, counted, config_label, first_measured, quality_metric,
-    ratio_interval, wide,
+    ratio_interval, uncounted, wide,
 )
 from eaq.report.frame import CONFIG_KEYS, LOWER_IS_BETTER, SCOPE_KEYS, load
 from eaq.tracking.failures import reported
@@ -47,10 +47,12 @@ COLUMNS = ("configuration", "cost", "cost_mean", "quality", "quality_mean", "ver
 def verdicts(frame: pd.DataFrame) -> pd.DataFrame | str:
     """One row per configuration (COLUMNS), or why there is no front to judge."""
     table = aggregate(frame)
+    runs = counted(benchmark_runs(frame))
+    if runs.empty:  # every run failed, was flagged invalid or is under way: it logged no quality, whatever its data
+        return "no run counted (each failed, was flagged invalid or is still running): no front to judge."
     if quality_metric(table) is None:
         return "no quality metric in these runs (synthetic ids without trials.fidelity_on_synthetic): no front to judge."
     configs = wide(table)
-    runs = counted(benchmark_runs(frame))
     rows = []
     configs = configs.dropna(subset=list(CONFIG_KEYS))  # a run logged without a shape is no point of any front
     for _, group in configs.groupby(list(SCOPE_KEYS), sort=True):  # precision and how it ran vary along a front
@@ -60,7 +62,7 @@ def verdicts(frame: pd.DataFrame) -> pd.DataFrame | str:
         for _, point in group.drop(judged.index).iterrows():  # said, not dropped: "absent" and "not judged" differ
             rows.append({"configuration": config_label(point), "cost": cost or "", "cost_mean": point[cost] if cost else math.nan,
                          "quality": quality or "", "quality_mean": point[quality] if quality else math.nan,
-                         "verdict": f"not judged: no {cost or 'cost'} or {quality or 'quality figure'} in its counted runs",
+                         "verdict": _unjudged(point, cost, quality),
                          "versus": "", "ratio": math.nan, "ratio_ci_low": math.nan, "ratio_ci_high": math.nan})
         if judged.empty:
             continue
@@ -69,6 +71,13 @@ def verdicts(frame: pd.DataFrame) -> pd.DataFrame | str:
         for _, point in judged.iterrows():
             rows.append(_verdict(point, judged, trials, cost, quality, better))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _unjudged(point: pd.Series, cost: str | None, quality: str | None) -> str:
+    """Why a configuration is not judged: no counted run (in the words every table uses), or no figure in them."""
+    if point["runs"] - point["failed"] - point["running"] - point["invalid"] <= 0:
+        return f"not judged: no run counted ({uncounted(point['running'], point['invalid'])})"
+    return f"not judged: no {cost or 'cost'} or {quality or 'quality figure'} in its counted runs"
 
 
 def _trials(runs: pd.DataFrame, point: pd.Series, cost: str) -> pd.Series:
