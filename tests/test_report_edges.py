@@ -142,6 +142,17 @@ def test_the_front_says_a_configuration_with_no_counted_run_failed_not_that_it_l
     assert not found["m-fp32-b8-s32"].startswith("not judged")
 
 
+def test_the_power_trace_of_a_failed_run_says_it_failed_not_that_there_is_no_sensor(tmp_path: Path) -> None:
+    """With no run counted the trace falls back to a failed one, whose note blamed "no sensor" (on a GPU host too)."""
+    from eaq.report.figures import power_trace
+
+    uri, client, experiment = _store(tmp_path)
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp8", "trial": "1"}, {}, "FAILED")
+    run = load(uri, experiment="eaq").iloc[0]
+    note = power_trace(client, run, tmp_path).note
+    assert "has status FAILED: no measured window" in note and "sensor" not in note, note
+
+
 def test_a_mistyped_baseline_is_refused_naming_the_precisions(tmp_path: Path) -> None:
     uri, client, experiment = _store(tmp_path)
     _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1"}, {"latency_mean_ms": 1.0})

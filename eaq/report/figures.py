@@ -410,6 +410,9 @@ def power_trace(client: MlflowClient, run: pd.Series, out: Path) -> Figure:
     title = f"power trace: {run['run_name']}"
     if run.get("valid") == "false":  # drawn only when asked for by --trace-run: the title says what the checks found
         title += f" (flagged invalid: {run.get('valid_reasons')})"
+    if run.get("status") != "FINISHED":  # a run that failed or is under way has no window: no sensor's fault
+        return Figure(title, note=f"{run['run_name']} has status {run.get('status')}: no measured window to trace (see "
+                                  "Runs that did not count).")
     if run.get("energy") != "measured":
         return Figure(title, note=f"energy not measured for {run['run_name']}: {run.get('energy_reason') or 'no sensor'}.")
     try:
