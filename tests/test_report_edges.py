@@ -153,6 +153,23 @@ def test_the_power_trace_of_a_failed_run_says_it_failed_not_that_there_is_no_sen
     assert "has status FAILED: no measured window" in note and "sensor" not in note, note
 
 
+@pytest.mark.parametrize("width", [5.5, 11.0])
+def test_a_long_figure_title_fits_its_figure(width: float) -> None:
+    """A one-panel Pareto figure (5.5 in) cut "<model>: energy vs quality, Pareto front per batch size and setting" at
+    both sides, in the PNG and in report.html; drawn here and measured where it lands."""
+    import matplotlib.pyplot as plt
+
+    from eaq.report.figures import suptitle
+
+    fig, _ = plt.subplots(figsize=(width, 4.5))
+    suptitle(fig, "sentence-transformers/all-MiniLM-L6-v2: energy vs quality, Pareto front per batch size and setting")
+    fig.tight_layout()
+    fig.canvas.draw()
+    box = fig._suptitle.get_window_extent()
+    plt.close(fig)
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (box, fig.bbox.width)
+
+
 def test_a_mistyped_baseline_is_refused_naming_the_precisions(tmp_path: Path) -> None:
     uri, client, experiment = _store(tmp_path)
     _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1"}, {"latency_mean_ms": 1.0})

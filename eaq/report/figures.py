@@ -80,6 +80,15 @@ class Figure:
 LEGEND_ROOM = 0.9
 
 
+# Characters of a suptitle (12 pt) per inch of figure width, with room to spare: a longer line is wrapped.
+TITLE_CHARS_PER_INCH = 10
+
+
+def suptitle(fig: plt.Figure, text: str) -> None:
+    """The figure's title, wrapped to its width: a one-panel figure (5.5 in) cut a model's long title at both sides."""
+    fig.suptitle(textwrap.fill(text, max(20, int(fig.get_figwidth() * TITLE_CHARS_PER_INCH))))
+
+
 def save(fig: plt.Figure, out: Path, name: str, title: str, right: float = 1.0) -> Figure:
     """PNG at 300 DPI for papers and the HTML, SVG for editing; the figure is closed (a sweep draws dozens).
 
@@ -225,7 +234,7 @@ def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str
     axes.flat[1].set_ylabel(f"speed-up vs {baseline} (x)")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper right", title="batch size", fontsize=8)
-    fig.suptitle(f"{model}: mean over trials, 95% CI error bars" + (f" ({ONE_TRIAL})" if _single_trials(rows, plotted) else ""))
+    suptitle(fig, f"{model}: mean over trials, 95% CI error bars" + (f" ({ONE_TRIAL})" if _single_trials(rows, plotted) else ""))
     spell_out(fig, rows)
     return save(fig, out, f"overview_{model}", f"{model}: overview", right=LEGEND_ROOM)
 
@@ -329,7 +338,7 @@ def pareto(configs: pd.DataFrame, model: str, out: Path) -> Figure:
         ax.set_title(" ".join([f"batch {scope['batch_size']:.0f}", *([f"s{scope['seq_len']:.0f}"] if several["seq_len"] else []),
                                *([str(scope["workload"])] if several["workload"] else []), setting]).strip(),
                      fontsize=9)
-    fig.suptitle(title)
+    suptitle(fig, title)
     spell_out(fig, pd.concat([sub for _, sub in panels]))
     return save(fig, out, f"pareto_{model}", title)
 
@@ -359,7 +368,7 @@ def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
         ax.set_xlabel("batch size (samples)")
         ax.set_ylabel(LABELS[metric])
         ax.legend(title="precision (and how it ran)", fontsize=8)
-    fig.suptitle(title)
+    suptitle(fig, title)
     spell_out(fig, rows)
     return save(fig, out, f"batch_{model}", title)
 

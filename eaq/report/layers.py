@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from eaq.report.aggregate import config_label, format_ci, t_interval
-from eaq.report.figures import Figure, save
+from eaq.report.figures import Figure, save, suptitle
 from eaq.report.frame import CONFIG_KEYS
 
 ARTIFACTS = ("components.csv", "component_types.csv", "correlation.csv")
@@ -150,7 +150,7 @@ def energy_vs_impact(components: pd.DataFrame, correlation: pd.DataFrame, label:
         ax.set_xlabel(f"{basis} share of the component (%)")
         ax.set_ylabel(impact.replace("_", " "))
         ax.legend(fontsize=7)
-    fig.suptitle(title)
+    suptitle(fig, title)
     return save(fig, out, f"layers_scatter_{slug}", title)
 
 
