@@ -5,6 +5,7 @@ MLflow store in tmp_path."""
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 
 from mlflow.entities import Metric
@@ -14,7 +15,7 @@ import pytest
 
 from eaq.diff import main as diff_main
 from eaq.errors import EaqError
-from eaq.report.aggregate import CONFIG_KEYS, aggregate, compact, config_label, quality_metric, ratios
+from eaq.report.aggregate import CONFIG_KEYS, aggregate, compact, config_label, quality_metric, ratios, wide
 from eaq.report.build import MAX_METRIC_NAME, aggregate_metrics, build
 from eaq.report.compare import compare
 from eaq.report.frame import load
@@ -168,6 +169,29 @@ def test_a_long_figure_title_fits_its_figure(width: float) -> None:
     box = fig._suptitle.get_window_extent()
     plt.close(fig)
     assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (box, fig.bbox.width)
+
+
+def test_a_bar_figure_marks_a_failed_configuration_and_draws_no_cap_without_an_interval(tmp_path: Path) -> None:
+    """A failed precision was an empty slot under its name, unexplained; a one-trial bar drew a zero-length cap at
+    its mean, as exact as the baseline's 1.0."""
+    import matplotlib.pyplot as plt
+
+    from eaq.report.figures import _bars, with_variants
+
+    uri, client, experiment = _store(tmp_path)
+    for precision, trials, status in (("fp32", ("1", "2"), "FINISHED"), ("bf16", ("1",), "FINISHED"), ("fp8", ("1", "2"), "FAILED")):
+        for trial in trials:
+            _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": trial},
+                 {"latency_mean_ms": 2.0 + int(trial)} if status == "FINISHED" else {}, status)
+    rows = with_variants(wide(aggregate(load(uri, experiment="eaq"))))
+    fig, ax = plt.subplots()
+    _bars(ax, rows, "latency_mean_ms", ["fp32", "bf16", "fp8"])
+    assert [t.get_text() for t in ax.texts] == ["failed"] and ax.texts[0].get_position()[0] == pytest.approx(2)
+    (caps,) = {line for container in ax.containers if hasattr(container, "errorbar") and container.errorbar
+               for line in container.errorbar.lines[1][:1]}
+    drawn = caps.get_ydata()
+    plt.close(fig)
+    assert not math.isnan(drawn[0]) and math.isnan(drawn[1]) and math.isnan(drawn[2])  # fp32's interval only
 
 
 def test_a_mistyped_baseline_is_refused_naming_the_precisions(tmp_path: Path) -> None:

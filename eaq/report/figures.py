@@ -27,7 +27,9 @@ from mlflow.tracking import MlflowClient
 import numpy as np
 import pandas as pd
 
-from eaq.report.aggregate import ENERGY, QUALITY, counted, first_measured, mode_words, ratio_interval, wide
+from eaq.report.aggregate import (
+    ENERGY, QUALITY, counted, first_measured, mode_words, ratio_interval, uncounted, wide,
+)
 from eaq.report.frame import CONFIG_KEYS, LOWER_IS_BETTER, SCOPE_KEYS
 from eaq.tracking.redact import redact
 
@@ -104,10 +106,19 @@ def save(fig: plt.Figure, out: Path, name: str, title: str, right: float = 1.0) 
 
 
 def _yerr(rows: pd.DataFrame, metric: str) -> np.ndarray:
-    """Asymmetric error bars from the CI columns; 0 where one trial gives no interval (never negative: matplotlib
-    refuses those)."""
+    """Asymmetric error bars from the CI columns; NaN, no bar and no cap, where one trial gives no interval (a bar of 0
+    drew a cap at the mean, as the baseline's exact 1.0 has; never negative: matplotlib refuses those)."""
     mean, low, high = rows[metric], rows[f"{metric}_ci_low"], rows[f"{metric}_ci_high"]
-    return np.clip(np.nan_to_num(np.vstack([mean - low, high - mean])), 0, None)
+    return np.clip(np.vstack([mean - low, high - mean]), 0, None)
+
+
+def _mark_uncounted(ax: Axes, x: np.ndarray, rows: pd.DataFrame, metric: str) -> None:
+    """Say, at its place on the axis, why a configuration has no bar: its runs failed, were flagged invalid or are
+    running (an empty slot under a precision's name read as a figure missing by mistake)."""
+    for xi, (_, row) in zip(x, rows.iterrows()):
+        if math.isnan(row[metric]) and row.get("runs", 0) and not row["runs"] - row["failed"] - row["running"] - row["invalid"]:
+            ax.text(xi, 0.02, uncounted(row["running"], row["invalid"]), rotation=90, ha="center", va="bottom",
+                    fontsize=7, color="0.4", transform=ax.get_xaxis_transform())
 
 
 def _single_trials(rows: pd.DataFrame, metrics: tuple[str, ...]) -> bool:
@@ -194,6 +205,7 @@ def _bars(ax: Axes, rows: pd.DataFrame, metric: str, variants: list[str]) -> Non
             ax.errorbar(x, sub[metric], yerr=_yerr(sub, metric), fmt="o", capsize=3, color=f"C{i}", label=f"batch {batch}")
         else:
             ax.bar(x, sub[metric], width, yerr=_yerr(sub, metric), capsize=3, label=f"batch {batch}")
+        _mark_uncounted(ax, x, sub, metric)
     long = max(map(len, variants)) > 8  # "int8 compiled graphs": slanted, so neighbours do not overlap
     ax.set_xticks(np.arange(len(variants)), variants, rotation=30 if long else 0, ha="right" if long else "center")
     ax.set_xlabel("precision (and how it ran)")
