@@ -213,7 +213,7 @@ def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedCon
         return config
     try:
         location = location or _location(cfg)
-        return AutoConfig.from_pretrained(location, **_hub_options(location))
+        config = AutoConfig.from_pretrained(location, **_hub_options(location))
     except OSError as exc:
         raise ModelLoadError(_not_found(cfg.name_or_path, exc)) from exc
     except ValueError as exc:  # the config read, its model_type missing or unknown to this transformers
@@ -225,6 +225,21 @@ def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedCon
         if why := _unknown_type(model_type, f"model.name_or_path={cfg.name_or_path!r}"):
             raise ModelLoadError(why) from exc
         raise
+    _architecture_matches(cfg, config)
+    return config
+
+
+def _architecture_matches(cfg: ModelConfig, config: PretrainedConfig) -> None:
+    """Pretrained weights have their folder's shape: a ``model.architecture`` field that says otherwise (a preset's,
+    or ``+model.architecture.num_hidden_layers=1`` given beside ``model=hub``) would be recorded in the run's params
+    and do nothing. One that agrees (a random preset run on weights saved from it) is welcome."""
+    differing = {k: v for k, v in cfg.architecture.items()
+                 if (getattr(config, k, None) if k != "model_type" else config.model_type) != v}
+    if differing:
+        said = ", ".join(f"{k}={v!r} (the folder's: {getattr(config, k, 'none')!r})" for k, v in sorted(differing.items()))
+        raise ModelLoadError(
+            f"model.architecture sets {said}, and model.weights=pretrained builds {cfg.name_or_path}'s own shape from its "
+            "config.json: drop model.architecture (model=hub carries none), or set model.weights=random to build it.")
 
 
 def _auto_class(cfg: ModelConfig, config: PretrainedConfig) -> type:
