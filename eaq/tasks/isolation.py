@@ -155,6 +155,10 @@ def _exit_with(job_pid: int) -> None:
 
 def _child_setup(events: SimpleQueue, relay_output: bool, job_pid: int) -> None:
     global _listener, _tagger
+    # Ctrl-C reaches this process too (the terminal's process group): the job's process handles it, ending this one
+    # (_run). Landing here while the pool set this process up, it printed the pool's "Exception in initializer"
+    # traceback under the sweep's "stopped by Ctrl-C".
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with, args=(job_pid,), daemon=True, name="eaq-job-watch").start()
     if relay_output:
         sys.stdout = sys.stderr = _QueueStream(events)  # type: ignore[assignment]
@@ -275,8 +279,9 @@ def _run(
                 ) from None
             except BaseException:
                 # This job is ending while the run measures: submitit's handler of SLURM's time-limit signal raised
-                # here, or an interrupt. Leaving the pool waits for the run's process, which measured on until the
-                # job was killed, and the job's FAILED record ("hydra.launcher.timeout_min") was never written.
+                # here, or Ctrl-C (which the run's process ignores). Leaving the pool waits for that process, which
+                # measured on until the job was killed, and the job's FAILED record ("hydra.launcher.timeout_min")
+                # was never written.
                 _stop(pid)
                 raise
     finally:
