@@ -182,6 +182,14 @@ def uncounted(running: int, invalid: int) -> str:
     return "running" if running else "flagged invalid" if invalid else "failed"
 
 
+def none_counted(row: pd.Series) -> str | None:
+    """``uncounted``'s word for a configuration's row (its counts of runs, as ``wide`` gives them) none of whose runs
+    counted; None where some did, or where the configuration did not run at all (no counts: not run at that shape)."""
+    if pd.isna(row.get("runs")) or row["runs"] - row["failed"] - row["running"] - row["invalid"] > 0:
+        return None
+    return uncounted(row["running"], row["invalid"])
+
+
 def _lacking(metric: str, sides: dict[str, pd.DataFrame]) -> str:
     """Why the ratio of two sides that both have counted runs is empty: the sides (precision: its counted runs) none of
     whose counted runs logged ``metric``, as energy "unavailable" on a machine without a sensor beside runs that had

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from eaq.report.aggregate import (
-    ENERGY, QUALITY, counted, first_measured, mode_words, ratio_interval, uncounted, wide,
+    ENERGY, QUALITY, counted, first_measured, mode_words, none_counted, ratio_interval, wide,
 )
 from eaq.report.frame import CONFIG_KEYS, LOWER_IS_BETTER, SCOPE_KEYS
 from eaq.tracking.redact import redact
@@ -116,9 +116,9 @@ def _mark_uncounted(ax: Axes, x: np.ndarray, rows: pd.DataFrame, metric: str) ->
     """Say, at its place on the axis, why a configuration has no bar: its runs failed, were flagged invalid or are
     running (an empty slot under a precision's name read as a figure missing by mistake)."""
     for xi, (_, row) in zip(x, rows.iterrows()):
-        if math.isnan(row[metric]) and row.get("runs", 0) and not row["runs"] - row["failed"] - row["running"] - row["invalid"]:
-            ax.text(xi, 0.02, uncounted(row["running"], row["invalid"]), rotation=90, ha="center", va="bottom",
-                    fontsize=7, color="0.4", transform=ax.get_xaxis_transform())
+        if math.isnan(row[metric]) and (why := none_counted(row)):
+            ax.text(xi, 0.02, why, rotation=90, ha="center", va="bottom", fontsize=7, color="0.4",
+                    transform=ax.get_xaxis_transform())
 
 
 def _single_trials(rows: pd.DataFrame, metrics: tuple[str, ...]) -> bool:
@@ -480,7 +480,7 @@ def uncounted_note(rows: pd.DataFrame) -> str | None:
     Drawn anyway, such a model's overview was six panels of "not measured" and its other figures were left out as
     if its data were synthetic, when its runs had failed."""
     counts = rows[["runs", "failed", "invalid", "running"]].sum()
-    if counts["runs"] > counts["failed"] + counts["invalid"] + counts["running"]:
+    if none_counted(counts) is None:
         return None
     why = ", ".join(f"{int(counts[c])} {word}" for c, word in (("failed", "failed"), ("invalid", "flagged invalid"),
                                                               ("running", "still running")) if counts[c])

@@ -35,7 +35,7 @@ import pandas as pd
 
 from eaq.report.aggregate import (
     COSTS, QUALITY, QUALITY_DIGITS, aggregate, benchmark_runs, counted, config_label, first_measured, quality_metric,
-    ratio_interval, uncounted, wide,
+    none_counted, ratio_interval, wide,
 )
 from eaq.report.frame import CONFIG_KEYS, LOWER_IS_BETTER, SCOPE_KEYS, load
 from eaq.tracking.failures import reported
@@ -75,8 +75,8 @@ def verdicts(frame: pd.DataFrame) -> pd.DataFrame | str:
 
 def _unjudged(point: pd.Series, cost: str | None, quality: str | None) -> str:
     """Why a configuration is not judged: no counted run (in the words every table uses), or no figure in them."""
-    if point["runs"] - point["failed"] - point["running"] - point["invalid"] <= 0:
-        return f"not judged: no run counted ({uncounted(point['running'], point['invalid'])})"
+    if why := none_counted(point):
+        return f"not judged: no run counted ({why})"
     return f"not judged: no {cost or 'cost'} or {quality or 'quality figure'} in its counted runs"
 
 

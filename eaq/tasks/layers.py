@@ -204,7 +204,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     if unhooked := unmeasured(components):
         tags["eaq.layers.unmeasured"] = (
             "parameters used inside a module that also holds another component's module, so no hook times them alone, "
-            "and their work counts in their block's own ops (outside every block, only in the whole model's): " + "; ".join(f"{c} ({why})" for c, why in unhooked.items()))
+            "and their work counts in their block's own ops (outside every block, only in the whole model's): "
+            + "; ".join(f"{c} ({why})" for c, why in unhooked.items()))
     if budget is not None and base_model is not None and data is not None:  # both set when impact was measured
         with phases("plan"):
             cost, saving = shares, None
