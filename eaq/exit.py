@@ -45,8 +45,8 @@ def stop_on_terminate() -> None:
     Ctrl-C reaches the whole process group; ``kill PID``, ``timeout`` and a scheduler's time limit send SIGTERM to
     this process alone, and its default ended it on the spot: the runs stayed RUNNING in the store, and the process
     measuring the run (a fork server's child) measured on, an orphan on the GPU. So the handler first hands
-    Ctrl-C's SIGINT to every process under this one (the fork server ignores it, as under Ctrl-C; the run's process
-    stops), then raises KeyboardInterrupt here.
+    Ctrl-C's SIGINT to every process under this one (the fork server and the run's process ignore it, as under
+    Ctrl-C: the job ends the run's process on the KeyboardInterrupt), then raises KeyboardInterrupt here.
     """
     def terminated(signum: int, frame: object) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the run's KILLED record short
@@ -66,7 +66,7 @@ def restore_interrupt() -> None:
     """Give SIGINT Ctrl-C's meaning again, before this process starts any other (the fork server first).
 
     Started in the background of a script (``cmd &`` in a shell without job control), a process inherits SIGINT
-    ignored, and so does every process it starts, and every run the fork server forks: they let the SIGINT that
-    ``stop_on_terminate`` hands them pass, measuring on as orphans after the sweep said they stopped.
+    ignored, and so does every process it starts: ``kill -INT`` of such a sweep (and the SIGINT that
+    ``stop_on_terminate`` hands to the processes under it) passed unheard.
     """
     signal.signal(signal.SIGINT, signal.default_int_handler)
