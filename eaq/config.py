@@ -534,6 +534,19 @@ def validate(
     _positive("trials.quality_max_batches", obj.trials.quality_max_batches)
     _positive("dataset.max_samples", obj.dataset.max_samples)
     _positive("dataset.perplexity_stride", obj.dataset.perplexity_stride)
+    if obj.dataset.perplexity_stride is not None and not (obj.dataset.kind == "raw" and obj.model.head == "causal_lm"):
+        # Perplexity is scored on one stream of raw text by a causal LM; elsewhere the stride was accepted and did nothing.
+        raise ConfigError(
+            f"dataset.perplexity_stride={obj.dataset.perplexity_stride} spaces perplexity's windows, and perplexity is "
+            f"scored only for a causal LM (model.head=causal_lm; model={obj.model.name} has head={obj.model.head}) on raw "
+            f"text (dataset.kind=raw, as dataset=wikitext2; dataset={obj.dataset.name} is kind {obj.dataset.kind}): drop it, "
+            "or measure a causal LM on raw text."
+        )
+    if obj.dataset.perplexity_stride is not None and obj.task == "layers" and not obj.layers.impact:
+        raise ConfigError(
+            f"dataset.perplexity_stride={obj.dataset.perplexity_stride} spaces perplexity's windows, which task=layers "
+            "scores only for the impact of each component (layers.impact=true): drop it, or set layers.impact=true."
+        )
     if (obj.dataset.perplexity_stride or 0) > obj.seq_len:
         raise ConfigError(
             f"dataset.perplexity_stride={obj.dataset.perplexity_stride} is larger than seq_len={obj.seq_len}, so windows "

@@ -61,7 +61,13 @@ def test_unknown_key_fails_at_composition() -> None:
         ("device=gpu", "device='gpu' is not valid: use auto, cpu, cuda or cuda:N"),
         ("model.head=vision", "model.head='vision' is not valid"),
         ("dataset.perplexity_stride=0", "dataset.perplexity_stride=0 is out of range"),
-        ("dataset.perplexity_stride=300", "dataset.perplexity_stride=300 is larger than seq_len=128"),
+        ("dataset.perplexity_stride=300 model=gpt2_tiny_random dataset=wikitext2",
+         "dataset.perplexity_stride=300 is larger than seq_len=128"),
+        # perplexity is a causal LM's on raw text: elsewhere the stride was accepted and did nothing
+        ("dataset.perplexity_stride=16", "model=minilm has head=embedding"),
+        ("dataset.perplexity_stride=16 model=gpt2_tiny_random", "dataset=sample is kind text"),
+        ("dataset.perplexity_stride=16 model=gpt2_tiny_random dataset=wikitext2 task=layers layers.impact=false",
+         "set layers.impact=true"),
         ("dataset.hub=glue", "dataset.hub='glue' is not name[:config]:split"),
         ("dataset.hub=glue::validation", "dataset.hub='glue::validation' is not name[:config]:split"),
         # a quantized or autocast base has no float components to lower: a bare KeyError ('int8') once the model loaded
@@ -71,7 +77,7 @@ def test_unknown_key_fails_at_composition() -> None:
 )
 def test_bad_values_fail_validation_with_one_sentence(override: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:
-        validate(_compose("paths.root=/x", override))
+        validate(_compose("paths.root=/x", *override.split()))
     assert message in str(info.value)
     assert str(info.value).count(". ") == 0 and str(info.value).endswith(".")
 
