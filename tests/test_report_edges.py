@@ -1028,3 +1028,42 @@ def test_an_infinite_impact_is_drawn_at_the_top_marked_not_left_out(tmp_path: Pa
                                    "m", "t", "energy", tmp_path)
     labels = drawn["layers_scatter_t"].axes[0].get_legend_handles_labels()[1]
     assert "ffn: broke (impact inf)" in labels
+
+
+def test_the_batch_figure_says_why_a_precision_in_its_legend_has_no_point(tmp_path: Path, monkeypatch) -> None:
+    """fp8 failed at every batch size: its legend entry read "fp8" beside a line with nothing drawn, as if hidden."""
+    import matplotlib.pyplot as plt
+
+    import eaq.report.figures as figures
+
+    uri, client, experiment = _store(tmp_path)
+    for precision, status in (("fp32", "FINISHED"), ("fp8", "FAILED")):
+        for batch in ("4", "8"):
+            _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "batch_size": batch, "trial": "1"},
+                 {"latency_mean_ms": 2.0 * int(batch)} if status == "FINISHED" else {}, status)
+    drawn = {}
+    monkeypatch.setattr(figures, "save", lambda fig, out, slug, title: drawn.setdefault(slug, fig))
+    figures.batch_scaling(wide(aggregate(load(uri, experiment="eaq"))), "m", tmp_path)
+    labels = drawn["batch_m"].axes[0].get_legend_handles_labels()[1]
+    plt.close(drawn["batch_m"])
+    assert labels == ["fp32", "fp8: failed"]
+
+
+def test_the_model_figure_marks_a_configuration_with_no_counted_run(tmp_path: Path, monkeypatch) -> None:
+    """fp8 failed on model b: its slot in the model-vs-model bars was empty, unexplained (the precision bars say why)."""
+    import matplotlib.pyplot as plt
+
+    import eaq.report.figures as figures
+
+    uri, client, experiment = _store(tmp_path)
+    for model, precision, status in (("a", "fp32", "FINISHED"), ("a", "fp8", "FINISHED"), ("b", "fp32", "FINISHED"),
+                                     ("b", "fp8", "FAILED")):
+        _log(client, experiment, {**BASE, "model.name": model, "precision.name": precision, "trial": "1"},
+             {"latency_mean_ms": 3.0} if status == "FINISHED" else {}, status)
+    drawn = {}
+    monkeypatch.setattr(figures, "save", lambda fig, out, slug, title: drawn.setdefault(slug, fig))
+    figures.models(wide(aggregate(load(uri, experiment="eaq"))), tmp_path)
+    ax = drawn["models"].axes[0]
+    marks = [(t.get_text(), t.get_position()[0]) for t in ax.texts]
+    plt.close(drawn["models"])
+    assert marks == [("failed", pytest.approx(1.2))]  # model b (x=1), the second of two bars 0.4 wide

@@ -121,6 +121,13 @@ def _mark_uncounted(ax: Axes, x: np.ndarray, rows: pd.DataFrame, metric: str) ->
                     transform=ax.get_xaxis_transform())
 
 
+def _no_point(rows: pd.DataFrame, metric: str) -> str:
+    """Why a line has no point at any batch size, for its legend entry: a precision listed with nothing drawn read as
+    one hidden behind another's line. Its rows' words ("failed", "flagged invalid", "running"), else no value logged."""
+    words = sorted({why for _, row in rows.iterrows() if (why := none_counted(row))})
+    return ", ".join(words) if words else f"no {metric}"
+
+
 def _single_trials(rows: pd.DataFrame, metrics: tuple[str, ...]) -> bool:
     """Whether a figure of ``metrics`` shows a mean with no interval (one trial): its bar would read as exact."""
     return any((rows[m].notna() & rows[f"{m}_ci_low"].isna()).any() for m in metrics if m in rows and f"{m}_ci_low" in rows)
@@ -372,7 +379,8 @@ def batch_scaling(configs: pd.DataFrame, model: str, out: Path) -> Figure:
         for i, (variant, sub) in enumerate(lines):
             sub = sub.sort_values("batch_size")
             dodge = 2 ** (0.04 * (i - (len(lines) - 1) / 2))  # side by side, so error bars at one batch size do not hide each other
-            ax.errorbar(sub["batch_size"] * dodge, sub[metric], yerr=_yerr(sub, metric), marker="o", capsize=3, label=variant)
+            ax.errorbar(sub["batch_size"] * dodge, sub[metric], yerr=_yerr(sub, metric), marker="o", capsize=3,
+                        label=variant if sub[metric].notna().any() else f"{variant}: {_no_point(sub, metric)}")
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(rows["batch_size"].unique()))
         ax.xaxis.set_major_formatter(ScalarFormatter())
@@ -415,8 +423,9 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
         # interval of another where the largest batch had one trial.
         sub = rows[rows["variant"] == variant].drop_duplicates("model", keep="last")
         sub = sub.set_index("model").reindex(names)
-        ax.bar(np.arange(len(names)) + (i - (len(variants) - 1) / 2) * width, sub[metric], width,
-               yerr=_yerr(sub, metric), capsize=3, label=variant)
+        x = np.arange(len(names)) + (i - (len(variants) - 1) / 2) * width
+        ax.bar(x, sub[metric], width, yerr=_yerr(sub, metric), capsize=3, label=variant)
+        _mark_uncounted(ax, x, sub, metric)
     ax.set_xticks(np.arange(len(names)), [f"{name}\nbatch {largest[name]:g}" for name in names])
     ax.set_xlabel("model (at its largest batch size measured)")
     ax.set_ylabel(LABELS[metric])
