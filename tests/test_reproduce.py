@@ -317,6 +317,8 @@ def test_a_rerun_stopped_stops_its_run_which_records_itself_killed(out: Path, st
             os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode == (130 if stop == "ctrl-c" else 143), said.read_text()[-2000:]
     assert "Traceback" not in said.read_text(), said.read_text()[-3000:]
+    # The run's process, killed, left tqdm's multiprocessing lock registered: the tracker warned of it on exit.
+    assert "leaked semaphore" not in said.read_text(), said.read_text()[-3000:]
     assert sorted(r.info.status for r in all_runs(out)) == ["FINISHED", "KILLED"]
     deadline = time.time() + 120
     while (alive := [pid for pid in family if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]) \

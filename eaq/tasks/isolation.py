@@ -42,6 +42,8 @@ from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.queues import SimpleQueue
 from typing import Any
 
+from tqdm import tqdm
+
 from eaq.errors import EaqError
 
 log = logging.getLogger(__name__)
@@ -159,6 +161,10 @@ def _child_setup(events: SimpleQueue, relay_output: bool, job_pid: int) -> None:
     # (_run). Landing here while the pool set this process up, it printed the pool's "Exception in initializer"
     # traceback under the sweep's "stopped by Ctrl-C".
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # tqdm guards its bars with a multiprocessing lock, a named semaphore in multiprocessing's resource tracker: this
+    # process, SIGKILLed by its job on a stop, never unregistered it, and the tracker warned of a "leaked semaphore"
+    # under the sweep's "stopped by". Its bars are this process's alone (the relay carries them): a thread's lock does.
+    tqdm.set_lock(threading.RLock())
     threading.Thread(target=_exit_with, args=(job_pid,), daemon=True, name="eaq-job-watch").start()
     if relay_output:
         sys.stdout = sys.stderr = _QueueStream(events)  # type: ignore[assignment]
