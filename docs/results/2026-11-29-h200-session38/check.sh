@@ -8,7 +8,7 @@
 #   SIGINT to its whole process group (Ctrl-C); each started from this script's background (SIGINT inherited ignored).
 #   Recorded: the exit code, seconds from the signal to the job's exit and to the GPU listing no process of it, the
 #   run's status in the store, and whether a traceback was printed.
-# From the repository root: OUT=<folder> bash docs/results/2026-11-29-h200-session38/check.sh
+# From the repository root: OUT=<folder> bash docs/results/2026-11-29-h200-session38/check.sh (STOPS_ONLY=1: the stops alone)
 set -uo pipefail
 out=${OUT:?set OUT}
 export PYTHONUNBUFFERED=1
@@ -16,20 +16,21 @@ bash docs/results/gpu-install.sh > "$out/install.txt" 2>&1
 nvidia-smi --query-gpu=name,uuid,driver_version,temperature.gpu,power.draw --format=csv > "$out/gpu.txt"
 export WORK=${WORK:-/tmp/eaq-s38}
 rm -rf "$WORK" && mkdir -p "$WORK"
-timeout 330 python3 -m pytest -q -p no:cacheprovider -rs tests/test_energy.py tests/test_measure.py tests/test_generate_idle.py \
+[[ -n ${STOPS_ONLY:-} ]] || timeout 330 python3 -m pytest -q -p no:cacheprovider -rs tests/test_energy.py tests/test_measure.py tests/test_generate_idle.py \
   "tests/test_generate.py::test_on_cuda_the_recorded_decode_step_replays_the_tokens_of_the_step_run_from_python" \
   "tests/test_precision.py::test_int8_on_cuda_makes_no_host_copies_beyond_fp32_and_multiplies_exactly_at_any_rows" \
   "tests/test_sweep_time.py::test_torchs_gpu_uuids_are_nvmls_without_its_prefix" \
   "tests/test_generate.py::test_prefill_and_decode_windows_are_disjoint_cover_the_work_and_give_consistent_per_token_figures" \
   > "$out/tests.txt" 2>&1
-tail -1 "$out/tests.txt"
+[[ -n ${STOPS_ONLY:-} ]] || tail -1 "$out/tests.txt"
 
 gpu_pids() { nvidia-smi --query-compute-apps=pid --format=csv,noheader | tr -d ' '; }
 for stop in TERM INT; do
   dir="$WORK/$stop"
+  : > "$out/stop-$stop.txt"
   # setsid: a group of its own, which SIGINT reaches whole as Ctrl-C does; started in the background, SIGINT ignored.
   setsid python3 -m eaq.run model=gpt2_small_random precision=bf16 dataset=synthetic batch_size=16 seq_len=128 \
-    sampler=nvml trials.min_duration_s=120 paths.output_dir="$dir" > "$out/stop-$stop.txt" 2>&1 &
+    sampler=nvml trials.min_duration_s=120 paths.output_dir="$dir" >> "$out/stop-$stop.txt" 2>&1 &  # appended: lines below too
   job=$!
   for _ in $(seq 240); do [[ -n $(gpu_pids) ]] && break; sleep 0.5; done
   sleep 20  # into warm-up or the window
@@ -51,6 +52,7 @@ print(f"SIG{stop}: exit {rc}; job ended {float(t1) - float(t0):.1f} s after the 
 print("runs:", [(r.info.run_name, r.info.status) for r in runs])
 PY
   grep -c Traceback "$out/stop-$stop.txt" | sed 's/^/tracebacks: /' >> "$out/stop-$stop.txt"
-  tail -4 "$out/stop-$stop.txt"
+  grep -c "leaked semaphore" "$out/stop-$stop.txt" | sed "s/^/leaked-semaphore warnings: /" >> "$out/stop-$stop.txt"
+  tail -5 "$out/stop-$stop.txt"
 done
 ls "$out"
