@@ -230,6 +230,19 @@ def test_mpnets_relative_position_table_outside_attention_is_an_embedding_not_an
     assert all(c.block is not None for c in components if c.type == "attention")
 
 
+def test_xlms_parallel_lists_give_each_block_its_own_layer_norms() -> None:
+    """XLM and FlauBERT keep their stack as parallel lists (attentions, layer_norm1, ffns, layer_norm2): the norms,
+    bare numbered layers, were one block-less layer norm of every block's, beside numbered attention and FFN."""
+    from transformers import XLMConfig, XLMModel
+
+    model = XLMModel(XLMConfig(vocab_size=64, emb_dim=32, n_layers=3, n_heads=4)).eval()
+    components = find_components(model)
+    assert sorted(m for c in components for m in c.modules) == sorted(own_parameters(model))
+    norms = {c.name: c.modules for c in components if c.type == "layer_norm"}
+    assert norms == {"layer_norm": ("layer_norm_emb",),
+                     **{f"block.{i}.layer_norm": (f"layer_norm1.{i}", f"layer_norm2.{i}") for i in range(3)}}
+
+
 BLOCK_ROOTS = {"bert_tiny_random": "encoder.layer", "gpt2_tiny_random": "transformer.h", "distilbert": "distilbert.transformer.layer"}
 
 

@@ -50,7 +50,9 @@ usual conventions, checked in this order:
 The block is the first all-digit segment of the name (``encoder.layer.3...``,
 ``transformer.h.3...``) whose module holds modules of its own, as a stack's blocks do; a numbered
 bare layer is no block (Gemma 3n's ``altup_projections.0``, a list of projections outside every
-block, read as block 0), and modules outside numbered blocks have none. A component is
+block, read as block 0) unless its list stands beside a list of as many attention modules (XLM and
+FlauBERT keep their stack as parallel lists: ``attentions``, ``layer_norm1``, ``ffns``,
+``layer_norm2``; ``layer_norm1.3`` is block 3's), and modules outside numbered blocks have none. A component is
 named ``block.<i>.<type>``, or ``<type>`` without a block (``embeddings``, ``head``, the
 final ``layer_norm`` of GPT-2).
 
@@ -104,9 +106,24 @@ def _block_end(model: nn.Module, name: str) -> int | None:
     every block: see the module docstring."""
     segments = name.split(".")
     for i, segment in enumerate(segments):
-        if segment.isdigit() and next(model.get_submodule(".".join(segments[: i + 1])).children(), None) is not None:
+        if segment.isdigit() and (next(model.get_submodule(".".join(segments[: i + 1])).children(), None) is not None
+                                  or _beside_attentions(model, segments[:i])):
             return i + 1
     return None
+
+
+def _beside_attentions(model: nn.Module, held_by: list[str]) -> bool:
+    """Whether the list ``held_by`` names stands beside a list of as many attention modules: a stack kept as parallel
+    lists, one entry per block (XLM's and FlauBERT's ``layer_norm1`` beside ``attentions``), whose bare layers are
+    their blocks'. Their norms were one block-less layer norm of every block's."""
+    if not held_by:
+        return False
+    holder = model.get_submodule(".".join(held_by[:-1]))
+    own = holder.get_submodule(held_by[-1])
+    return isinstance(own, nn.ModuleList) and any(
+        isinstance(other, nn.ModuleList) and len(other) == len(own) and _names_attention(name.lower())
+        for name, other in holder.named_children() if name != held_by[-1]
+    )
 
 
 def _names_attention(segment: str) -> bool:
