@@ -1067,3 +1067,58 @@ def test_the_model_figure_marks_a_configuration_with_no_counted_run(tmp_path: Pa
     marks = [(t.get_text(), t.get_position()[0]) for t in ax.texts]
     plt.close(drawn["models"])
     assert marks == [("failed", pytest.approx(1.2))]  # model b (x=1), the second of two bars 0.4 wide
+
+
+def test_the_speed_up_panel_says_why_it_has_no_bar(tmp_path: Path, monkeypatch) -> None:
+    """fp32's runs failed: the panel of speed-up vs fp32 read "not measured" beside bf16's measured latency; at a batch
+    size fp32 was not run at, bf16's slot was empty, unexplained (ratios.csv said both)."""
+    import matplotlib.pyplot as plt
+
+    import eaq.report.figures as figures
+
+    uri, client, experiment = _store(tmp_path)
+    for precision, batch, status in (("fp32", "4", "FAILED"), ("bf16", "4", "FINISHED")):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "batch_size": batch, "trial": "1"},
+             {"latency_mean_ms": 2.0} if status == "FINISHED" else {}, status)
+    drawn = {}
+    monkeypatch.setattr(figures, "save", lambda fig, out, slug, title, **_: drawn.setdefault(slug, fig))
+    frame = load(uri, experiment="eaq")
+    figures.overview(wide(aggregate(frame)), figures.speed_up(frame, "fp32"), "m", "fp32", tmp_path)
+    panel = drawn.pop("overview_m").axes[1]
+    assert [t.get_text() for t in panel.texts] == ["no counted run of fp32: failed"]
+    # fp32 counted at batch 4, not run at 8: bf16's slot at 8 says so
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "batch_size": "4", "trial": "2"},
+         {"latency_mean_ms": 4.0})
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "batch_size": "8", "trial": "1"},
+         {"latency_mean_ms": 3.0})
+    frame = load(uri, experiment="eaq")
+    figures.overview(wide(aggregate(frame)), figures.speed_up(frame, "fp32"), "m", "fp32", tmp_path)
+    panel = drawn.pop("overview_m").axes[1]
+    plt.close("all")
+    assert [t.get_text() for t in panel.texts] == ["no fp32: not run for this model and shape"]
+    assert [bar.get_height() for bar in panel.patches][:2] == [1.0, pytest.approx(2.0)]  # fp32 and bf16 at 4: twice as fast
+
+
+def test_the_model_figure_compares_one_workload_from_zero(tmp_path: Path, monkeypatch) -> None:
+    """Beside forward passes' latency per batch, generation configurations were legend entries with no bar, and an
+    interval reaching below 0 took the axis to -1300 ms."""
+    import matplotlib.pyplot as plt
+
+    import eaq.report.figures as figures
+
+    uri, client, experiment = _store(tmp_path)
+    for model, workload, trial, value in (("a", "forward", "1", 1.0), ("a", "forward", "2", 30.0), ("b", "forward", "1", 2.0),
+                                          ("b", "forward", "2", 3.0), ("b", "generate", "1", 5.0)):
+        per = "latency_mean_ms" if workload == "forward" else "time_per_output_token_mean_ms"
+        _log(client, experiment, {**BASE, "model.name": model, "precision.name": "fp32", "trial": trial,
+                                  "workload.name": workload, **({"workload.new_tokens": "8"} if workload == "generate" else {})},
+             {per: value})
+    drawn = {}
+    monkeypatch.setattr(figures, "save", lambda fig, out, slug, title, **_: drawn.setdefault(slug, fig))
+    figures.models(wide(aggregate(load(uri, experiment="eaq"))), tmp_path)
+    ax = drawn["models"].axes[0]
+    labels, bottom = ax.get_legend_handles_labels()[1], ax.get_ylim()[0]
+    notes = [t.get_text() for t in ax.texts]
+    plt.close("all")
+    assert labels == ["fp32"] and bottom == 0
+    assert notes == ["generation runs are not in this figure (another unit)"]

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from eaq.report.aggregate import (
-    ENERGY, QUALITY, counted, first_measured, mode_words, none_counted, ratio_interval, wide,
+    ENERGY, QUALITY, counted, first_measured, mode_words, none_counted, ratios, wide,
 )
 from eaq.report.frame import CONFIG_KEYS, LOWER_IS_BETTER, SCOPE_KEYS
 from eaq.tracking.redact import redact
@@ -114,9 +114,12 @@ def _yerr(rows: pd.DataFrame, metric: str) -> np.ndarray:
 
 def _mark_uncounted(ax: Axes, x: np.ndarray, rows: pd.DataFrame, metric: str) -> None:
     """Say, at its place on the axis, why a configuration has no bar: its runs failed, were flagged invalid or are
-    running (an empty slot under a precision's name read as a figure missing by mistake)."""
+    running (an empty slot under a precision's name read as a figure missing by mistake); for a ratio, the note of
+    its side with no counted run ("no fp32: not run for this model and shape")."""
     for xi, (_, row) in zip(x, rows.iterrows()):
-        if math.isnan(row[metric]) and (why := none_counted(row)):
+        note = row.get(f"{metric}_note")  # NaN where the configuration was not run at this batch size: nothing to say
+        if math.isnan(row[metric]) and (why := none_counted(row) or (note.replace("no counted run of ", "no ")
+                                                                      if isinstance(note, str) else "")):
             ax.text(xi, 0.02, why, rotation=90, ha="center", va="bottom", fontsize=7, color="0.4",
                     transform=ax.get_xaxis_transform())
 
@@ -136,9 +139,9 @@ def _single_trials(rows: pd.DataFrame, metrics: tuple[str, ...]) -> bool:
 ONE_TRIAL = "no error bar: one trial, no interval"
 
 
-def _not_measured(ax: Axes, label: str) -> None:
+def _not_measured(ax: Axes, label: str, why: str = "not measured") -> None:
     """An empty panel that says so: a missing measurement is never drawn as a bar of 0."""
-    ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.text(0.5, 0.5, textwrap.fill(why, 40), ha="center", va="center", transform=ax.transAxes, color="0.4")
     ax.set_ylabel(label)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -200,7 +203,9 @@ def with_variants(rows: pd.DataFrame, keys: dict[str, str] | None = None) -> pd.
 def _bars(ax: Axes, rows: pd.DataFrame, metric: str, variants: list[str]) -> None:
     """Grouped bars (dots for quality): one per variant (precision and how it ran) on x, one per batch size, CI error bars."""
     if metric not in rows or rows[metric].isna().all():
-        _not_measured(ax, LABELS.get(metric, metric))
+        # A ratio's panel says why it has no bar (its baseline's runs failed): "not measured" blamed the sensor.
+        notes = sorted(set(rows.get(f"{metric}_note", pd.Series(dtype=str)).dropna()) - {""})
+        _not_measured(ax, LABELS.get(metric, metric), "; ".join(notes) or "not measured")
         return
     batches = sorted(rows["batch_size"].unique())
     width = 0.8 / len(batches)
@@ -223,19 +228,16 @@ def _bars(ax: Axes, rows: pd.DataFrame, metric: str, variants: list[str]) -> Non
 
 
 def speed_up(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """Baseline latency / latency per configuration (per output token for generation), with the delta-method
-    interval of aggregate.ratio_interval."""
-    runs = counted(frame[frame["kind"] == "benchmark"])
-    rows = []
-    same = [k for k in CONFIG_KEYS if k != "precision"]
-    for key, group in runs.groupby(same):
-        latency = measured(group, "latency") or ROLES["latency"][0]
-        base = group.loc[group["precision"] == baseline, latency]
-        for precision, sub in group.groupby("precision"):
-            ratio, low, high = ratio_interval(base, sub[latency]) if not base.empty else (math.nan,) * 3
-            rows.append({**dict(zip(same, key)), "precision": precision,
-                         "speed_up": ratio, "speed_up_ci_low": low, "speed_up_ci_high": high})
-    return pd.DataFrame(rows, columns=[*CONFIG_KEYS, "speed_up", "speed_up_ci_low", "speed_up_ci_high"])
+    """Baseline latency / latency per configuration (per output token for generation): the reciprocal of
+    aggregate.ratios' latency ratio and of its interval, with its note where either side has no counted run (the
+    baseline's failed, or was not run at that shape), which the figure writes where the bar would be."""
+    latency = ratios(frame, baseline, ROLES["latency"]).drop_duplicates(list(CONFIG_KEYS), keep="first")
+    return pd.DataFrame({**{key: latency[key] for key in CONFIG_KEYS}, "speed_up": 1 / latency["ratio"],
+                         "speed_up_ci_low": 1 / latency["ci_high"], "speed_up_ci_high": 1 / latency["ci_low"],
+                         "speed_up_note": latency["note"]}, columns=[*CONFIG_KEYS, *SPEED_UP])
+
+
+SPEED_UP = ("speed_up", "speed_up_ci_low", "speed_up_ci_high", "speed_up_note")
 
 
 def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str, out: Path) -> Figure:
@@ -407,9 +409,16 @@ def at_largest_batch(rows: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.
 def models(configs: pd.DataFrame, out: Path) -> Figure:
     """Model against model: energy per sample (latency where energy was not measured) per precision and way it ran."""
     title = "model vs model"
-    if configs["model"].nunique() < 2:
-        return Figure(title, note="fewer than two models with a counted run in these runs: no model comparison.")
     metric = measured(configs, "energy") or measured(configs, "latency") or "latency_mean_ms"
+    # One workload: a forward pass's figure per sample, generation's per output token. Beside the other's metric a
+    # configuration of the other workload was a legend entry with no bar (and its failed runs marks between groups).
+    generation = metric in {per_token for _, per_token in ROLES.values()}
+    same = configs["workload"].astype(str).str.startswith("generate") == generation
+    left_out = "" if same.all() else "forward-pass" if generation else "generation"
+    configs = configs[same]
+    if configs["model"].nunique() < 2:
+        return Figure(title, note="fewer than two models with a counted run in these runs"
+                      + (" of one workload (forward pass or generation)" if left_out else "") + ": no model comparison.")
     fig, ax = plt.subplots(figsize=(8, 4.5))
     names = sorted(configs["model"].unique())
     # Each model's own sequence lengths; the settings numbered alike across models, as one legend names them.
@@ -429,7 +438,11 @@ def models(configs: pd.DataFrame, out: Path) -> Figure:
     ax.set_xticks(np.arange(len(names)), [f"{name}\nbatch {largest[name]:g}" for name in names])
     ax.set_xlabel("model (at its largest batch size measured)")
     ax.set_ylabel(LABELS[metric])
+    ax.set_ylim(bottom=0)  # every figure here is positive: an interval reaching below 0 is cut at the axis
     ax.legend(title="precision (and how it ran)", fontsize=8)
+    if left_out:
+        ax.text(0.01, 0.01, f"{left_out} runs are not in this figure (another unit)", transform=ax.transAxes, fontsize=7,
+                color="0.4")
     ax.set_title(title)
     spell_out(fig, rows)
     return save(fig, out, "models", title)
