@@ -1122,3 +1122,20 @@ def test_the_model_figure_compares_one_workload_from_zero(tmp_path: Path, monkey
     plt.close("all")
     assert labels == ["fp32"] and bottom == 0
     assert notes == ["generation runs are not in this figure (another unit)"]
+
+
+def test_the_capture_table_meets_its_target_only_where_the_interval_does(tmp_path: Path) -> None:
+    """Two trials 0.989 and 0.999 read "yes" beside their own 0.994 ± 0.063, an interval crossing both ends."""
+    from eaq.report.layers import capture_table
+
+    uri, client, experiment = _store(tmp_path)
+    for model, ratios in (("wide", (0.98928, 0.99912)), ("tight", (0.99, 0.991, 0.992)), ("one", (0.97,)), ("low", (0.90, 0.91))):
+        for trial, ratio in enumerate(ratios, 1):
+            _log(client, experiment, {**BASE, "model.name": model, "precision.name": "fp32", "trial": str(trial)},
+                 {"layers_time_capture_ratio": ratio}, tags={"eaq.kind": "layers"})
+    table = capture_table(load(uri, experiment="eaq"))
+    verdicts = table[table["method"] == "time"].set_index("configuration")["target 0.95-1.05"]
+    assert verdicts.to_dict() == {"low-fp32-b8-s32": "components only: no",
+                                  "one-fp32-b8-s32": "components only: yes (1 trial)",
+                                  "tight-fp32-b8-s32": "components only: yes",
+                                  "wide-fp32-b8-s32": "components only: on the mean only"}
