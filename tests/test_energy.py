@@ -4,6 +4,7 @@ RAPL through a fake powercap tree, and the analysis and validity checks on known
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import os
 import time
 from pathlib import Path
@@ -283,6 +284,19 @@ def test_a_clean_window_is_valid() -> None:
 def test_each_validity_check_flags_with_a_reason(window, energy, idle, expected) -> None:
     validity = check(window, energy, idle_power_w=idle, min_window_s=5.0)
     assert not validity.valid and any(expected in r for r in validity.reasons), validity.reasons
+
+
+def test_rapl_polls_no_faster_than_its_floor_and_says_so_and_is_not_advised_to(tmp_path: Path) -> None:
+    """sampler.interval_ms=20 with RAPL polled every 50 ms unsaid (the run logged 20), and a window with too few polls
+    advised sampler.interval_ms=47.9, which changed nothing."""
+    _rapl_tree(tmp_path, package_uj=0, dram_uj=0)
+    sampler = RaplSampler(root=tmp_path, interval_s=0.02)
+    assert sampler.interval_s == 0.05 and sampler.trace.notes == [
+        "RAPL polled every 50 ms, its fastest, not every 20 ms (sampler.interval_ms)"]
+    assert RaplSampler(root=tmp_path, interval_s=0.1).trace.notes == []
+    energy = replace(_energy(50.0, 1.0, updates=19, samples=20, expected=20), fastest_poll_s=sampler.trace.fastest_s)
+    (reason,) = check(_window(1.0), energy, idle_power_w=None, min_window_s=0.5).reasons
+    assert reason.endswith("measure longer (trials.min_duration_s=1.05 or more)")
 
 
 @pytest.mark.parametrize("cap_at", ["before", "after"])

@@ -24,6 +24,8 @@ class WindowEnergy:
     duration_s: float = 0.0
     samples: int = 0
     expected_samples: int = 0
+    # The sampler's fastest poll interval (PowerTrace.fastest_s): what "poll faster" may ask.
+    fastest_poll_s: float = 0.0
     # Changes of the primary power reading in the window; None where the trace has no power channel to count on.
     # 0 is a count: a reading that never changed in a window that measured energy.
     sensor_updates: int | None = None
@@ -70,6 +72,7 @@ def window_energy(
         duration_s=duration,
         samples=trace.between(t0, t1),
         expected_samples=int(duration / trace.interval_s) if trace.interval_s else 0,
+        fastest_poll_s=trace.fastest_s,
         sensor_updates=trace.updates(primary, t0, t1) if primary else None,
         notes=notes,
     )

@@ -47,13 +47,20 @@ def find_zones(root: Path = RAPL_ROOT) -> list[_Zone]:
     return zones
 
 
+# RAPL is polled no more often than this, whatever sampler.interval_ms asks.
+FASTEST_S = 0.05
+
+
 class RaplSampler:
     name = "rapl"
 
-    def __init__(self, root: Path = RAPL_ROOT, interval_s: float = 0.05) -> None:
+    def __init__(self, root: Path = RAPL_ROOT, interval_s: float = FASTEST_S) -> None:
         self.root = root
-        self.interval_s = interval_s
-        self.trace = PowerTrace()
+        self.interval_s = max(interval_s, FASTEST_S)
+        self.trace = PowerTrace(fastest_s=FASTEST_S)
+        if interval_s < FASTEST_S:  # said with the run: its sampler.interval_ms param is not the interval it polled at
+            self.trace.notes.append(f"RAPL polled every {FASTEST_S * 1e3:g} ms, its fastest, not every "
+                                    f"{interval_s * 1e3:g} ms (sampler.interval_ms)")
         self._zones: list[_Zone] = []
         self._lock = threading.Lock()
         self._poller: Poller | None = None

@@ -129,7 +129,7 @@ def _make(name: str, device: torch.device, interval_s: float, compare_nvidia_smi
         return NvmlSampler(_uuid(device), interval_s, companion=companion)
     if name == "nvidia_smi":
         return NvidiaSmiSampler(_uuid(device), interval_s)
-    return RaplSampler(interval_s=max(interval_s, 0.05))
+    return RaplSampler(interval_s=interval_s)
 
 
 def select_sampler(name: str, device: torch.device, interval_s: float = 0.015, compare_nvidia_smi: bool = False) -> Sampler:

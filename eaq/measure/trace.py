@@ -19,6 +19,8 @@ class PowerTrace:
     times: list[float] = field(default_factory=list)
     channels: dict[str, list[float]] = field(default_factory=dict)
     interval_s: float = 0.0
+    # The shortest poll interval its sampler honours (RAPL's); 0: any. Advice to poll faster stops there.
+    fastest_s: float = 0.0
     # Why a field fell back or a read failed, once each: logged with the run.
     notes: list[str] = field(default_factory=list)
     # Traces of other samplers run alongside over the same windows (nvidia-smi, to compare).

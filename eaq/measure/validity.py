@@ -71,7 +71,7 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
         facts["sensor_updates"] = energy.sensor_updates
         if energy.sensor_updates < MIN_SENSOR_UPDATES:
             reasons.append(f"only {energy.sensor_updates} sensor updates in the window (need {MIN_SENSOR_UPDATES})"
-                           + _too_few_polls(window.duration_s, energy.expected_samples))
+                           + _too_few_polls(window.duration_s, energy.expected_samples, energy.fastest_poll_s))
     if energy.expected_samples:
         coverage = energy.samples / energy.expected_samples
         facts["poll_coverage"] = coverage
@@ -87,16 +87,18 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
     return Validity((*reasons, *device.reasons), facts | device.facts, (*notes, *device.notes))
 
 
-def _too_few_polls(duration_s: float, polls: int) -> str:
+def _too_few_polls(duration_s: float, polls: int, fastest_s: float = 0.0) -> str:
     """Why the updates were too few where the sampler's polls could not have seen enough, and what to change: an
     update is a change between two polls, so a window of ``polls`` polls shows ``polls - 1`` at most, however often the
-    sensor itself updates (sampler.interval_ms=250 on a 5 s window; RAPL's 50 ms polls on a window of 1 s)."""
+    sensor itself updates (sampler.interval_ms=250 on a 5 s window; RAPL's 50 ms polls on a window of 1 s). Polling
+    faster is offered only down to ``fastest_s``, the sampler's floor: below RAPL's it changed nothing."""
     if not polls or polls > MIN_SENSOR_UPDATES:
         return ""
     interval_ms = duration_s / polls * 1e3
+    needed_s = duration_s / (MIN_SENSOR_UPDATES + 1)
+    faster = f" or poll faster (sampler.interval_ms={needed_s * 1e3:.3g} or less)" if needed_s >= fastest_s else ""
     return (f": the sampler polled {polls} times in this {duration_s:.2f} s window, too few to see them; measure longer "
-            f"(trials.min_duration_s={(MIN_SENSOR_UPDATES + 1) * interval_ms / 1e3:.3g} or more) or poll faster "
-            f"(sampler.interval_ms={duration_s / (MIN_SENSOR_UPDATES + 1) * 1e3:.3g} or less, where the sensor allows)")
+            f"(trials.min_duration_s={(MIN_SENSOR_UPDATES + 1) * interval_ms / 1e3:.3g} or more){faster}")
 
 
 def check_device(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None = None) -> Validity:
