@@ -38,6 +38,16 @@ def test_latency_stats_match_numpy() -> None:
     assert stats.p50_ms <= stats.p90_ms <= stats.p99_ms
 
 
+def test_one_iteration_logs_no_standard_deviation() -> None:
+    """trials.iters=1 logged latency_std_ms 0.0 (and a generation's one decode step its std), read as perfectly steady."""
+    from eaq.measure.stats import latency_metrics
+
+    assert LatencyStats.from_seconds([0.004]).std_ms is None
+    logged = latency_metrics([0.004], 0.004, 8, "time_per_output_token", "decode_tokens_per_s", "decode_")
+    assert "time_per_output_token_std_ms" not in logged and logged["time_per_output_token_mean_ms"] == pytest.approx(4.0)
+    assert latency_metrics([0.004, 0.006], 0.01, 8)["latency_std_ms"] == pytest.approx(np.std([4.0, 6.0], ddof=1))
+
+
 def test_timed_loop_honours_iterations_and_minimum_duration() -> None:
     seen: list[int] = []
     latencies = run_timed(lambda x: (seen.append(x), time.sleep(0.002)), [1, 2, 3], CPU, iters=5, min_duration_s=0)

@@ -13,14 +13,15 @@ class LatencyStats:
     p50_ms: float
     p90_ms: float
     p99_ms: float
-    std_ms: float
+    # None from one iteration: a sample standard deviation of one value is undefined (logged as 0, it read as steady).
+    std_ms: float | None
     iterations: int
 
     @classmethod
     def from_seconds(cls, latencies_s: list[float]) -> LatencyStats:
         ms = np.asarray(latencies_s, dtype=np.float64) * 1e3
         p50, p90, p99 = np.percentile(ms, [50, 90, 99])
-        std = float(ms.std(ddof=1)) if ms.size > 1 else 0.0
+        std = float(ms.std(ddof=1)) if ms.size > 1 else None
         return cls(float(ms.mean()), float(p50), float(p90), float(p99), std, int(ms.size))
 
 
@@ -45,7 +46,7 @@ def latency_metrics(
         f"{latency}_p50_ms": stats.p50_ms,
         f"{latency}_p90_ms": stats.p90_ms,
         f"{latency}_p99_ms": stats.p99_ms,
-        f"{latency}_std_ms": stats.std_ms,
+        **({f"{latency}_std_ms": stats.std_ms} if stats.std_ms is not None else {}),
         throughput: work / duration_s,
         f"{window}window_duration_s": duration_s,
         f"{window}window_iterations": stats.iterations,
