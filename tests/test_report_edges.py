@@ -1139,3 +1139,15 @@ def test_the_capture_table_meets_its_target_only_where_the_interval_does(tmp_pat
                                   "one-fp32-b8-s32": "components only: yes (1 trial)",
                                   "tight-fp32-b8-s32": "components only: yes",
                                   "wide-fp32-b8-s32": "components only: on the mean only"}
+
+
+def test_each_layer_runs_figures_are_headed_by_its_configuration_and_trial(tmp_path: Path) -> None:
+    """Two trials of one layers configuration had the same headings ("m bf16 b8"), told apart by file names alone."""
+    from eaq.report.layers import layer_figures
+
+    uri, client, experiment = _store(tmp_path)
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": trial}, {},
+             tags={"eaq.kind": "layers"})
+    titles = [f.title for f in layer_figures(client, load(uri, experiment="eaq"), tmp_path)]
+    assert titles == ["m-bf16-b8-s32 trial 1: layer analysis", "m-bf16-b8-s32 trial 2: layer analysis"]

@@ -47,8 +47,10 @@ def read_artifacts(client: MlflowClient, run_id: str) -> dict[str, pd.DataFrame 
 
 
 def _label(run: pd.Series) -> str:
-    """The run's configuration in a title: a store may hold layer runs of several models and precisions."""
-    return f"{run['model']} {run['precision']} b{run['batch_size']:.0f}"
+    """The run's configuration and trial in a title: a store may hold layer runs of several models, precisions and
+    shapes, and trials of each (two trials' figures had the same heading, told apart by a file name alone)."""
+    trial = f" trial {run['trial']:.0f}" if pd.notna(run.get("trial")) else ""
+    return f"{config_label(run)}{trial}"
 
 
 def outside_shares(types: pd.DataFrame, outside: pd.DataFrame, share_basis: str) -> pd.DataFrame:
