@@ -81,7 +81,11 @@ def written(out: Path) -> list[Path]:
 
 def _clear(out: Path) -> None:
     """``out`` made, and an earlier report's files in it removed; any other file of the folder is left alone."""
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file of that name, a read-only place: a traceback here
+        raise EaqError(f"--out {out}: the report cannot be written there ({error.strerror}); pass a folder to create "
+                       "or one that holds an earlier report.") from None
     for name in REPORT_FILES:
         (out / name).unlink(missing_ok=True)
     for pattern in FIGURE_FILES:
