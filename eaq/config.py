@@ -9,6 +9,7 @@ these dataclasses, so the rest of the code works with plain, typed Python object
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -505,6 +506,21 @@ def validate(
     _positive("layers.profile_passes", obj.layers.profile_passes)
     _positive("layers.replay_min_s", obj.layers.replay_min_s, 0)
     _one_of("layers.saving", obj.layers.saving, PLAN_SAVINGS)
+    if obj.layers.budget_limit is not None and not (math.isfinite(obj.layers.budget_limit) and obj.layers.budget_limit >= 0):
+        # A negative or NaN limit left every component "measured over the budget", a head that lost exactly 0 included.
+        raise ConfigError(
+            f"layers.budget_limit={obj.layers.budget_limit} is not a quality loss: use a finite number of 0 or more "
+            "(in layers.budget's unit), or null for the default."
+        )
+    if obj.task == "layers" and not obj.layers.impact and (planned := [
+            f"layers.{key}={value}" for key, value in (("budget", obj.layers.budget), ("budget_limit", obj.layers.budget_limit),
+                                                       ("saving", obj.layers.saving if obj.layers.saving != "assumed" else None))
+            if value is not None]):
+        # The plan's budget is measured by the impact: without it no plan is made, and these were accepted unheard.
+        raise ConfigError(
+            f"{', '.join(planned)} set how a plan is made, and layers.impact=false makes none (a plan is chosen by each "
+            "component's measured impact): drop them, or set layers.impact=true."
+        )
     if obj.layers.base is not None and obj.layers.base not in LAYER_BASES:
         raise ConfigError(
             f"layers.base={obj.layers.base} is not a float format: the base is the model components are lowered from "

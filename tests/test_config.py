@@ -73,6 +73,12 @@ def test_unknown_key_fails_at_composition() -> None:
         # a quantized or autocast base has no float components to lower: a bare KeyError ('int8') once the model loaded
         ("layers.base=int8", "layers.base=int8 is not a float format"),
         ("layers.base=amp_bf16", "use one of fp32, fp16, bf16, or null for the device's"),
+        # every component "measured over the budget", a head that lost exactly 0 included
+        ("layers.budget_limit=-1", "layers.budget_limit=-1.0 is not a quality loss"),
+        ("layers.budget_limit=nan", "layers.budget_limit=nan is not a quality loss"),
+        # no plan without the impact it is chosen by: these were accepted unheard
+        ("task=layers layers.impact=false layers.saving=measured layers.budget_limit=0.1",
+         "layers.budget_limit=0.1, layers.saving=measured set how a plan is made, and layers.impact=false makes none"),
     ],
 )
 def test_bad_values_fail_validation_with_one_sentence(override: str, message: str) -> None:

@@ -86,7 +86,7 @@ def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
     return budget
 
 
-def _saving_mode(cfg: EaqConfig, base: str) -> str:
+def _saving_mode(cfg: EaqConfig, base: str, device: torch.device) -> str:
     """How the plan learns what lowering saves (``layers.saving``; its value is checked by eaq.config.validate),
     checked against the run before any model loads."""
     if cfg.layers.target not in LAYER_FORMATS:
@@ -95,7 +95,10 @@ def _saving_mode(cfg: EaqConfig, base: str) -> str:
             f"base, {base}); choose one of those, or layers.plan=false to measure {cfg.layers.target}'s impact without a plan."
         )
     if cfg.layers.saving == "measured" and cfg.precision.name != base:
-        also = f" (or set layers.base={cfg.precision.name})" if cfg.precision.name in FLOAT_NAMES.values() else ""
+        # Offered only where that base takes the target's layers (int8 on a CPU computes in fp32: bf16 was advised, then
+        # refused).
+        also = f" (or set layers.base={cfg.precision.name})" if cfg.precision.name in FLOAT_NAMES.values() and not (
+            cfg.layers.target in LAYER_FORMATS and base_refusal(cfg.layers.target, cfg.precision.name, device)) else ""
         raise ConfigError(
             f"layers.saving=measured compares the run's components with the same components in layers.target={cfg.layers.target}, "
             f"so the run must measure the plan's base: precision={cfg.precision.name} but the base is {base}; "
@@ -161,6 +164,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             )
         else:
             tags["eaq.layers.impact"] = "not measured: layers.impact=false"
+            if cfg.layers.plan:  # its default: no plan.yaml, said (the run's layers.plan=true read as one made)
+                tags["eaq.layers.plan"] = "not made: layers.impact=false (a plan is chosen by each component's measured impact)"
         # The float model, kept for the models whose costs tell the plan what lowering saves.
         fp32_model = copy.deepcopy(model).cpu() if saving_mode != "assumed" else None  # on the host until needed
 
@@ -246,6 +251,12 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
         )
     base = cfg.layers.base or FLOAT_NAMES[base_dtype(device)]
     _runs_here("layers.base", base, device)  # the impact model's format must run here too
+    if cfg.layers.impact and cfg.layers.target == base:
+        # Lowering fp16 to fp16 changed nothing: every sensitivity 0, the correlation "the same for all components".
+        raise ConfigError(
+            f"layers.target={cfg.layers.target} is the base the components are lowered from (layers.base={base}): "
+            "each component's sensitivity would be 0; choose another target (int8 by default), or layers.impact=false."
+        )
     if cfg.layers.impact:
         _runs_here("layers.target", cfg.layers.target, device)  # and the format components are lowered to
         if cfg.layers.target in LAYER_FORMATS and (mismatch := base_refusal(cfg.layers.target, base, device)):
@@ -257,7 +268,7 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
     check_positions(cfg)
     examples = read_examples(cfg)
     budget = _budget(cfg, examples is not None and examples.labels is not None) if cfg.layers.plan and cfg.layers.impact else None
-    saving_mode = _saving_mode(cfg, base) if budget is not None else "assumed"
+    saving_mode = _saving_mode(cfg, base, device) if budget is not None else "assumed"
     torch.manual_seed(cfg.trial)
     set_tf32(False)
     return device, precision, sampler, examples, budget, saving_mode, base
