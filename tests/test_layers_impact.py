@@ -539,3 +539,11 @@ def test_ablating_mobileberts_ffn_leaves_its_attention_in_the_block() -> None:
     both = _block_output(model, block, [components["block.0.ffn"], components["block.0.attention"]], input_ids=ids)
     assert not torch.allclose(ffn, both)
     assert "mobilebert.encoder.layer.0.output.bottleneck.dense" in components["block.0.other"].modules
+
+
+def test_no_change_is_a_loss_of_0_never_minus_0() -> None:
+    """An accuracy unchanged is a delta of -0.0 points lost; max(-0.0, 0.0) kept it, and the plan's trail read "loss -0"."""
+    unchanged = Impact("plan", "sensitivity", 0.0, 1.0, 0.0, -0.0, impact=0.0)
+    for kind in ("accuracy_points", "perplexity_pct"):
+        loss = Budget(kind, 0.5).loss(unchanged)
+        assert loss == 0.0 and math.copysign(1.0, loss) == 1.0 and f"{loss:.4g}" == "0"

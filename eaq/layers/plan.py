@@ -77,7 +77,8 @@ class Budget:
                 f"a plan budget in {self.kind} needs that figure and this model/data has none "
                 f"({NEEDS[self.kind]}); use layers.budget=impact, which every model and dataset has."
             )
-        return max(value, 0.0) if math.isfinite(value) else math.inf
+        # Not max(value, 0.0): that keeps -0.0 (equal to 0.0, first), and the plan's trail read "loss -0".
+        return (value if value > 0 else 0.0) if math.isfinite(value) else math.inf
 
     def describe(self) -> str:
         return f"{BUDGETS[self.kind]} at most {self.limit:g}"
