@@ -1151,3 +1151,32 @@ def test_each_layer_runs_figures_are_headed_by_its_configuration_and_trial(tmp_p
              tags={"eaq.kind": "layers"})
     titles = [f.title for f in layer_figures(client, load(uri, experiment="eaq"), tmp_path)]
     assert titles == ["m-bf16-b8-s32 trial 1: layer analysis", "m-bf16-b8-s32 trial 2: layer analysis"]
+
+
+def test_an_unjudged_configuration_names_only_the_figure_it_lacks(tmp_path: Path) -> None:
+    """fp32 logged perplexity and no energy: "no energy_per_sample_mj or quality_perplexity in its counted runs", beside
+    the perplexity the same row showed."""
+    from eaq.report.front import verdicts
+
+    uri, client, experiment = _store(tmp_path)
+    for precision, metrics in (("fp32", {"quality_perplexity": 12.8}),
+                               ("bf16", {"quality_perplexity": 12.9, "energy_per_sample_mj": 3.0})):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": "1"}, metrics)
+    found = verdicts(load(uri, experiment="eaq")).set_index("configuration")["verdict"]
+    assert found["m-fp32-b8-s32"] == "not judged: no energy_per_sample_mj in its counted runs"
+
+
+def test_the_aggregates_table_says_failed_where_no_run_counted(tmp_path: Path) -> None:
+    """report.html's "All aggregates" read "not measured" in every cell of a configuration whose runs all failed, which
+    the summary and ratios.csv call failed ("not measured" is a counted run's missing figure)."""
+    from eaq.report.html import _table
+
+    uri, client, experiment = _store(tmp_path)
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1"}, {"latency_mean_ms": 2.0})
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "int4_weight_only", "trial": "1"}, {}, "FAILED")
+    table = aggregate(load(uri, experiment="eaq"))
+    rows = _table(table).split("<tbody>")[1].split("<tr>")[1:]
+    (failed,) = [row for row in rows if "<td>int4_weight_only</td>" in row]
+    (fp32,) = [row for row in rows if "<td>fp32</td>" in row]
+    assert "not measured" not in failed and failed.count("<td>failed</td>") >= 3
+    assert "<td>one trial</td>" in fp32 and "<td>2</td>" in fp32

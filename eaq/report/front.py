@@ -74,10 +74,13 @@ def verdicts(frame: pd.DataFrame) -> pd.DataFrame | str:
 
 
 def _unjudged(point: pd.Series, cost: str | None, quality: str | None) -> str:
-    """Why a configuration is not judged: no counted run (in the words every table uses), or no figure in them."""
+    """Why a configuration is not judged: no counted run (in the words every table uses), or the figure its counted
+    runs lack (named alone: "no energy or perplexity" beside the perplexity it showed read as both missing)."""
     if why := none_counted(point):
         return f"not judged: no run counted ({why})"
-    return f"not judged: no {cost or 'cost'} or {quality or 'quality figure'} in its counted runs"
+    lacking = [name or figure for name, figure in ((cost, "cost"), (quality, "quality figure"))
+               if name is None or pd.isna(point.get(name))]
+    return f"not judged: no {' or '.join(lacking)} in its counted runs"
 
 
 def _trials(runs: pd.DataFrame, point: pd.Series, cost: str) -> pd.Series:

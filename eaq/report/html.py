@@ -13,7 +13,7 @@ from html import escape
 
 import pandas as pd
 
-from eaq.report.aggregate import QUALITY, QUALITY_DIGITS
+from eaq.report.aggregate import QUALITY, QUALITY_DIGITS, none_counted
 from eaq.report.figures import Figure
 from eaq.report.frame import UNDER_WAY
 
@@ -60,6 +60,13 @@ def _table(frame: pd.DataFrame) -> str:
         once = frame["n"] == 1 if "n" in frame else frame[centre].notna()
         for column in (c for c in SPREAD if c in frame):
             frame = _fill(frame, column, once, "one trial")
+    if {"runs", "failed", "running", "invalid", "n"} <= set(frame.columns):
+        # A configuration none of whose runs counted: its word ("failed"), as the summary says; "not measured" is for a
+        # counted run that lacked the figure.
+        words = frame.apply(none_counted, axis=1)
+        for column in frame.columns[frame[words.notna()].isna().any()]:
+            frame = _fill(frame, column, words.notna(), "")
+            frame.loc[words.notna() & (frame[column] == ""), column] = words
     noted = frame["note"].fillna("").astype(str) != "" if "note" in frame else pd.Series(False, index=frame.index)
     for column in frame.columns[frame[noted].isna().any()]:
         frame = _fill(frame, column, noted, "")
