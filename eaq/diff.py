@@ -27,8 +27,9 @@ from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError
 from eaq.tracking.failures import reported
+from eaq.tracking.find import find_run, find_sweep
 from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, NOT_MEASUREMENT, READ_FILES, as_read, flatten
-from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, NOT_A_RUN_ID, sweep_runs
+from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, sweep_runs
 from eaq.tracking.store import read_store
 
 # Environment facts that differ between any two runs and say nothing about the measurement.
@@ -46,34 +47,9 @@ def _from_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return config, json.loads(env_file.read_text()) if env_file.exists() else {}
 
 
-def _find_run(client: MlflowClient, ref: str):
-    """The run ``ref`` names, by id or else by name. Only the store's answer that there is no such id (or that ``ref``
-    cannot be one) sends it on to the names: a store that failed to answer is said as that, not as "not found"."""
-    try:
-        return client.get_run(ref)
-    except MlflowException as error:
-        if error.error_code not in NOT_A_RUN_ID:
-            raise
-    # MLflow's filters escape no quote: the value is quoted with the kind it does not hold.
-    quote = next((q for q in "'\"" if q not in ref), None)
-    if quote is None:
-        raise EaqError(f"{ref!r} is no job folder or run id, and holds both kinds of quote, which no run name search can "
-                       "hold; pass the run's id or its job folder.")
-    experiments = [e.experiment_id for e in client.search_experiments()]
-    runs = client.search_runs(experiments, filter_string=f"attributes.run_name = {quote}{ref}{quote}",
-                              order_by=["attributes.start_time DESC"])
-    if not runs:
-        raise EaqError(f"{ref!r} is neither a job folder nor a run id or run name in the store; pass one of those.")
-    if len(runs) > 1:  # a name leaves out the task, sequence length, dataset and weights, and repeats across sweeps
-        others = ", ".join(r.info.run_id for r in runs[1:6]) + (", ..." if len(runs) > 6 else "")
-        print(f"note: {ref!r} names {len(runs)} runs; using the newest, {runs[0].info.run_id}; pass a run id to take "
-              f"another ({others})", file=sys.stderr)
-    return runs[0]
-
-
 def find_job_run(client: MlflowClient, ref: str):
     """The run a job logged: its config and overrides are artifacts; a sweep's parent run has neither."""
-    run = _find_run(client, ref)
+    run = find_run(client, ref)
     if run.data.tags.get("eaq.kind") == "sweep":
         raise EaqError(
             f"{ref!r} is a sweep's parent run, which has no configuration of its own; pass one of its runs, "
@@ -205,7 +181,7 @@ def _files_differences(a: str, files_a: dict[str, str] | None, b: str, files_b: 
 
 
 def sweep(parent: str, client: MlflowClient) -> int:
-    run = _find_run(client, parent)
+    run = find_sweep(client, parent)
     if run.data.tags.get("eaq.kind") != "sweep":  # an ordinary run has no children: "0 runs, 0 vary" would be no answer
         raise EaqError(
             f"{parent!r} is no sweep's parent run (eaq.kind={run.data.tags.get('eaq.kind')}); pass the sweep's run (named "

@@ -91,7 +91,7 @@ def test_no_credential_from_the_environment_or_tracking_uri_lands_in_any_record(
     assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children)
     assert {r.data.params["tracking.uri"] for r in children} == {redacted_uri}
     # The read tools' own sentences name the store redacted: an experiment not there, a sweep id no run has.
-    for ask, said in ((["--experiment", "nope"], "--experiment nope: not in"), (["--sweep", "0" * 32], "no such run in")):
+    for ask, said in ((["--experiment", "nope"], "--experiment nope: not in"), (["--sweep", "0" * 32], "no such sweep folder, run id or run name in")):
         told = subprocess.run([sys.executable, "-m", "eaq.report", "--uri", uri, *ask, "--out", str(out / "report")],
                               cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert said in told.stderr and redacted_uri in told.stderr and TRACKING_PASSWORD not in told.stdout + told.stderr, told.stderr

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from eaq.errors import EaqError
 from eaq.report.aggregate import aggregate, config_label, ratio_interval, wide
 from tests.conftest import FAST, REPO, all_runs, run_eaq, store
 
@@ -84,6 +85,23 @@ def test_sweep_end_logs_aggregates_on_parent_and_prints_table(sweep) -> None:
     shown = {bound: f"{bound:.2f}" if bound >= 0.1 else f"{bound:.2g}" for bound in (low, high)}
     assert rows[slow].rstrip(" |").endswith(f"{ratio:.2f}x [{shown[low]}, {shown[high]}]")
     assert f"python -m eaq.report --uri sqlite:///{out}/mlflow.db --sweep {parent}" in result.stdout
+
+
+def test_a_sweep_is_named_to_the_report_as_to_eaq_diff(sweep) -> None:
+    """--sweep took the parent run's id alone: its name (the one the MLflow UI lists, and eaq.diff --sweep takes) and
+    its folder were "no such run"."""
+    from eaq.report.frame import fetch_runs
+
+    out, parent, _ = sweep
+    uri = f"sqlite:///{out}/mlflow.db"
+    (folder,) = {path.parent for path in out.parent.rglob("mlflow_parent_run_id.txt")}
+    name = store(out).get_run(parent).info.run_name
+    by_id = sorted(r.info.run_id for r in fetch_runs(uri, sweep=parent))
+    assert len(by_id) == 6
+    assert sorted(r.info.run_id for r in fetch_runs(uri, sweep=name)) == by_id
+    assert sorted(r.info.run_id for r in fetch_runs(uri, sweep=str(folder))) == by_id
+    with pytest.raises(EaqError, match="no such sweep folder, run id or run name in"):
+        fetch_runs(uri, sweep="sweep-1999")
 
 
 def test_report_aggregates_match_a_hand_computation(sweep, tmp_path: Path) -> None:

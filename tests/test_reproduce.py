@@ -18,9 +18,10 @@ import psutil
 import pytest
 
 from conftest import FAST, REPO, all_runs, run_eaq, store
-from eaq.diff import _find_run, main as diff_main
+from eaq.diff import main as diff_main
 from eaq.rerun import logged_command, main as rerun_main
 from eaq.tracking.environment import REDACTED, capture, redacted_environ
+from eaq.tracking.find import find_run
 from eaq.tracking.run_logger import TrackedRun, finished_run
 from eaq.tracking.store import open_store
 
@@ -514,7 +515,7 @@ def test_diff_looks_a_ref_holding_a_quote_up_by_name(tmp_path: Path, capsys) -> 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     client, experiment_id = open_store(uri, "eaq", str(tmp_path / "artifacts"))
     quoted = TrackedRun(client, experiment_id, run_name="it's", tags={})
-    assert _find_run(client, "it's").info.run_id == quoted.run_id
+    assert find_run(client, "it's").info.run_id == quoted.run_id
     assert diff_main(["outputs/runs/it's", "x", "--uri", uri]) == 2
     assert """error: "outputs/runs/it's" is neither a job folder nor a run id or run name""" in capsys.readouterr().err
     assert diff_main(["""both'and"quotes""", "x", "--uri", uri]) == 2

@@ -20,9 +20,10 @@ import pandas as pd
 
 from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
+from eaq.tracking.find import find_sweep
 from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, COMPILER_DEFAULTS, NOT_MEASUREMENT
 from eaq.tracking.redact import redact
-from eaq.tracking.run_logger import NOT_A_RUN_ID, PARENT_TAG, SUPERSEDED_TAG, every_run, sweep_runs
+from eaq.tracking.run_logger import PARENT_TAG, SUPERSEDED_TAG, every_run, sweep_runs
 from eaq.tracking.store import read_store
 
 # The configuration of a run: what a row of an aggregate is keyed by (trial is what varies within one).
@@ -88,16 +89,13 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
     or of one experiment."""
     client = read_store(uri)
     if sweep is not None:
-        try:
-            parent = client.get_run(sweep)
-        except MlflowException as error:  # only the store's "no such run": a store that failed to answer is said as that
-            if error.error_code not in NOT_A_RUN_ID:
-                raise
-            raise EaqError(f"--sweep {sweep}: no such run in {redact(uri)}; pass a sweep's parent run id "
-                           "(tag eaq.kind=sweep) or --experiment NAME.") from error
+        # Its folder, parent run id or name, as eaq.diff --sweep takes them (the name is the one the MLflow UI lists).
+        parent = find_sweep(client, sweep, lambda ref: f"--sweep {ref}: no such sweep folder, run id or run name in "
+                            f"{redact(uri)}; pass a sweep's folder or its parent run's id or name (tag eaq.kind=sweep), "
+                            "or --experiment NAME.")
         if (kind := parent.data.tags.get("eaq.kind")) != "sweep":  # it has no children: "no runs; run into it first"
-            raise EaqError(f"--sweep {sweep} is no sweep's parent run (eaq.kind={kind}); pass a sweep's parent run id "
-                           "(tag eaq.kind=sweep), or --experiment NAME for every run of an experiment.")
+            raise EaqError(f"--sweep {sweep} is no sweep's parent run (eaq.kind={kind}); pass a sweep's folder or its "
+                           "parent run's id or name (tag eaq.kind=sweep), or --experiment NAME for every run of an experiment.")
         runs = sweep_runs(client, parent)
     else:
         name = experiment or "eaq"

@@ -1,0 +1,56 @@
+"""A run a user names on a command line: by id, by name, or (a sweep) by its folder.
+
+One module for every tool that takes such a name (eaq.diff's runs and ``--sweep``, eaq.report's ``--sweep``), so
+that what one accepts the others do: the report refused the sweep's name and folder that eaq.diff took.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from mlflow.entities import Run
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from eaq.errors import EaqError
+from eaq.tracking.callbacks import parent_run_id
+from eaq.tracking.run_logger import NOT_A_RUN_ID
+
+
+def find_run(client: MlflowClient, ref: str, missing: Callable[[str], str] | None = None) -> Run:
+    """The run ``ref`` names, by id or else by name (the newest of that name, said). Only the store's answer that there
+    is no such id (or that ``ref`` cannot be one) sends it on to the names: a store that failed to answer is said as
+    that, not as "not found". ``missing``: the sentence for a ``ref`` that names no run."""
+    try:
+        return client.get_run(ref)
+    except MlflowException as error:
+        if error.error_code not in NOT_A_RUN_ID:
+            raise
+    # MLflow's filters escape no quote: the value is quoted with the kind it does not hold.
+    quote = next((q for q in "'\"" if q not in ref), None)
+    if quote is None:
+        raise EaqError(f"{ref!r} is no job folder or run id, and holds both kinds of quote, which no run name search can "
+                       "hold; pass the run's id or its job folder.")
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(experiments, filter_string=f"attributes.run_name = {quote}{ref}{quote}",
+                              order_by=["attributes.start_time DESC"])
+    if not runs:
+        raise EaqError(missing(ref) if missing else
+                       f"{ref!r} is neither a job folder nor a run id or run name in the store; pass one of those.")
+    if len(runs) > 1:  # a name leaves out the task, sequence length, dataset and weights, and repeats across sweeps
+        others = ", ".join(r.info.run_id for r in runs[1:6]) + (", ..." if len(runs) > 6 else "")
+        print(f"note: {ref!r} names {len(runs)} runs; using the newest, {runs[0].info.run_id}; pass a run id to take "
+              f"another ({others})", file=sys.stderr)
+    return runs[0]
+
+
+def find_sweep(client: MlflowClient, ref: str, missing: Callable[[str], str] | None = None) -> Run:
+    """The sweep's parent run ``ref`` names: its folder (the parent's id its start left there), its id or its name
+    (the sweep folder's, as the MLflow UI lists it). Whether it is a sweep's is the caller's to check."""
+    in_folder = parent_run_id(ref) if Path(ref).is_dir() else None
+    return find_run(client, in_folder or ref, missing)
+
+
+__all__ = ["find_run", "find_sweep"]
