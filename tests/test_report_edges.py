@@ -1129,8 +1129,8 @@ def test_the_capture_table_meets_its_target_only_where_the_interval_does(tmp_pat
     from eaq.report.layers import capture_table
 
     uri, client, experiment = _store(tmp_path)
-    for model, ratios in (("wide", (0.98928, 0.99912)), ("tight", (0.99, 0.991, 0.992)), ("one", (0.97,)), ("low", (0.90, 0.91))):
-        for trial, ratio in enumerate(ratios, 1):
+    for model, values in (("wide", (0.98928, 0.99912)), ("tight", (0.99, 0.991, 0.992)), ("one", (0.97,)), ("low", (0.90, 0.91))):
+        for trial, ratio in enumerate(values, 1):
             _log(client, experiment, {**BASE, "model.name": model, "precision.name": "fp32", "trial": str(trial)},
                  {"layers_time_capture_ratio": ratio}, tags={"eaq.kind": "layers"})
     table = capture_table(load(uri, experiment="eaq"))
