@@ -1028,6 +1028,13 @@ def test_an_infinite_impact_is_drawn_at_the_top_marked_not_left_out(tmp_path: Pa
                                    "m", "t", "energy", tmp_path)
     labels = drawn["layers_scatter_t"].axes[0].get_legend_handles_labels()[1]
     assert "ffn: broke (impact inf)" in labels
+    # layers.ablation=false: its panel says so, where it was titled "no correlation computed" beside a full legend.
+    layers_report.energy_vs_impact(components.assign(ablation_impact=math.nan),
+                                   pd.DataFrame(columns=["scope", "impact", "method", "r", "p_value", "n"]), "m", "u", "energy",
+                                   tmp_path)
+    ablation = drawn["layers_scatter_u"].axes[1]
+    assert [t.get_text() for t in ablation.texts] == ["ablation impact not measured\n(layers.ablation=false or layers.impact=false)"]
+    assert ablation.get_legend() is None
 
 
 def test_the_batch_figure_says_why_a_precision_in_its_legend_has_no_point(tmp_path: Path, monkeypatch) -> None:

@@ -139,6 +139,16 @@ def energy_vs_impact(components: pd.DataFrame, correlation: pd.DataFrame, label:
     top = _broke_at(components)
     for ax, impact in zip(axes, IMPACTS):
         kind = impact.split("_")[0]
+        if impact not in components or pd.to_numeric(components[impact], errors="coerce").isna().all():
+            # Said as such: an empty panel titled "no correlation computed", with a legend of every type, read as a
+            # correlation that failed.
+            off = "layers.impact=false" if kind == "sensitivity" else "layers.ablation=false or layers.impact=false"
+            ax.text(0.5, 0.5, f"{kind} impact not measured\n({off})", ha="center", va="center", transform=ax.transAxes,
+                    color="0.4")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_ylabel(impact.replace("_", " "))
+            continue
         for i, (type_, sub) in enumerate(components.groupby("type")):
             values = sub[impact].astype(float)
             broke = np.isinf(values.to_numpy())
