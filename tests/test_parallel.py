@@ -196,6 +196,8 @@ def test_the_gpus_launcher_on_a_host_without_gpus_stops_in_one_sentence_before_a
         (["gpu_slots.count=0"], "gpu_slots.count=0: a slot count is at least 1"),
         # Each job refused it, after the sweep had started: a sweep of FAILED runs.
         (["gpu_slots.count=2", "isolate=false"], "isolate=false with GPU slots (hydra/launcher=gpus) would run each job"),
+        # Hydra's own joblib launcher: jobs side by side, measuring each other, counted valid and reused by resume.
+        (["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], "hydra/launcher=joblib runs jobs side by side and nothing"),
     ],
 )
 def test_a_gpus_sweep_whose_slots_cannot_keep_jobs_apart_stops_before_any_run(out: Path, overrides: list[str], expected: str) -> None:

@@ -137,6 +137,16 @@ class LauncherCheck(Callback):
         if config.hydra.runtime.choices.get("hydra/launcher") == "gpus" and config.isolate is False:
             raise ConfigError(ISOLATE_WITH_SLOTS)  # each job would refuse it: a sweep of FAILED runs
         target = str(OmegaConf.select(config, "hydra.launcher._target_", default=""))
+        choice = config.hydra.runtime.choices.get("hydra/launcher")
+        if target.endswith(".JoblibLauncher") and choice != "gpus" and config.gpu_slots.enabled is not True \
+                and OmegaConf.select(config, "hydra.launcher.n_jobs", default=-1) != 1:
+            # Hydra's own joblib launcher: its jobs ran side by side on one device, measured each other, and counted
+            # (no slot, no neighbour recorded) in the report and in resume.
+            raise ConfigError(
+                f"hydra/launcher={choice} runs jobs side by side and nothing keeps them off one device: they would "
+                "measure each other and count as valid; use hydra/launcher=gpus (a job per GPU, each run told of its "
+                "neighbours), hydra.launcher.n_jobs=1, or the basic launcher (one job at a time)."
+            )
         if target.endswith(".SlurmLauncher") and not (shutil.which("sbatch") and shutil.which("srun")):
             # submitit's own check came after the parent run opened: a traceback and a FAILED sweep of nothing.
             raise ConfigError(
