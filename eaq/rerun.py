@@ -125,11 +125,21 @@ def main(argv: list[str] | None = None) -> int:
     logged = _replayable(logged_command(args.run, None if folder else read_store(args.uri)), given)
     command = [sys.executable, "-m", "eaq.run", *logged, *given]
     remember([override.partition("=")[2] for override in args.overrides])  # a store URI passed again, its password
-    print("rerun: python", redact(shlex.join(command[1:])), flush=True)  # as a user would type it, whichever interpreter runs it
-    return _run_forwarding_signals(command)
+    where = _launch_folder(Path(args.run)) if folder else None
+    print("rerun: python", redact(shlex.join(command[1:])), *([f"(in {where})"] if where else []), flush=True)  # as a user would type it
+    return _run_forwarding_signals(command, where)
 
 
-def _run_forwarding_signals(command: list[str]) -> int:
+def _launch_folder(job: Path) -> Path | None:
+    """The folder the job was launched from (its ``hydra.runtime.cwd``), where its relative paths, store and caches
+    resolve as they did: run from elsewhere, a job folder's rerun logged into that folder's store (a new one), where
+    ``eaq.diff`` did not find it beside the original. None where it is not recorded or no longer there."""
+    hydra = yaml.safe_load((job / HYDRA).read_text()) if (job / HYDRA).exists() else None
+    cwd = ((hydra or {}).get("hydra") or {}).get("runtime", {}).get("cwd")
+    return Path(cwd) if cwd and Path(cwd).is_dir() else None
+
+
+def _run_forwarding_signals(command: list[str], cwd: Path | None = None) -> int:
     """Run ``command`` to its end and return its exit code as a shell gives it (128 + the signal's number where one
     ended it): a SIGTERM this process gets is handed to the run, and Ctrl-C's SIGINT, which the terminal sends the run
     too (one process group), is left to it.
@@ -138,7 +148,7 @@ def _run_forwarding_signals(command: list[str]) -> int:
     the run went on measuring, orphaned, to log itself FINISHED after its caller had seen it end; on Ctrl-C it
     printed a traceback and killed the run 0.25 s later, which can cut its KILLED record short. The run says how it
     ended (KILLED, exit 130 or 143) as when launched directly."""
-    child = subprocess.Popen(command)  # before the handlers: the run starts with this process's own
+    child = subprocess.Popen(command, cwd=cwd)  # before the handlers: the run starts with this process's own
     previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, lambda signum, _frame: child.send_signal(signum)),
                 signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN)}
     try:
