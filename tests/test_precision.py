@@ -415,6 +415,9 @@ def test_a_model_a_format_would_not_quantize_is_refused_before_its_weights_load(
                    "model.architecture.intermediate_size=72")
     assert done.returncode == 2 and "precision=int8 quantizes no layer of this model" in done.stderr, done.stderr[-2000:]
     assert "loaded bert-tiny-random" not in done.stdout + done.stderr
+    # eaq's shape rule, not this CPU's kernel (which takes any shape), and what runs instead (it said "use another").
+    assert "eaq quantizes only Linear layers with in and out features in multiples of 16" in done.stderr
+    assert "measure it in fp32, bf16, fp16, amp_bf16 or amp_fp16" in done.stderr
 
 
 def test_an_lm_head_tied_to_the_token_table_stays_tied_whatever_its_shape() -> None:

@@ -92,9 +92,11 @@ class TorchaoQuant:
             shape = f"Linear layers with in and out features in multiples of {ALIGNMENT}"
             if self.group > 1:
                 shape += f" and in features in multiples of {self.group}"
+            # eaq's rule, not this device's kernel (the CPU's int8 takes any shape): said as such, with what runs.
             raise UnsupportedPrecisionError(
-                f"precision={self.name} quantizes no layer of this model: its kernel needs {shape}, "
-                "and this model has none; use another precision."
+                f"precision={self.name} quantizes no layer of this model: eaq quantizes only {shape} (the shapes "
+                "fp8's GPU kernel takes, kept for every format so that formats are compared on the same layers), and "
+                "this model has none; measure it in fp32, bf16, fp16, amp_bf16 or amp_fp16 (every weight cast)."
             )
 
     def apply(self, model: nn.Module, device: torch.device) -> nn.Module:
