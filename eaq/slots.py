@@ -83,9 +83,12 @@ def slot_count(count: int | None) -> int:
     found = len(visible_gpus())
     if found < 1:
         raise ConfigError(
-            "hydra/launcher=gpus runs one job per GPU, and this process sees no GPU (NVML found none"
+            # Named for either way slots came on: gpu_slots.enabled=true under the basic launcher was told of a launcher
+            # the user had not picked.
+            "GPU slots (hydra/launcher=gpus, or gpu_slots.enabled=true) give each job one of this host's GPUs, and this "
+            "process sees no GPU (NVML found none"
             + (f" among CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']}" if "CUDA_VISIBLE_DEVICES" in os.environ else "")
-            + "); run on a GPU host, or set gpu_slots.count=N to run N jobs at once."
+            + "); run on a GPU host, or set gpu_slots.count=N (under hydra/launcher=gpus, N jobs at once on the CPU)."
         )
     return found
 

@@ -181,11 +181,15 @@ def test_the_gpus_launcher_on_a_host_without_gpus_stops_in_one_sentence_before_a
     result = run_eaq(out, "-m", "hydra/launcher=gpus", *FAST, "trial=1,2")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: the sweep stopped: resolving the launcher's settings (hydra.launcher) failed (hydra/launcher=gpus runs "
-        "one job per GPU, and this process sees no GPU (NVML found none); run on a GPU host, or set gpu_slots.count=N "
-        "to run N jobs at once.)"
+        "error: the sweep stopped: resolving the launcher's settings (hydra.launcher) failed (GPU slots "
+        "(hydra/launcher=gpus, or gpu_slots.enabled=true) give each job one of this host's GPUs, and this process sees "
+        "no GPU (NVML found none); run on a GPU host, or set gpu_slots.count=N (under hydra/launcher=gpus, N jobs at "
+        "once on the CPU).)"
     ]
     assert not out.exists()  # no store, no parent run
+    # Slots asked for under the basic launcher: the sentence named hydra/launcher=gpus alone, which was not picked.
+    single = run_eaq(out, *FAST, "gpu_slots.enabled=true")
+    assert single.returncode == 2 and "or gpu_slots.enabled=true) give each job one of this host's GPUs" in single.stderr
 
 
 @pytest.mark.parametrize(
