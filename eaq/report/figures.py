@@ -227,6 +227,9 @@ def _bars(ax: Axes, rows: pd.DataFrame, metric: str, variants: list[str]) -> Non
     ax.ticklabel_format(axis="y", useOffset=False)
 
 
+SPEED_UP = ("speed_up", "speed_up_ci_low", "speed_up_ci_high", "speed_up_note")
+
+
 def speed_up(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Baseline latency / latency per configuration (per output token for generation): the reciprocal of
     aggregate.ratios' latency ratio and of its interval, with its note where either side has no counted run (the
@@ -236,8 +239,6 @@ def speed_up(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
                          "speed_up_ci_low": 1 / latency["ci_high"], "speed_up_ci_high": 1 / latency["ci_low"],
                          "speed_up_note": latency["note"]}, columns=[*CONFIG_KEYS, *SPEED_UP])
 
-
-SPEED_UP = ("speed_up", "speed_up_ci_low", "speed_up_ci_high", "speed_up_note")
 
 
 def overview(configs: pd.DataFrame, ups: pd.DataFrame, model: str, baseline: str, out: Path) -> Figure:

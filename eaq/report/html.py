@@ -33,9 +33,9 @@ code, pre { background: #f6f6f6; padding: 0.1em 0.3em; }
 SPREAD = ("std", "ci_low", "ci_high", "cv")
 
 
-def _fill(frame: pd.DataFrame, column: str, where: pd.Series, word: str) -> pd.DataFrame:
-    """``column`` with ``word`` in its missing cells where ``where``; its numbers written out to 4 digits, since
-    to_html's float_format reads float columns only and this one now holds words too."""
+def _fill(frame: pd.DataFrame, column: str, where: pd.Series, word: str | pd.Series) -> pd.DataFrame:
+    """``column`` with ``word`` (one for all, or each row's own) in its missing cells where ``where``; its numbers
+    written out to 4 digits, since to_html's float_format reads float columns only and this one now holds words too."""
     frame = frame.astype({column: object})
     frame.loc[where & frame[column].isna(), column] = word
     frame[column] = [f"{v:.4g}" if isinstance(v, float) and v == v else v for v in frame[column]]
@@ -65,8 +65,7 @@ def _table(frame: pd.DataFrame) -> str:
         # counted run that lacked the figure.
         words = frame.apply(none_counted, axis=1)
         for column in frame.columns[frame[words.notna()].isna().any()]:
-            frame = _fill(frame, column, words.notna(), "")
-            frame.loc[words.notna() & (frame[column] == ""), column] = words
+            frame = _fill(frame, column, words.notna(), words)
     noted = frame["note"].fillna("").astype(str) != "" if "note" in frame else pd.Series(False, index=frame.index)
     for column in frame.columns[frame[noted].isna().any()]:
         frame = _fill(frame, column, noted, "")
