@@ -190,6 +190,11 @@ def test_the_gpus_launcher_on_a_host_without_gpus_stops_in_one_sentence_before_a
     # Slots asked for under the basic launcher: the sentence named hydra/launcher=gpus alone, which was not picked.
     single = run_eaq(out, *FAST, "gpu_slots.enabled=true")
     assert single.returncode == 2 and "or gpu_slots.enabled=true) give each job one of this host's GPUs" in single.stderr
+    # The same under the basic launcher's sweep: once, before any run (each job failed on it, a sweep of FAILED runs).
+    swept = out.parent / "swept"
+    sweep = run_eaq(swept, "-m", *FAST, "gpu_slots.enabled=true", "trial=1,2")
+    assert sweep.returncode == 2 and "or gpu_slots.enabled=true) give each job one of this host's GPUs" in sweep.stderr
+    assert sweep.stderr.count("give each job one of this host's GPUs") == 1 and not swept.exists()
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ from omegaconf.errors import InterpolationResolutionError
 
 from eaq.errors import ISOLATE_WITH_SLOTS, ConfigError, EaqError
 from eaq.files import atomic_write_text, from_launch_folder, try_exclusive
+from eaq.slots import slot_count
 from eaq.tracking.jobs import count_jobs
 from eaq.tracking.redact import redact, redact_file, redact_folder, redacted_traceback, remember
 
@@ -137,6 +138,11 @@ class LauncherCheck(Callback):
         if config.hydra.runtime.choices.get("hydra/launcher") == "gpus" and config.isolate is False:
             raise ConfigError(ISOLATE_WITH_SLOTS)  # each job would refuse it: a sweep of FAILED runs
         target = str(OmegaConf.select(config, "hydra.launcher._target_", default=""))
+        if config.gpu_slots.enabled is True and not target.endswith(".SlurmLauncher"):
+            # Jobs on this host, whose slot count each job resolved: on a host without GPUs each one failed on it, a
+            # sweep of FAILED runs. (hydra/launcher=gpus resolves it below, as its n_jobs; SLURM's jobs run on
+            # nodes this host does not see.)
+            slot_count(config.gpu_slots.count)
         choice = config.hydra.runtime.choices.get("hydra/launcher")
         if target.endswith(".JoblibLauncher") and choice != "gpus" and config.gpu_slots.enabled is not True \
                 and OmegaConf.select(config, "hydra.launcher.n_jobs", default=-1) != 1:
