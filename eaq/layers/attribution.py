@@ -31,6 +31,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from eaq.errors import DeviceError
 from eaq.layers.components import Component, around_roots
+from eaq.measure.roofline import flop_counter
 
 OUTSIDE = "(outside components)"
 _PREFIX = "eaq.component::"
@@ -160,7 +161,7 @@ def component_flops(model: nn.Module, components: list[Component], forward: Call
     def closed(component: Component, mode: FlopCounterMode) -> None:
         counts[component.name] += mode.get_total_flops()
 
-    with torch.inference_mode(), _each_root_call_in(model, components, lambda _: FlopCounterMode(display=False), closed):
+    with torch.inference_mode(), _each_root_call_in(model, components, lambda _: flop_counter(), closed):
         forward()
     return counts
 

@@ -32,7 +32,7 @@ from eaq.measure.idle import idle_baseline
 from eaq.measure.memory import PeakMemory
 from eaq.measure.overhead import sampler_overhead
 from eaq.measure.phases import Phases
-from eaq.measure.roofline import forward_flops
+from eaq.measure.roofline import FLOP_COUNT_VERSION, forward_flops
 from eaq.measure.samplers import measures_energy, select_sampler, wait_for_sample
 from eaq.measure.timing import run_timed
 from eaq.measure.validity import Validity
@@ -102,14 +102,15 @@ def _model_flops(cache_dir: str, model: torch.nn.Module, batch: dict[str, torch.
     holds all the count depends on: the model's configuration (its architecture; every model eaq
     loads has one), its class and its parameters' names and shapes (one configuration loads as an
     encoder, a causal LM whose head runs at every position, or an encoder under a classifier head),
-    the inputs' names and shapes, and the versions of torch and transformers.
+    the inputs' names and shapes, the versions of torch and transformers, and which counting
+    (eaq.measure.roofline.FLOP_COUNT_VERSION: a count cached before the CPU's attention was counted is not reused).
     """
     count = lambda: {"forward_flops": float(forward_flops(lambda: model(**batch)))}  # noqa: E731
     key = reference_key(
         architecture=model.config.to_dict(), model=type(model).__qualname__,
         parameters={name: list(value.shape) for name, value in model.named_parameters()},
         shapes={name: list(value.shape) for name, value in batch.items()},
-        torch=torch.__version__, transformers=transformers.__version__,
+        torch=torch.__version__, transformers=transformers.__version__, counting=FLOP_COUNT_VERSION,
     )
     return int(cached_figures(cache_dir, "flops", key, count)[0]["forward_flops"])
 
