@@ -339,6 +339,11 @@ def test_a_calibration_without_an_energy_sensor_measures_the_bandwidth_and_says_
     assert run.data.tags["eaq.calibration.flop_per_j"].startswith("unavailable: sampler=none measures no energy on cpu")
     cached = json.loads(next((out / "cache").rglob("bandwidth-*.json")).read_text())
     assert cached["gb_per_s"] == pytest.approx(run.data.metrics["peak_bandwidth_gb_per_s"])
+    # A sweep of it into an empty cache measures again, resume or not: its result is the cache, not the run.
+    swept = run_eaq(out, "-m", *FAST, "task=calibrate", "sampler=none", f"paths.cache_dir={out / 'fresh'}")
+    assert swept.returncode == 0 and "1 finished, 0 failed, 0 skipped" in swept.stderr, swept.stderr[-2000:]
+    assert "sweep report: none for task=calibrate" in swept.stderr and "not built" not in swept.stderr
+    assert list((out / "fresh").rglob("bandwidth-*.json"))
 
 
 @pytest.mark.parametrize("task", ["benchmark", "layers"])

@@ -329,7 +329,9 @@ def run_job(cfg: DictConfig) -> str:
     uri = f"tracking.uri={resolved['tracking']['uri']}"
     run: TrackedRun | None = None
     try:  # every store call of the job: one that fails is the job's failure, said in one redacted sentence
-        if multirun and resolved.get("resume", True):
+        # A calibration's result is the cache it writes (paths are not in the hash): a sweep of them measures again,
+        # as a single one does, and resume never reads an emptied cache as done.
+        if multirun and resolved.get("resume", True) and resolved.get("task") != "calibrate":
             done = finished_run(client, experiment_id, digest, device) if device is not None else None
             if device is None:
                 log.info("%s: resume: which device this run gets cannot be told ahead (no GPU NVML can see for "
