@@ -216,7 +216,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.quality.reason", "Why quality metrics are absent (synthetic data), or only fidelity to fp32 (synthetic data with trials.fidelity_on_synthetic)."),
     ("eaq.roofline.calibration", "The matmul calibration the roofline metrics compare with; or `none: why` where it could not be measured after the run's window (refused, or no device memory beside the run's model), with the command that measures it alone."),
     ("eaq.roofline.calibration.measured_unix_s", "When that calibration was measured (Unix seconds): in this run, an earlier one, or ahead of the sweep's runs (calibrate_ahead)."),
-    ("eaq.roofline.bandwidth", "workload=generate: the memory-bandwidth measurement the decode roofline divides by: the bytes one timed copy moves, read and written (2.00 GiB for a GPU's 1 GiB buffer), and the device; or `none: why` where its first measurement found no device memory beside the run's model."),
+    ("eaq.roofline.bandwidth", "workload=generate: the memory-bandwidth measurement the decode roofline divides by: the buffer one timed copy reads and writes (1.00 GiB on a GPU, 0.25 GiB on a CPU: each copy moves twice that), and the device; or `none: why` where its first measurement found no device memory beside the run's model."),
     ("eaq.roofline.decode_bytes", "workload=generate: what decode_bytes_per_step_mb counts (runs without this tag, before 2026-11-26, counted every embedding table whole)."),
     ("eaq.window.start_unix_s", "Window start, Unix seconds (workload=generate: the decode window's; power_trace.csv's time origin)."),
     ("eaq.window.end_unix_s", "Window end, Unix seconds (workload=generate: the decode window's)."),
