@@ -159,6 +159,18 @@ def _config(tmp_path: Path, **trials: float) -> EaqConfig:
     return cfg
 
 
+def test_no_idle_window_is_spent_where_no_energy_is_measured(tmp_path: Path) -> None:
+    """trials=gpu_energy's idle_s (5 s) slept through a window that could give no baseline, in every run of a
+    latency sweep with sampler=none (or auto on a host without a sensor)."""
+    from eaq.measure.idle import idle_baseline
+    from eaq.measure.samplers import select_sampler
+
+    started = time.perf_counter()
+    idle, window, tags = idle_baseline(torch.device("cpu"), select_sampler("none", torch.device("cpu")), 3.0, None)
+    assert time.perf_counter() - started < 1.0 and idle is None and window is None
+    assert tags == {"eaq.idle": "none (no energy sensor: no energy to net)"}
+
+
 def test_a_stale_idle_baseline_is_measured_again(tmp_path: Path) -> None:
     fake = FakeNvml(schedule=[(0.0, 80.0)])
     sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)

@@ -137,9 +137,11 @@ def idle_baseline(
     spend idle (``not_idle``) gives no baseline, and is not stored.
     """
     from eaq.measure.energy import window_energy
-    from eaq.measure.samplers import wait_for_sample
+    from eaq.measure.samplers import measures_energy, wait_for_sample
     from eaq.measure.window import MeasurementWindow
 
+    if not measures_energy(sampler):  # an idle_s a preset sets (trials=gpu_energy: 5 s) slept for no baseline
+        return None, None, {"eaq.idle": "none (no energy sensor: no energy to net)"}
     if idle_s <= 0:
         return None, None, {"eaq.idle": "none (no idle time asked for)"}
     stored = load_baseline(store[0]) if store else None
