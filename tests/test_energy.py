@@ -814,3 +814,7 @@ def test_an_unavailable_windows_reason_says_first_that_nothing_covered_it() -> N
     energy = window_energy("nvml", trace, 0.5, 3.0, (None, None))
     assert energy.status == "unavailable" and energy.reason.startswith("the sampler recorded no counter and no power samples")
     assert "NVML error 999" in energy.reason
+    # No sensor at all (sampler=none, or auto without one): its reason alone, not a sensor that missed the window.
+    none = select_sampler("none", torch.device("cpu"))
+    none.start()
+    assert window_energy(none.name, none.stop(), 0.5, 3.0, (None, None)).reason == "sampler=none was chosen"
