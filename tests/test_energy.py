@@ -3,6 +3,7 @@ RAPL through a fake powercap tree, and the analysis and validity checks on known
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 import os
@@ -14,6 +15,7 @@ import torch
 
 from eaq.errors import ConfigError, EaqError
 from eaq.measure.energy import WindowEnergy, energy_metrics, window_energy
+from eaq.measure import samplers
 from eaq.measure.samplers import FIRST_SAMPLE_S, TRACE_MARGIN_S, NoSampler, select_sampler, wait_for_sample
 from eaq.measure.trace import PowerTrace
 from eaq.measure.validity import check
@@ -241,7 +243,7 @@ def test_window_reports_energy_unavailable_on_this_machine() -> None:
     trace = sampler.stop()
     result = window.result
     energy = window_energy(sampler.name, trace, result.t0, result.t1, result.counter_j)
-    assert energy.status == "unavailable" and energy.energy_j is None and "no energy sensor" in energy.reason
+    assert energy.status == "unavailable" and energy.energy_j is None and energy.reason.startswith("no energy sensor for cpu: ")
     assert energy_metrics(energy, None, result.duration_s, 10) == {}
 
 
@@ -286,7 +288,7 @@ def test_each_validity_check_flags_with_a_reason(window, energy, idle, expected)
     assert not validity.valid and any(expected in r for r in validity.reasons), validity.reasons
 
 
-def test_rapl_polls_no_faster_than_its_floor_and_says_so_and_is_not_advised_to(tmp_path: Path) -> None:
+def test_rapl_polls_no_faster_than_its_floor_and_says_so_and_is_not_advised_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """sampler.interval_ms=20 with RAPL polled every 50 ms unsaid (the run logged 20), and a window with too few polls
     advised sampler.interval_ms=47.9, which changed nothing."""
     _rapl_tree(tmp_path, package_uj=0, dram_uj=0)
@@ -294,6 +296,10 @@ def test_rapl_polls_no_faster_than_its_floor_and_says_so_and_is_not_advised_to(t
     assert sampler.interval_s == 0.05 and sampler.trace.notes == [
         "RAPL polled every 50 ms, its fastest, not every 20 ms (sampler.interval_ms)"]
     assert RaplSampler(root=tmp_path, interval_s=0.1).trace.notes == []
+    # sampler=auto's 15 ms is NVML's interval, not one the user asked of RAPL: polled at the floor, nothing noted.
+    monkeypatch.setattr(samplers, "RaplSampler", functools.partial(RaplSampler, tmp_path))
+    auto = select_sampler("auto", CPU, 0.015)
+    assert isinstance(auto, RaplSampler) and auto.interval_s == 0.05 and auto.trace.notes == []
     energy = replace(_energy(50.0, 1.0, updates=19, samples=20, expected=20), fastest_poll_s=sampler.trace.fastest_s)
     (reason,) = check(_window(1.0), energy, idle_power_w=None, min_window_s=0.5).reasons
     assert reason.endswith("measure longer (trials.min_duration_s=1.05 or more)")

@@ -59,8 +59,10 @@ def window_energy(
     notes = (*trace.notes, *own)
     if energy is None:
         # Why there is no figure comes first; the session's notes (a fallback to the trace, say) after it. Where no
-        # sensor was used (sampler=none, or auto with none here) its note is the reason: nothing failed to record.
-        reason = "; ".join(notes if sampler == "none" else ("the sampler recorded no counter and no power samples covering the window", *notes))
+        # sensor was used (sampler=none, or auto with none here: the stand-in's names) its note is the reason: nothing
+        # failed to record.
+        no_sensor = sampler in ("none", "auto")
+        reason = "; ".join(notes if no_sensor else ("the sampler recorded no counter and no power samples covering the window", *notes))
         return WindowEnergy(status="unavailable", sampler=sampler, reason=reason, duration_s=t1 - t0, notes=notes)
     duration = t1 - t0
     return WindowEnergy(
