@@ -23,7 +23,7 @@ WINDOW_FACTS: tuple[Metric, ...] = tuple(
     Metric(name, unit, f"{meaning}; workload=generate: the decode window's, the prefill window's is prefill_{name}.")
     for name, unit, meaning in (
         ("sensor_updates", "count", "Changes of the primary power reading in the window, one per sensor update (NVML updates every ~100 ms); need 20"),
-        ("poll_coverage", "fraction", "Power samples taken in the window / samples expected at the poll interval; need 0.99"),
+        ("poll_coverage", "fraction", "Power samples taken in the window / whole poll intervals in it; need 0.99. Can exceed 1 by one sample (a window holds a sample at each end of its intervals: 25 in a 1.2 s window polled every 50 ms reads 1.04)"),
         ("counter_vs_instant_disagreement", "fraction", "|instant integral - counter| / counter; over 0.03 flags the run"),
         ("gpu_temperature_start_c", "degC", "GPU temperature at the window start"),
         ("gpu_temperature_end_c", "degC", "GPU temperature at the window end"),
