@@ -88,13 +88,14 @@ def _key(override: str) -> str:
 
 
 def _replayable(logged: list[str], given: list[str]) -> list[str]:
-    """The logged overrides less those holding a redacted credential that ``given`` sets again; one not set again is
-    refused in a sentence naming it. Hydra parses every override before a later one replaces it, and ``<redacted>``
-    is not in its grammar: a run launched with a password in its tracking.uri could not be rerun, even passed again as
-    the README says (a LexerNoViableAltException, exit 1). Every other logged override stays, for the one given to
-    replace as Hydra does (a logged ``+key=`` adds the key a plain ``key=`` given again then sets)."""
+    """The logged overrides less those that ``given`` sets again: a plain ``key=`` (the given one replaces it) and one
+    holding a redacted credential; a credential not set again is refused in a sentence naming it. Hydra parses and
+    resolves every override before a later one replaces it: ``<redacted>`` is not in its grammar (a run launched with a
+    password in its tracking.uri could not be rerun, even passed again as the README says: a LexerNoViableAltException,
+    exit 1), and a SLURM job's ``tracking.uri=${oc.env:EAQ_TRACKING_URI}`` failed where the variable is not set. A
+    logged ``+key=`` stays: it adds the key that a plain ``key=`` given again then sets."""
     again = {_key(o) for o in given if "=" in o}
-    kept = [o for o in logged if not (REDACTED in o and _key(o) in again)]
+    kept = [o for o in logged if not (_key(o) in again and (REDACTED in o or not o.startswith(("+", "~"))))]
     if hidden := [_key(o) for o in kept if REDACTED in o]:
         raise EaqError(f"the run's {', '.join(hidden)} held a credential, which is never recorded; pass "
                        f"{' '.join(f'{k}=...' for k in hidden)} again after the run (python -m eaq.rerun RUN {hidden[0]}=...).")

@@ -23,7 +23,7 @@ import torch
 from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
-from conftest import FAST, REPO, all_runs, mlflow_server_on, run_eaq, store
+from conftest import FAST, REPO, all_runs, free_port, mlflow_server_on, run_eaq, store
 from eaq.errors import EaqError
 from eaq.evaluate.reference import cached_reference
 from eaq.files import exclusive
@@ -133,6 +133,12 @@ def test_a_setting_whose_environment_variable_is_not_set_is_one_sentence(out: Pa
     assert ("tracking.uri could not be resolved (KeyError raised while resolving interpolation: \"Environment variable "
             "'EAQ_UNSET_FOR_TEST' not found\"): set what it names, or give tracking.uri=<value> on the command line."
             ) in result.stderr, result.stderr
+    # Given again after it (as eaq.rerun replays a SLURM job's): the later one is the setting, and nothing resolves the
+    # first (the job read every override resolved, and stopped in a traceback quoting them, the password passed after).
+    again = run_eaq(out, *mode, "tracking.uri=${oc.env:EAQ_UNSET_FOR_TEST}", *FAST, "batch_size=0",
+                    f"tracking.uri=sqlite:///{out}/again.db", environ=env)
+    assert again.returncode == (1 if mode else 2) and "Traceback" not in again.stderr, again.stderr[-3000:]  # a sweep of a failed run: 1
+    assert "batch_size=0" in again.stderr and "EAQ_UNSET_FOR_TEST" not in again.stderr
 
 
 def test_two_sweeps_launched_at_once_on_a_new_store_each_get_their_parent_and_summary(out: Path) -> None:
@@ -346,6 +352,11 @@ def test_exclusive_lets_one_process_in_at_a_time(tmp_path: Path) -> None:
         # ... but a secret after "==" is one still.
         ("password==Xy9abc token==abc", f"password={REDACTED} token={REDACTED}"),
         ('{"PWD": "/work/x", "max_new_tokens": 3}', '{"PWD": "/work/x", "max_new_tokens": 3}'),
+        # Names the environment's record treats as secret (a Hydra env_set in .hydra/hydra.yaml and multirun.yaml).
+        ("+hydra.job.env_set.OPENAI_KEY=abc123def456", f"+hydra.job.env_set.OPENAI_KEY={REDACTED}"),
+        ("      OPENAI_KEY: abc123def456\n      MYSQL_PWD: Zz9secret", f"      OPENAI_KEY: {REDACTED}\n      MYSQL_PWD: {REDACTED}"),
+        ("Cookie: session=abc123", f"Cookie: {REDACTED}"),
+        ("key: GPU-1234 monkey: 3 sort_keys: true", "key: GPU-1234 monkey: 3 sort_keys: true"),
         ("commit 0123456789abcdef0123456789abcdef01234567 hash 1a2b3c4d5e6f7a8b task-abcdefghijklmnopqrstuvwx", "commit 0123456789abcdef0123456789abcdef01234567 hash 1a2b3c4d5e6f7a8b task-abcdefghijklmnopqrstuvwx"),
     ],
 )
@@ -457,6 +468,28 @@ def test_a_run_logged_with_a_password_in_its_store_uri_reruns_with_it_passed_aga
     (job / ".hydra" / "overrides.yaml").write_text("- +model.architecture.extra=1\n- batch_size=0\n")
     assert rerun_main([str(job), "model.architecture.extra=2"]) == 2  # eaq's batch_size refusal, not Hydra's exit 1
     assert "+model.architecture.extra=1 batch_size=0 model.architecture.extra=2" in capsys.readouterr().out
+    # A SLURM job's store, named by a variable its jobs had (hydra/launcher=slurm), given again: that one is the store,
+    # and the logged one, which no shell of the rerun resolves, is dropped (it stopped the run in a traceback).
+    (job / ".hydra" / "overrides.yaml").write_text("- trials=quick\n- tracking.uri=${oc.env:EAQ_UNSET_FOR_TEST}\n- batch_size=0\n")
+    assert rerun_main([str(job), f"tracking.uri={uri}"]) == 2  # eaq's batch_size refusal
+    assert "oc.env" not in capsys.readouterr().out
+
+
+def test_a_database_store_refusing_the_connection_is_one_redacted_sentence_in_seconds(out: Path) -> None:
+    """SQLAlchemy's error was caught by no store check: MLflow retried for ~100 s, the job ended in a traceback, and
+    Hydra printed its overrides after it, the password in clear; the read tools exited 1 (diff's "they differ")."""
+    uri = f"postgresql+psycopg://eaq:DeadPw123@127.0.0.1:{free_port()}/eaq"  # nothing listens there
+    started = time.monotonic()
+    result = run_eaq(out, *FAST, f"tracking.uri={uri}")
+    assert result.returncode == 2 and time.monotonic() - started < 60, result.stderr[-3000:]
+    assert "DeadPw123" not in result.stdout + result.stderr and "Traceback" not in result.stderr
+    assert "error: the MLflow store tracking.uri=postgresql+psycopg://eaq:<redacted>@127.0.0.1" in result.stderr
+    assert "refused the connection" in result.stderr
+    for tool, code in ((["eaq.diff", "a", "b"], 2), (["eaq.report", "--experiment", "eaq"], 1)):  # as a dead server
+        done = subprocess.run([sys.executable, "-m", *tool, "--uri", uri], cwd=out.parent, capture_output=True, text=True,
+                              timeout=120, env=os.environ | {"PYTHONPATH": str(REPO)})
+        assert done.returncode == code and "--uri=postgresql+psycopg://eaq:<redacted>@" in done.stderr, done.stderr[-3000:]
+        assert "DeadPw123" not in done.stdout + done.stderr and "Traceback" not in done.stderr
 
 
 def test_a_failing_run_prints_its_traceback_without_the_password(out: Path) -> None:

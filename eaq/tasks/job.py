@@ -23,6 +23,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig, OmegaConf
+from sqlalchemy.exc import SQLAlchemyError
 
 from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
 from eaq.errors import ConfigError, EaqError, JobEndedError
@@ -285,7 +286,21 @@ def _skipped_for(client: MlflowClient, experiment_id: str, digest: str, folder: 
 
 
 def run_job(cfg: DictConfig) -> str:
-    """One run, logged; returns how it ended (``finished``, ``failed``, ``skipped``) for the sweep's progress."""
+    """One run, logged; returns how it ended (``finished``, ``failed``, ``skipped``) for the sweep's progress.
+
+    An error the run's own handling did not take (a bug, before its record opened) ends the job here, its traceback
+    redacted: raised on, Hydra printed it and then the job's overrides, a store's password in clear. A sweep goes on,
+    counting the job as leaving no run (eaq.tracking.callbacks); a single run exits 1."""
+    try:
+        return _run_job(cfg)
+    except Exception as exc:
+        _report_error(exc, True)
+        if HydraConfig.get().mode != RunMode.MULTIRUN:
+            sys.exit(1)
+        return "failed"
+
+
+def _run_job(cfg: DictConfig) -> str:
     started = time.perf_counter()
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
@@ -301,7 +316,10 @@ def run_job(cfg: DictConfig) -> str:
         slots["enabled"] = cfg.gpu_slots.enabled = hydra_cfg.runtime.choices.get("hydra/launcher") == "gpus"
     # Only a name given on the command line is checked against the group's choice: a preset of one's own
     # (conf/precision/my_plan.yaml building on mixed) names another precision on purpose.
-    renamed = any(o.lstrip("+").startswith("precision.name=") for o in hydra_cfg.overrides.task)
+    # As written, not resolved: a SLURM job's tracking.uri=${oc.env:EAQ_TRACKING_URI}, replayed by eaq.rerun, stopped
+    # here where the variable is not set, in a traceback quoting the overrides after it (a password in clear).
+    renamed = any(str(o).lstrip("+").startswith("precision.name=")
+                  for o in OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False))  # type: ignore[union-attr]
     validated: EaqConfig | EaqError
     try:
         validated = validate(cfg, hydra_cfg.runtime.choices.get("precision") if renamed else None, hydra_cfg.runtime.cwd)
@@ -405,7 +423,7 @@ def run_job(cfg: DictConfig) -> str:
                  uri, debug)
         raise
     except Exception as exc:
-        error = (store_failed(exc, uri) if isinstance(exc, MlflowException) else
+        error = (store_failed(exc, uri) if isinstance(exc, (MlflowException, SQLAlchemyError)) else
                  out_of_memory(exc, resolved) or scheduler_ended(exc, hydra_cfg) or exc)
         if run is not None:
             _end(run, "FAILED", error, uri, debug)

@@ -34,20 +34,22 @@ def reported(status: int = 2) -> Callable[[Callable[P, int]], Callable[P, int]]:
     """A command-line tool's ``main`` whose EaqError is printed as one line, ``error: ...`` on stderr, and returned as
     ``status`` (2: the input was wrong; the report's 1: nothing to report), never a traceback: the read tools (diff,
     rerun, table, compare, front, the report) all answer a user's mistake the same way. A store failing under them
-    (``MlflowException``, or requests' error where an artifact's transfer failed) is said the same way, redacted: its
-    traceback quoted the URL's password, and diff's exit 1 read as "the configurations differ"."""
+    (``MlflowException``, requests' error where an artifact's transfer failed, SQLAlchemy's of a database store) is
+    said the same way, redacted: its traceback quoted the URL's password, and diff's exit 1 read as "the
+    configurations differ"."""
 
     def wrap(main: Callable[P, int]) -> Callable[P, int]:
         # Imported here, not with the module: every process imports eaq.errors, the isolated task's too, which has
         # no use for MLflow; a tool wrapped in this reads a store, and has imported MLflow already.
         from mlflow.exceptions import MlflowException
         from requests import RequestException  # an artifact's upload or download refused (a proxy's 413), MLflow's
+        from sqlalchemy.exc import SQLAlchemyError  # a database store (postgresql://) failing after it opened
 
         @functools.wraps(main)
         def run(*args: P.args, **kwargs: P.kwargs) -> int:
             try:
                 return main(*args, **kwargs)
-            except (MlflowException, RequestException) as failure:
+            except (MlflowException, RequestException, SQLAlchemyError) as failure:
                 print(f"error: {store_failed(failure, 'named by --uri')}", file=sys.stderr)
                 return status
             except EaqError as error:  # redacted here, whichever part of a tool wrote the sentence

@@ -55,7 +55,10 @@ _ODD = r"(?:(?!://)[^\s@\"'])"
 _URL_ODD_PASSWORD = re.compile(
     rf"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*\\?://)(?P<user>[^\s/?#:@]+)(?P<colon>\\?:)(?!\d{{1,5}}[/?#]){_ODD}*[/?#]{_ODD}*@"
 )
-_SECRET_WORD = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|account[_-]?key|private[_-]?key|sig|signature|credentials?|auth)"
+# A name ending in _KEY or _PWD (OPENAI_KEY, MYSQL_PWD: the environment's SECRET_NAME) is one too; a bare "key" or
+# "pwd" (a slot's key, the shell's PWD) is not.
+_SECRET_WORD = (r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|account[_-]?key|private[_-]?key|"
+                r"sig|signature|credentials?|auth|cookie|(?<=[_-])key|(?<=[_-])pwd)")
 # key=value or key: value where the key ends in a secret word (user_password=, X-Amz-Signature=, "token": ...).
 _SECRET_KEY = rf"\b[\w.-]*{_SECRET_WORD}[\"']?"
 # A quoted value is the secret whole (spaces, commas); an unquoted one of a "key: value" line (YAML, a header:

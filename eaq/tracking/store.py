@@ -80,6 +80,36 @@ def _check_reachable(uri: str, setting: str = "tracking.uri") -> None:
         ) from exc
 
 
+# Database stores whose drivers take a connection timeout (psycopg, psycopg2, pymysql, mysqlclient all name it so).
+TIMED_DATABASES = ("postgresql", "mysql")
+
+
+def _check_database(uri: str, setting: str = "tracking.uri") -> None:
+    """Fail in seconds on a database store that refuses the connection (a wrong password, no server there, a missing
+    driver), in one redacted sentence: MLflow retries for ~100 s and then raises SQLAlchemy's own error, which no
+    store error caught, so the job ended in a traceback and Hydra printed its overrides, the password in clear."""
+    if urllib.parse.urlsplit(uri).scheme.split("+")[0] not in TIMED_DATABASES:
+        return
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        engine = create_engine(uri, connect_args={"connect_timeout": 5})
+    except (ImportError, SQLAlchemyError) as exc:  # the URI's driver is not installed, or the URI is malformed
+        raise EaqError(f"{setting}={redact(uri)} cannot be used ({redact(first_line(exc))}); install its driver "
+                       "(postgresql+psycopg:// is eaq's, psycopg) or correct the URI.") from None
+    try:
+        engine.connect().close()
+    except SQLAlchemyError as exc:
+        raise EaqError(
+            f"the MLflow store {setting}={redact(uri)} refused the connection ({redact(first_line(getattr(exc, 'orig', None) or exc))}); "
+            "check that the database server runs and takes this user and password, or pass "
+            f"{setting}=sqlite:///<absolute path>.db for a local store."
+        ) from None
+    finally:
+        engine.dispose()
+
+
 def creation_lock(uri: str) -> AbstractContextManager[object]:
     """An exclusive lock beside a SQLite database (its folder created); a server serializes its own creation.
 
@@ -126,7 +156,8 @@ def read_store(uri: str) -> MlflowClient:
         )
     if uri.startswith(("http://", "https://")):
         _check_reachable(uri, "--uri")
-    elif uri.startswith("sqlite:///") and not (database := Path(uri.removeprefix("sqlite:///"))).is_file():
+    _check_database(uri, "--uri")
+    if uri.startswith("sqlite:///") and not (database := Path(uri.removeprefix("sqlite:///"))).is_file():
         raise EaqError(
             f"there is no MLflow store at {database.absolute()} (--uri {redact(uri)}): a run writes its store to "
             "outputs/mlflow.db under the folder it was launched from; pass --uri sqlite:///<absolute path to that file>."
@@ -147,6 +178,7 @@ def open_store(uri: str, experiment: str, artifact_location: str | None) -> tupl
     try:
         if uri.startswith(("http://", "https://")):
             _check_reachable(uri)
+        _check_database(uri)
         with creation_lock(uri):
             client = MlflowClient(tracking_uri=uri)
             found = client.get_experiment_by_name(experiment)
