@@ -712,6 +712,22 @@ def test_compare_shows_a_precision_none_of_whose_runs_counted_and_says_why(tmp_p
     assert rows.loc["fp32", "latency_vs_baseline_pct"] == "" and rows.loc["int8", "latency_ms"] == "failed"
 
 
+def test_compare_counts_a_run_refused_before_it_read_its_data_with_its_configuration(tmp_path: Path, capsys) -> None:
+    """fp8 refused on a CPU records no data hash: in a store of two data files the hash split it into a row of its own,
+    and the grid read "not run" for the precisions that had run and "failed" in another row."""
+    from eaq.report.compare import main as compare_main
+
+    uri, client, experiment = _store(tmp_path)
+    for model, data in (("m", "aaa"), ("n", "bbb")):
+        _log(client, experiment, {**BASE, "model.name": model, "precision.name": "fp32", "trial": "1"},
+             {"latency_mean_ms": 1.0}, tags={"eaq.data.sha256": data})
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp8", "trial": "1"}, {}, "FAILED")
+    assert compare_main(["--uri", uri, "--baseline", "fp32", "--grid", "latency_ms", "--csv"]) == 0
+    grid = pd.read_csv(io.StringIO(capsys.readouterr().out), dtype=str, keep_default_na=False).set_index("model.name")
+    assert list(grid.index) == ["m", "n"]
+    assert grid.loc["m", ["fp32 eager", "fp8 eager"]].tolist() == ["1.0", "failed"]
+
+
 def test_the_summarys_ratio_to_the_best_carries_the_ratios_interval(tmp_path: Path) -> None:
     """Every cell of the summary had a 95% interval but the last: "1.26x" could be a tie the trials do not separate."""
     from eaq.report.aggregate import ratio_interval

@@ -116,6 +116,10 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     runs.loc[generating, "workload.name"] = "generate" + tokens[generating]
     runs = runs.drop(columns="workload.new_tokens")
     runs["precision.name"] = plan_names(runs["precision.name"], runs["eaq.precision.plan_sha256"])  # as the report names plans
+    # A run refused before it read its data (fp8 on a CPU) has no data hash: it is of the file the other runs of its
+    # shape read, as the report fills it (eaq.report.frame), not a row of its own where the stores hold two files.
+    shape = runs.groupby([*KEYS, "workload.name", "dataset.name"], dropna=False)[DATA]
+    runs[DATA] = runs[DATA].fillna(shape.transform(lambda v: v.dropna().iloc[0] if v.nunique() == 1 else None))
     # Where a run ran splits as in the report (a finished run that recorded no device stays apart); any other
     # setting where the runs hold two values.
     keys = [k for k in KEYS if runs[k].notna().any()] + [
