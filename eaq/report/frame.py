@@ -66,6 +66,8 @@ PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "b
           "compile": "compile", "compile_tuning": "compile_tuning", "compile_pattern_matcher": "compile_pattern_matcher",
           "cuda_graphs": "cuda_graphs", "trial": "trial", "workload.name": "workload", "workload.new_tokens": "new_tokens",
           "dataset.name": "dataset", "sampler.name": "sampler", "model.name_or_path": "source"}
+# Where a random-weight model's weights came from: drawn, not read (its architecture and seed are settings of their own).
+RANDOM_SOURCE = "random weights"
 TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_reasons", "eaq.energy": "energy",
         "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id",
         "eaq.env.device_name": "device_name", "eaq.precision.plan_sha256": "plan_sha256",
@@ -212,6 +214,8 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
         row: dict[str, object] = {"run_id": run.info.run_id, "run_name": run.info.run_name, "status": run.info.status,
                                   "start_time": run.info.start_time, "artifact_uri": run.info.artifact_uri}
         row |= {column: run.data.params.get(param) for param, column in PARAMS.items()}
+        if run.data.params.get("model.weights") == "random":  # its model.name_or_path gave the tokenizer alone
+            row["source"] = RANDOM_SOURCE
         row |= {column: run.data.tags.get(tag) for tag, column in TAGS.items()}
         row |= {tag: value for tag, value in run.data.tags.items() if tag.startswith("eaq.env.")}
         settings = {name: value for name, value in run.data.params.items() if configuration_param(name)}
