@@ -11,6 +11,7 @@ Hydra looks: the ``-cd`` folder, then ``conf/``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -113,6 +114,12 @@ def unknown_architecture_key(argv: Sequence[str], conf: Path = CONF) -> str | No
             if not architecture and weights == "pretrained":
                 return (f"{override.split('=')[0]}: model={name} loads pretrained weights, whose architecture is theirs; "
                         "model.architecture builds random weights (model.weights=random, as the *_random presets).")
+            if key not in architecture and (close := difflib.get_close_matches(key, architecture, n=1)):
+                # Most likely a misspelt key of its own, named first: adding a misspelt one with + was refused next, as
+                # no field of the model's config.
+                return (f"{override.split('=')[0]}: model={name}'s architecture has no key {key}: did you mean "
+                        f"model.architecture.{close[0]}? (A field of the model's config the preset leaves out is added "
+                        f"with +{override}.)")
             if key not in architecture:
                 has = f"its keys: {', '.join(architecture)}" if architecture else "it has none yet"
                 return (f"{override.split('=')[0]}: model={name}'s architecture has no key {key} ({has}); add it with "

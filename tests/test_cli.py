@@ -236,10 +236,15 @@ def test_a_value_of_the_wrong_type_gets_one_sentence_exit_2_before_anything_runs
 @pytest.mark.parametrize(("overrides", "expected"), [
     (["hydra/launcher=gpu"], "hydra/launcher=gpu is not a launcher eaq or Hydra has; valid: basic, gpus, joblib, slurm, "
                              "slurm_local, submitit_local, submitit_slurm."),
-    (["model=bert_tiny_random", "model.architecture.num_layers=1"],
-     "model.architecture.num_layers: model=bert_tiny_random's architecture has no key num_layers (its keys: model_type, "
-     "vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, max_position_embeddings); add "
-     "it with +model.architecture.num_layers=1, or fix the name."),
+    (["model=bert_tiny_random", "model.architecture.layer_norm_eps=1e-6"],
+     "model.architecture.layer_norm_eps: model=bert_tiny_random's architecture has no key layer_norm_eps (its keys: "
+     "model_type, vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, "
+     "max_position_embeddings); add it with +model.architecture.layer_norm_eps=1e-6, or fix the name."),
+    # A misspelt key of its own: the closest named first (adding the misspelt one with + was refused next).
+    (["model=bert_tiny_random", "model.architecture.hiden_size=64"],
+     "model.architecture.hiden_size: model=bert_tiny_random's architecture has no key hiden_size: did you mean "
+     "model.architecture.hidden_size? (A field of the model's config the preset leaves out is added with "
+     "+model.architecture.hiden_size=64.)"),
     (["model=minilm", "model.architecture.num_hidden_layers=1"],
      "model.architecture.num_hidden_layers: model=minilm loads pretrained weights, whose architecture is theirs; "
      "model.architecture builds random weights (model.weights=random, as the *_random presets)."),
