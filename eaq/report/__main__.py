@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="the MLflow store")
     scope = parser.add_mutually_exclusive_group()
-    scope.add_argument("--sweep", help="a sweep's parent run id: report its runs")
+    scope.add_argument("--sweep", help="a sweep's parent run id, its name (sweep-<date>_<time>_<pid>) or its folder: report its runs")
     scope.add_argument("--experiment", default=None, help="report every run of this experiment (default eaq)")
     parser.add_argument("--out", type=Path, default=Path("outputs/report"), help="folder for the report's files")
     parser.add_argument("--baseline", default=None, help="precision the others are compared with (default fp32 if run)")

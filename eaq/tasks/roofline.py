@@ -67,6 +67,11 @@ def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool)
         return calibration
 
 
+def _copies(bandwidth: Bandwidth) -> str:
+    """How a bandwidth was measured: the buffer each timed copy reads and writes, and where."""
+    return f"copies of a {bandwidth.bytes_per_copy / 2 / 2**30:.2f} GiB buffer (read and written) on {bandwidth.device_name}"
+
+
 def _bandwidth(cfg: EaqConfig, device: torch.device, reuse: bool) -> Bandwidth:
     """The cached memory bandwidth (``reuse``) or a new measurement, cached; under a lock like the FLOP/J peak."""
     path = bandwidth_path(cfg.paths.cache_dir, device_key(device))
@@ -100,7 +105,7 @@ def decode_roofline_metrics(
         "decode_bandwidth_fraction": limit_s / step_s,
     }
     return metrics, {
-        "eaq.roofline.bandwidth": f"copies of a {bandwidth.bytes_per_copy / 2 / 2**30:.2f} GiB buffer (read and written) on {bandwidth.device_name}",
+        "eaq.roofline.bandwidth": _copies(bandwidth),
         # What decode_bytes_per_step_mb counts, recorded with it: runs before 2026-11-26 counted every table whole.
         "eaq.roofline.decode_bytes": "stored weights less the embedding rows a step does not look up, plus the KV cache read",
     }
@@ -165,6 +170,11 @@ def ensure_calibration(cfg: EaqConfig) -> str:
     return f"{matmul} {how}: {calibration.flop_per_j / 1e12:.4f} TFLOP/J"
 
 
+def _measured(bandwidth: Bandwidth) -> str:
+    """The bandwidth as a sentence for the log (its dataclass printed whole read as a Python dump)."""
+    return f"memory bandwidth {bandwidth.gb_per_s:.1f} GB/s by {_copies(bandwidth)}, measured and cached"
+
+
 def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     """``python -m eaq.run task=calibrate precision=bf16``: measure and cache the peak FLOP/J and the memory bandwidth.
 
@@ -177,13 +187,14 @@ def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     if calibration is None:
         unavailable = (f"unavailable: sampler={cfg.sampler.name} measures no energy on {device}; a GPU with sampler=nvml "
                        "(or a CPU with readable RAPL and sampler=rapl) measures it")
-        log.warning("calibration: the peak FLOP/J is %s; %s", unavailable, bandwidth)
+        log.warning("calibration: the peak FLOP/J is %s; %s", unavailable, _measured(bandwidth))
         tags = {"eaq.calibration.flop_per_j": unavailable}
     else:
         metrics |= {"peak_flop_per_j": calibration.flop_per_j, "peak_tflops": calibration.tflops,
                     "power_mean_w": calibration.power_mean_w}
         tags = {f"eaq.calibration.{k}": str(v) for k, v in asdict(calibration).items()}
-        log.info("calibration: %s; %s", calibration, bandwidth)
+        log.info("calibration: %.1f TFLOP/s, %.3g FLOP/J (%s, %d^3, %.0f W); %s", calibration.tflops, calibration.flop_per_j,
+                 calibration.matmul, calibration.size, calibration.power_mean_w, _measured(bandwidth))
     return TaskResult(metrics=metrics, tags={"eaq.kind": "calibrate", **tags}, device=describe_device(device), files=[])
 
 
