@@ -140,6 +140,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("sampler_overhead_spread_pct", "%", "Half the interquartile range of those paired ratios (quartiles within them; NaN with one pair): the resolution of sampler_overhead_pct."),
     Metric("latency_sampler_off_ms", "ms", "Median over blocks of each block's median latency, no sampler running (overhead check)."),
     Metric("latency_sampler_on_ms", "ms", "Median over blocks of each block's median latency, the sampler polling (overhead check)."),
+    Metric("phase_import_s", "s", "isolate=false: importing the task's modules (torch, transformers, torchao) in the job's own process, which a process's first run pays (4-5 s on a 2-core CPU) and a later one not; under isolate=true the preloaded server holds them."),
     Metric("isolation_overhead_s", "s", "Starting and ending the fresh process a run measures in (a fork of the sweep's preloaded server; the first run waits for the server's imports where they have not finished yet), carrying the config there and the result back, and handing on what the task told last (its early tags, set in the store): the run's time outside its task; outside every measurement."),
     Metric("idle_baseline_age_s", "s", "Age of the idle baseline this run used at its first window's start (a generation run's prefill window): 0-ish when measured in this run, more when reused (tag eaq.idle says which and why)."),
     Metric("run_wall_s", "s", "Wall time of the whole run in its job: setup, isolation, every phase below, logging."),

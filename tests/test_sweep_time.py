@@ -67,6 +67,18 @@ def test_a_forked_run_collects_garbage_with_the_servers_imports_frozen() -> None
     assert frozen > 10_000  # torch's and transformers' objects, never walked by the run's collections
 
 
+def test_a_run_in_the_jobs_own_process_accounts_for_its_imports(out: Path) -> None:
+    """Under isolate=false the task's imports (torch, transformers: 4-5 s in a process's first run) were in no phase,
+    so the phases fell short of run_wall_s by that much where they add up to it but for milliseconds otherwise."""
+    result = run_eaq(out, *FAST, "sampler=none", "isolate=false")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run,) = all_runs(out)
+    metrics = run.data.metrics
+    assert metrics["phase_import_s"] > 0 and "isolation_overhead_s" not in metrics
+    unexplained = metrics["run_wall_s"] - sum(v for k, v in metrics.items() if k.startswith("phase_"))
+    assert 0 <= unexplained < 0.1 + 0.05 * metrics["run_wall_s"], (unexplained, metrics)
+
+
 def test_phases_reach_the_parent_while_the_run_is_in_progress(out: Path) -> None:
     result = run_eaq(out, "-m", "precision=fp32", "trial=1,2", *FAST)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -393,7 +393,8 @@ def _run_job(cfg: DictConfig) -> str:
                                                   on_tags=_early_tags(run))
                 result.metrics["isolation_overhead_s"] = overhead_s
             else:
-                result = run_in_process(task, config, output_dir, on_phase=show_phase, on_tags=_early_tags(run))
+                result, import_s = run_in_process(task, config, output_dir, on_phase=show_phase, on_tags=_early_tags(run))
+                result.metrics["phase_import_s"] = import_s
             logging_started = time.perf_counter()  # the slot's tags and release count with logging: none in no phase
             if slot is not None:
                 result.tags.update(slot.tags())
