@@ -296,10 +296,11 @@ def test_rapl_polls_no_faster_than_its_floor_and_says_so_and_is_not_advised_to(t
     assert sampler.interval_s == 0.05 and sampler.trace.notes == [
         "RAPL polled every 50 ms, its fastest, not every 20 ms (sampler.interval_ms)"]
     assert RaplSampler(root=tmp_path, interval_s=0.1).trace.notes == []
-    # sampler=auto's 15 ms is NVML's interval, not one the user asked of RAPL: polled at the floor, nothing noted.
+    # Under sampler=auto too: its interval_ms (15 ms, NVML's) is the run's param, so the poll it was not is said.
     monkeypatch.setattr(samplers, "RaplSampler", functools.partial(RaplSampler, tmp_path))
     auto = select_sampler("auto", CPU, 0.015)
-    assert isinstance(auto, RaplSampler) and auto.interval_s == 0.05 and auto.trace.notes == []
+    assert isinstance(auto, RaplSampler) and auto.interval_s == 0.05 and auto.trace.notes == [
+        "RAPL polled every 50 ms, its fastest, not every 15 ms (sampler.interval_ms)"]
     energy = replace(_energy(50.0, 1.0, updates=19, samples=20, expected=20), fastest_poll_s=sampler.trace.fastest_s)
     (reason,) = check(_window(1.0), energy, idle_power_w=None, min_window_s=0.5).reasons
     assert reason.endswith("measure longer (trials.min_duration_s=1.05 or more)")

@@ -18,7 +18,6 @@ import torch
 from eaq.errors import ConfigError
 from eaq.measure.nvidia_smi import NvidiaSmiSampler
 from eaq.measure.nvml import NvmlSampler
-from eaq.measure.rapl import FASTEST_S as RAPL_FASTEST_S
 from eaq.measure.rapl import RaplSampler
 from eaq.measure.trace import PowerTrace
 
@@ -161,9 +160,7 @@ def select_sampler(name: str, device: torch.device, interval_s: float = 0.015, c
         if companion is not None and (reason := companion.available()):
             raise ConfigError(f"sampler.compare_nvidia_smi=true cannot run here: {reason}; drop it (NVML alone measures).")
         return sampler
-    # sampler=auto's interval is NVML's (15 ms): RAPL takes it only down to its fastest, with no note that the user's
-    # sampler.interval_ms was not kept (every CPU run noted it, of a setting nobody had made).
-    candidate = _make("nvml", device, interval_s) if device.type == "cuda" else _make("rapl", device, max(interval_s, RAPL_FASTEST_S))
+    candidate = _make("nvml" if device.type == "cuda" else "rapl", device, interval_s)
     reason = candidate.available()
     if reason is None:
         return candidate

@@ -289,15 +289,21 @@ def run_job(cfg: DictConfig) -> str:
     """One run, logged; returns how it ended (``finished``, ``failed``, ``skipped``) for the sweep's progress.
 
     An error the run's own handling did not take (a bug, before its record opened) ends the job here, its traceback
-    redacted: raised on, Hydra printed it and then the job's overrides, a store's password in clear. A sweep goes on,
-    counting the job as leaving no run (eaq.tracking.callbacks); a single run exits 1."""
+    redacted: raised on, Hydra printed it and then the job's overrides, a store's password in clear. A single run exits
+    1; a sweep's job is recorded FAILED with the error (the sweep's summary lists it; under submitit its traceback was
+    in the job's log file alone) and the sweep goes on."""
     try:
         return _run_job(cfg)
     except Exception as exc:
         _report_error(exc, True)
         if HydraConfig.get().mode != RunMode.MULTIRUN:
             sys.exit(1)
-        return "failed"
+        try:
+            return record_ended_job(cfg, f"the job stopped before its run began, on an error eaq did not handle "
+                                         f"({type(exc).__name__}: {redact(str(exc))}); its traceback is in the job's output")
+        except Exception as unrecorded:  # the store itself failing: the summary counts the job as leaving no run
+            log.error("the job's error could not be recorded as a failed run: %s", redact(str(unrecorded)))
+            return "failed"
 
 
 def _run_job(cfg: DictConfig) -> str:

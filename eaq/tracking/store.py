@@ -80,21 +80,25 @@ def _check_reachable(uri: str, setting: str = "tracking.uri") -> None:
         ) from exc
 
 
-# Database stores whose drivers take a connection timeout (psycopg, psycopg2, pymysql, mysqlclient all name it so).
+# Database stores checked first, and the name of the connection timeout each driver takes: connect_timeout for
+# psycopg (SQLAlchemy's default PostgreSQL driver is psycopg2), pymysql, mysqlclient and mysql-connector; pg8000's is
+# timeout (given connect_timeout it raised a TypeError: every run and read tool stopped in a traceback).
 TIMED_DATABASES = ("postgresql", "mysql")
+TIMEOUT_ARGUMENT = {"pg8000": "timeout"}
 
 
 def _check_database(uri: str, setting: str = "tracking.uri") -> None:
     """Fail in seconds on a database store that refuses the connection (a wrong password, no server there, a missing
     driver), in one redacted sentence: MLflow retries for ~100 s and then raises SQLAlchemy's own error, which no
     store error caught, so the job ended in a traceback and Hydra printed its overrides, the password in clear."""
-    if urllib.parse.urlsplit(uri).scheme.split("+")[0] not in TIMED_DATABASES:
+    database, _, driver = urllib.parse.urlsplit(uri).scheme.partition("+")
+    if database not in TIMED_DATABASES:
         return
     from sqlalchemy import create_engine
     from sqlalchemy.exc import SQLAlchemyError
 
     try:
-        engine = create_engine(uri, connect_args={"connect_timeout": 5})
+        engine = create_engine(uri, connect_args={TIMEOUT_ARGUMENT.get(driver, "connect_timeout"): 5})
     except (ImportError, SQLAlchemyError) as exc:  # the URI's driver is not installed, or the URI is malformed
         raise EaqError(f"{setting}={redact(uri)} cannot be used ({redact(first_line(exc))}); install its driver "
                        "(postgresql+psycopg:// is eaq's, psycopg) or correct the URI.") from None
