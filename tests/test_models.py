@@ -177,7 +177,7 @@ def test_a_model_folder_without_its_weights_file_says_so_not_that_the_hub_lacks_
     with pytest.raises(ModelLoadError) as refused:
         load_model(ModelConfig(name="x", name_or_path=str(folder)))
     said = str(refused.value)
-    assert said.startswith(f"could not load the folder {str(folder)!r}: ") and "model.safetensors" in said
+    assert said.startswith(f"could not load model.name_or_path={str(folder)!r}: ") and "model.safetensors" in said
     assert "hub is unreachable" not in said and "hf download" not in said
 
 
@@ -188,6 +188,39 @@ def test_a_model_folder_without_tokenizer_files_is_refused_naming_the_fix(saved_
     with pytest.raises(ModelLoadError, match=r"has no tokenizer files .*model\.tokenizer="):
         load_model(ModelConfig(name="x", name_or_path=str(folder)))
     assert len(load_model(ModelConfig(name="x", name_or_path=str(folder), tokenizer=str(saved_model))).tokenizer) > 1000
+
+
+def test_a_tokenizer_without_a_word_or_a_padding_token_is_refused_naming_its_setting(saved_model: Path, tmp_path: Path) -> None:
+    """A folder with tokenizer_config.json alone loaded as 5 special tokens (every word [UNK], SST-2 accuracy measured
+    on that); a tokenizer with neither a pad nor an end token failed padding in the run's process, in a traceback; and
+    a model.tokenizer that did not load was advised to be passed as model.name_or_path, in the model's place."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from transformers import PreTrainedTokenizerFast
+
+    config_only = tmp_path / "tokenizer-config-only"
+    config_only.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer_config.json"):
+        shutil.copy(saved_model / name, config_only / name)
+    with pytest.raises(ModelLoadError, match=r"^model\.name_or_path=.* loads a tokenizer of \d+ special tokens and no word"):
+        load_model(ModelConfig(name="x", name_or_path=str(config_only)))
+    words = tmp_path / "no-pad"
+    PreTrainedTokenizerFast(tokenizer_object=Tokenizer(WordLevel({"[UNK]": 0, "hello": 1, "world": 2}, unk_token="[UNK]")),
+                            unk_token="[UNK]").save_pretrained(words)
+    with pytest.raises(ModelLoadError, match=r"^model\.tokenizer=.* neither a padding nor an end-of-sequence token"):
+        load_model(ModelConfig(name="x", name_or_path=str(saved_model), tokenizer=str(words)))
+    with pytest.raises(ModelLoadError) as refused:
+        load_model(ModelConfig(name="x", name_or_path=str(saved_model), tokenizer=str(saved_model / "tokenizer.json")))
+    assert "model.tokenizer" in str(refused.value) and "model.name_or_path=" not in str(refused.value)
+
+
+def test_a_classifier_head_that_is_no_safetensors_file_is_one_sentence(tmp_path: Path) -> None:
+    from eaq.models.embedding_classifier import load_head
+
+    text = tmp_path / "train.tsv"
+    text.write_text("sentence\tlabel\nfine\t1\n")
+    with pytest.raises(ModelLoadError, match=r"model\.classifier_head=.*train\.tsv is not a safetensors file"):
+        load_head(str(text), 384)
 
 
 def test_a_folder_given_with_a_tilde_loads_from_the_home_folder(saved_model: Path, monkeypatch) -> None:

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
+from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import nn
 from transformers import PreTrainedModel
@@ -45,7 +46,13 @@ def load_head(path: str, hidden_size: int) -> nn.Linear:
     """The linear classifier stored at ``path`` (safetensors: ``weight`` classes x hidden, ``bias``), checked against
     the encoder's ``hidden_size`` it reads embeddings of: a mismatch failed later, in the reference phase, as a shape
     error of a matmul."""
-    tensors = load_file(path)
+    try:
+        tensors = load_file(path)
+    except (SafetensorError, OSError) as error:  # a TSV or a .bin in its place: the library's error, in a traceback
+        raise ModelLoadError(
+            f"model.classifier_head={path} is not a safetensors file ({error}); pass the safetensors file of a head "
+            "('weight' classes x hidden size, 'bias' classes), as eaq.models.fit_head writes."
+        ) from None
     if missing := sorted({"weight", "bias"} - set(tensors)):
         raise ModelLoadError(
             f"model.classifier_head={path} has no tensor {', '.join(map(repr, missing))}; it holds {sorted(tensors)}: "

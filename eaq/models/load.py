@@ -115,17 +115,36 @@ def _check_local(location: str, what: str) -> str:
     return str(path)
 
 
-def _load_tokenizer(location: str) -> PreTrainedTokenizerBase:
+def _load_tokenizer(location: str, setting: str) -> PreTrainedTokenizerBase:
+    """The tokenizer at ``location``, which ``setting`` named (``model.tokenizer``, or the model's own folder or id)."""
     resolved = resolve_location(location)
     if _looks_local(resolved):
         resolved = _check_local(resolved, "the tokenizer folder")
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolved, **_hub_options(resolved))
     except OSError as exc:
-        raise ModelLoadError(_not_found(location, exc)) from exc
+        raise ModelLoadError(_not_found(location, exc, setting, "tokenizer")) from exc
+    # A folder with a tokenizer_config.json alone loads as its special tokens and no word (every text unknown tokens,
+    # quality measured on them); a byte-level one (ByT5) has that file alone and a vocabulary of its bytes.
+    if len(tokenizer.get_vocab()) <= len(set(tokenizer.all_special_tokens)):
+        raise ModelLoadError(
+            f"{setting}={location} loads a tokenizer of {len(tokenizer.get_vocab())} special tokens and no word (its "
+            "vocabulary file is missing: vocab.txt, vocab.json and merges.txt, tokenizer.json or *.model): every text "
+            "would be unknown tokens; save the tokenizer there whole (tokenizer.save_pretrained(DIR))."
+        )
     if tokenizer.pad_token is None:  # GPT-2 style tokenizers: pad with end-of-text, masked out anyway
         tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.pad_token is None:  # padding a batch failed in the run's process, on advice no setting can follow
+        raise ModelLoadError(
+            f"{setting}={location} loads a tokenizer with neither a padding nor an end-of-sequence token, and eaq pads "
+            "each batch to seq_len with one of them; use a tokenizer that has either (model.tokenizer=<hub id or folder>)."
+        )
     return tokenizer
+
+
+def _tokenizer_of(cfg: ModelConfig) -> PreTrainedTokenizerBase:
+    """``model.tokenizer``'s tokenizer, else the model's own (its folder or hub id), errors naming that setting."""
+    return _load_tokenizer(cfg.tokenizer or cfg.name_or_path, "model.tokenizer" if cfg.tokenizer else "model.name_or_path")
 
 
 # Seconds to wait for the hub to answer one request: well under a second where there is internet.
@@ -161,20 +180,23 @@ def _hub_options(location: str) -> dict[str, bool]:
     return {"local_files_only": True} if not _looks_local(location) and _hub_unreachable() else {}
 
 
-def _not_found(location: str, error: OSError) -> str:
+def _not_found(location: str, error: OSError, setting: str = "model.name_or_path", what: str = "model") -> str:
     """Why ``location`` did not load, with what transformers said: a local folder missing its weights file, or a
-    gated hub id, read as "not a local folder and the hub is unreachable" (the cause chained, which no one sees)."""
+    gated hub id, read as "not a local folder and the hub is unreachable" (the cause chained, which no one sees).
+    ``setting`` named it and ``what`` it is to hold: the advice is for that setting (a tokenizer that did not load was
+    advised to be passed as model.name_or_path, in the model's place)."""
     said = " ".join(str(error).split()).rstrip(".")
     if _looks_local(location):
-        return (f"could not load the folder {location!r}: {said}; save the model there with save_pretrained "
-                "(config, weights and tokenizer), or pass another folder or hub id.")
+        saved = "config, weights and tokenizer" if what == "model" else "tokenizer.save_pretrained(DIR)"
+        return (f"could not load {setting}={location!r}: {said}; pass a folder with the {what} saved by save_pretrained "
+                f"({saved}), or a hub id.")
     host = _hub_unreachable()
     why = (f"the hub ({host}) cannot be reached from here and the local cache does not have it" if host else
            "the hub is unreachable, does not have it, or does not give it to you (a gated model: accept its terms "
            "and log in with `hf auth login`)")
     return (
         f"could not load {location!r}: it is not a local folder and {why} (transformers: {said}); "
-        f"download it where there is internet (`hf download {location} --local-dir DIR`) and pass model.name_or_path=DIR."
+        f"download it where there is internet (`hf download {location} --local-dir DIR`) and pass {setting}=DIR."
     )
 
 
@@ -517,7 +539,7 @@ def load_tokenizer(cfg: ModelConfig) -> PreTrainedTokenizerBase:
     as such, not as a missing tokenizer folder (the tokenizer comes from the same place unless ``model.tokenizer``)."""
     if cfg.weights == "pretrained":
         _location(cfg)
-    return _load_tokenizer(cfg.tokenizer or cfg.name_or_path)
+    return _tokenizer_of(cfg)
 
 
 def load_model(
@@ -536,7 +558,7 @@ def load_model(
     # Checked before the tokenizer: name the real problem.
     location = _location(cfg) if cfg.weights == "pretrained" else "random"
     if with_tokenizer and tokenizer is None:
-        tokenizer = _load_tokenizer(cfg.tokenizer or cfg.name_or_path)
+        tokenizer = _tokenizer_of(cfg)
     if cfg.weights == "random":
         config = model_config(cfg)
         auto_class = _auto_class(cfg, config)
