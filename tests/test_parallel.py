@@ -310,6 +310,21 @@ def test_a_job_signalled_before_its_time_limit_ends_its_one_run_failed_saying_so
     assert "sweep: 0 of 1 runs finished" in stdout
 
 
+def test_slurms_signal_raised_inside_a_store_call_is_read_as_the_signal_not_as_the_store_failing() -> None:
+    """submitit raises where the job is: inside a store call SQLAlchemy wraps it (StatementError), and the run's error
+    read "the MLflow tracking store ... failed (Job not requeued ...)" (a clean-clone CI run, 2026-11-29)."""
+    from sqlalchemy.exc import StatementError
+    from submitit.core.utils import UncompletedJobError
+
+    from eaq.tasks.job import scheduler_ended
+
+    signalled = UncompletedJobError("Job not requeued because: checkpoint function returned None.")
+    hydra = OmegaConf.create({"launcher": {"timeout_min": 60}})
+    for raised in (signalled, StatementError("(submitit...) Job not requeued", "INSERT INTO runs", {}, signalled)):
+        assert str(scheduler_ended(raised, hydra)).startswith("SLURM signalled this job that it is about to end")
+    assert scheduler_ended(StatementError("a store's own error", "INSERT", {}, ValueError("x")), hydra) is None
+
+
 def test_a_submitit_sweep_stopped_by_sigterm_stops_its_jobs(out: Path) -> None:
     """SIGTERM, as a scheduler stops the sweep's own job, to the sweep's process alone, started in the background of a
     script (SIGINT ignored, inherited by every process it starts: the SIGINT the sweep hands its jobs passed them by,

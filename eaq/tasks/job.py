@@ -23,7 +23,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig, OmegaConf
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError
 
 from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
 from eaq.errors import ConfigError, EaqError, JobEndedError
@@ -105,7 +105,13 @@ def scheduler_ended(exc: BaseException, hydra_cfg: Any) -> JobEndedError | None:
     SLURM signals a job (USR2, about two minutes ahead) before its time limit or a preemption; eaq's launchers never
     requeue a run (eaq_launchers' ``checkpoint``), so submitit raises in the job, whose run ends FAILED: said as what
     happened and what to change, not as submitit's "Job not requeued because: checkpoint function returned None"."""
-    if type(exc).__name__ != "UncompletedJobError" or not type(exc).__module__.startswith("submitit"):
+    # The signal lands in whatever runs: inside a store call, SQLAlchemy wraps it (StatementError, its .orig).
+    chain: list[BaseException] = []
+    found: BaseException | None = exc
+    while found is not None and found not in chain:
+        chain.append(found)
+        found = getattr(found, "orig", None) or found.__cause__ or found.__context__
+    if not any(type(e).__name__ == "UncompletedJobError" and type(e).__module__.startswith("submitit") for e in chain):
         return None
     limit = OmegaConf.select(hydra_cfg, "launcher.timeout_min", default=None)
     return JobEndedError(
@@ -430,8 +436,10 @@ def _run_job(cfg: DictConfig) -> str:
                  uri, debug)
         raise
     except Exception as exc:
-        error = (store_failed(exc, uri) if isinstance(exc, (MlflowException, SQLAlchemyError)) else
-                 out_of_memory(exc, resolved) or scheduler_ended(exc, hydra_cfg) or exc)
+        # A database's own error (DBAPIError) is the store's; SQLAlchemy's wrapping of another error raised inside a
+        # store call (SLURM's signal to end, as submitit raises it) is that error's.
+        error = scheduler_ended(exc, hydra_cfg) or (
+            store_failed(exc, uri) if isinstance(exc, (MlflowException, DBAPIError)) else out_of_memory(exc, resolved) or exc)
         if run is not None:
             _end(run, "FAILED", error, uri, debug)
         _report_error(error, debug)
