@@ -40,7 +40,7 @@ import sys
 import pandas as pd
 
 from eaq.report.aggregate import uncounted
-from eaq.report.frame import DATA, PARAMS, TAGS, compiler_settings, plan_names, splits_runs
+from eaq.report.frame import DATA, PARAMS, TAGS, compiler_settings, plan_names, sole_value, splits_runs
 from eaq.report.frame import SETTING as FRAME_SETTING
 from eaq.report.table import runs_table
 from eaq.tracking.failures import reported
@@ -119,7 +119,7 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     # A run refused before it read its data (fp8 on a CPU) has no data hash: it is of the file the other runs of its
     # shape read, as the report fills it (eaq.report.frame), not a row of its own where the stores hold two files.
     shape = runs.groupby([*KEYS, "workload.name", "dataset.name"], dropna=False)[DATA]
-    runs[DATA] = runs[DATA].fillna(shape.transform(lambda v: v.dropna().iloc[0] if v.nunique() == 1 else None))
+    runs[DATA] = runs[DATA].fillna(shape.transform(sole_value))
     # Where a run ran splits as in the report (a finished run that recorded no device stays apart); any other
     # setting where the runs hold two values.
     keys = [k for k in KEYS if runs[k].notna().any()] + [

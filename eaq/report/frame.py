@@ -134,6 +134,12 @@ def splits_runs(found: pd.Series, finished: pd.Series) -> bool:
     return found.nunique() > 1 or bool(found.notna().any() and (found.isna() & finished).any())
 
 
+def sole_value(values: pd.Series) -> object:
+    """The one value ``values`` hold, missing ones aside, else None: what a run that recorded nothing of a setting is
+    taken to have had, where every other run of its configuration agrees."""
+    return values.dropna().iloc[0] if values.nunique() == 1 else None
+
+
 def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Series:
     """Each run's values of the ``columns`` that vary (SETTING: among the runs; any other: among the runs of one
     scope and setting), as words ("" where none varies): what tells two otherwise equal configurations apart, and
@@ -156,7 +162,7 @@ def setting(frame: pd.DataFrame, columns: tuple[str, ...] = SETTING) -> pd.Serie
             # Its configuration, as far as the run recorded it; a protocol parameter a run predates is filled from
             # the runs of its configuration whatever other parameters it predates.
             same = [*keys, *(c for c in columns if c != column and c in SETTING)]
-            only = runs.groupby(same, dropna=False)[column].transform(lambda v: v.dropna().iloc[0] if v.nunique() == 1 else None)
+            only = runs.groupby(same, dropna=False)[column].transform(sole_value)
             if column in SETTING:  # where a run ran: told by a run that finished, else unknown, not its neighbours'
                 only = only.where(runs["status"] != "FINISHED")
             values[column] = values[column].fillna(only)
