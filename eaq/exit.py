@@ -1,7 +1,9 @@
-"""Leaving a finished sweep's process without the interpreter's teardown.
+"""How eaq's processes end: a finished sweep's without the interpreter's teardown, and on signals (SIGTERM as
+Ctrl-C, a job's process with the process that started it).
 
 A separate module so that ``eaq.run`` stays composition and dispatch, and so the exit can be
-tested without Hydra. Imports only the standard library: ``eaq.run`` imports it first.
+tested without Hydra. Imports only the standard library: ``eaq.run`` imports it first, and
+``eaq.tasks.job`` uses it too.
 """
 
 from __future__ import annotations
@@ -44,12 +46,41 @@ def stop_on_terminate() -> None:
 
     Ctrl-C reaches the whole process group; ``kill PID``, ``timeout`` and a scheduler's time limit send SIGTERM to
     this process alone, and its default ended it on the spot: the runs stayed RUNNING in the store, and the process
-    measuring the run (a fork server's child) measured on, an orphan on the GPU. So the handler first hands
-    Ctrl-C's SIGINT to every process under this one (the fork server and the run's process ignore it, as under
-    Ctrl-C: the job ends the run's process on the KeyboardInterrupt), then raises KeyboardInterrupt here.
+    measuring the run (a fork server's child) measured on, an orphan on the GPU.
     """
-    def terminated(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the run's KILLED record short
+    _stop_on(signal.SIGTERM, f"stopped by signal {int(signal.SIGTERM)} (SIGTERM)")
+
+
+def stop_with_parent() -> None:
+    """Stop this process as Ctrl-C does when the process that started it dies (the kernel's SIGHUP on its parent's
+    death, Linux only; elsewhere nothing).
+
+    Under submitit's local executor a job's task runs under a controller process, the job's pid in the sweep folder.
+    A SIGKILL to that controller alone (``kill -9`` of the pid the sweep names) left the task an orphan measuring on:
+    the sweep recorded the job failed, then the orphan closed its run FINISHED and the sweep's summary said every run
+    finished. SIGHUP, its own signal, so the run's record says what happened (submitit's job process ignores SIGTERM).
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    _stop_on(signal.SIGHUP, "stopped: the process that started this job (submitit's controller) ended")
+    parent = os.getppid()
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGHUP)
+    if os.getppid() != parent:  # the parent died before the request was made: no signal will come
+        os.kill(os.getpid(), signal.SIGHUP)
+
+
+def _stop_on(signum: signal.Signals, why: str) -> None:
+    """Make ``signum`` stop this process as Ctrl-C does, ``why`` the interrupt's words (the KILLED run's reason).
+
+    The handler first hands Ctrl-C's SIGINT to every process under this one (the fork server and the run's process
+    ignore it, as under Ctrl-C: the job ends the run's process on the KeyboardInterrupt), then raises
+    KeyboardInterrupt here.
+    """
+    def stop(received: int, frame: object) -> None:
+        signal.signal(signum, signal.SIG_IGN)  # a second one must not cut the run's KILLED record short
         import psutil  # only when it happens: this module imports nothing but the standard library
 
         for child in psutil.Process().children(recursive=True):
@@ -57,9 +88,9 @@ def stop_on_terminate() -> None:
                 child.send_signal(signal.SIGINT)
             except psutil.NoSuchProcess:  # ended meanwhile
                 continue
-        raise KeyboardInterrupt(f"stopped by signal {signum} (SIGTERM)")
+        raise KeyboardInterrupt(why)
 
-    signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signum, stop)
 
 
 def restore_interrupt() -> None:

@@ -33,7 +33,7 @@ ALLOWED = {
     "rerun": BASE | {"diff", "tracking"},  # reads a store as diff does
     "report": BASE | {"metrics", "rerun", "tracking"},
     "group_choices": BASE | {"config"},
-    "tasks": BASE | {"config", "data", "device", "evaluate", "layers", "measure", "models", "precision", "slots", "tracking",
+    "tasks": BASE | {"config", "data", "device", "evaluate", "exit", "layers", "measure", "models", "precision", "slots", "tracking",
                      "workloads"},
     "run": BASE | {"config", "exit", "group_choices", "slots", "tasks"},
 }

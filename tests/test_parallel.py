@@ -598,6 +598,37 @@ def test_a_job_ended_from_outside_is_a_failed_run_and_the_sweep_goes_on_to_its_s
     assert "report/report.html" in {f.path for f in store(out).list_artifacts(parent.info.run_id, "report")}
 
 
+def test_a_job_whose_submitit_controller_is_killed_stops_measuring_and_its_run_does_not_finish(out: Path) -> None:
+    """submitit's local executor runs each job's task under a controller process (the pid the sweep folder names). A
+    SIGKILL to that controller alone left the task an orphan measuring on: the collector recorded the job failed, then
+    the orphan closed its run FINISHED and the sweep said every run finished, exit 0."""
+    command = [sys.executable, "-m", "eaq.run", "-m", "hydra/launcher=slurm_local", *FAST, "sampler=none",
+               "trials.min_duration_s=60", f"paths.output_dir={out}"]
+    sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=os.environ | {"PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not [r for r in all_runs(out) if r.info.status == "RUNNING" and r.data.tags.get("eaq.kind") == "benchmark"]:
+            assert time.monotonic() < deadline and sweep.poll() is None, "the job's run never started"
+            time.sleep(0.2)
+        controller = psutil.Process(_job_processes(out)[0])
+        tasks = controller.children()
+        assert tasks, "the controller started no task"
+        controller.kill()  # the controller alone: its task is left to notice
+        killed = time.monotonic()
+        _, stderr = sweep.communicate(timeout=300)
+        assert time.monotonic() - killed < 45, "the task measured on to the end of its 60 s"
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+    assert not [t for t in tasks if t.is_running() and t.status() != psutil.STATUS_ZOMBIE], "the task outlived its controller"
+    assert sweep.returncode == 1, stderr[-3000:]
+    (run,) = [r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]
+    assert run.info.status in ("KILLED", "FAILED"), run.info.status
+    said = run.data.tags["eaq.error"]  # the task's own word, or the collector's where it came first
+    assert "submitit's controller) ended" in said or "ended before it finished" in said, said
+
+
 def test_a_job_ended_from_outside_is_recorded_when_it_ends_not_when_the_jobs_before_it_do(out: Path) -> None:
     """The jobs were collected in the order submitted: a later job killed from outside (out of memory at minute 1)
     stayed RUNNING, uncounted in the progress, until every job before it ended (hours), and for good where the sweep

@@ -27,6 +27,7 @@ from sqlalchemy.exc import DBAPIError
 
 from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
 from eaq.errors import ConfigError, EaqError, JobEndedError
+from eaq.exit import stop_with_parent
 from eaq.files import from_launch_folder
 from eaq.slots import gpu_slot, local_executor, pin_device_order, shared_cpu
 from eaq.tasks.ahead import wait_for_device
@@ -314,6 +315,8 @@ def run_job(cfg: DictConfig) -> str:
 
 def _run_job(cfg: DictConfig) -> str:
     started = time.perf_counter()
+    if local_executor():
+        stop_with_parent()  # its controller killed alone, the job measured on as an orphan and closed its run FINISHED
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     try:
