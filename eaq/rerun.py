@@ -52,8 +52,13 @@ def _composed_from(hydra_yaml: dict) -> list[str]:
 def logged_command(ref: str, client: MlflowClient | None) -> list[str]:
     """The arguments that compose the run ``ref`` again: its config's folder and name, then its overrides. ``client``:
     the store a run id or name is looked up in; a job folder needs none."""
+    return logged_run(ref, client)[0]
+
+
+def logged_run(ref: str, client: MlflowClient | None) -> tuple[list[str], Path | None]:
+    """``logged_command``'s arguments, and the folder the run was launched from (``_launch_folder``)."""
     if (Path(ref) / OVERRIDES).exists():  # a job folder
-        return _read(Path(ref))
+        return _read(Path(ref)), _launch_folder(Path(ref))
     assert client is not None, "a run id or name is looked up in a store"
     run = find_job_run(client, ref)
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,7 +77,7 @@ def logged_command(ref: str, client: MlflowClient | None) -> list[str]:
                 "before logging its config); pass its job folder instead (the sweep's folder/<job number>, which holds "
                 ".hydra/ from the job's start)."
             ) from error
-        return _read(logged.parent)
+        return _read(logged.parent), _launch_folder(logged.parent)
 
 
 def _read(folder: Path) -> list[str]:
@@ -123,18 +128,20 @@ def main(argv: list[str] | None = None) -> int:
     # A job folder needs no store, and none is opened: a SQLite URI's client creates an empty one where none was.
     folder = (Path(args.run) / OVERRIDES).exists()
     given = args.overrides if folder else [_into(args.uri), *args.overrides]
-    logged = _replayable(logged_command(args.run, None if folder else read_store(args.uri)), given)
+    recorded, where = logged_run(args.run, None if folder else read_store(args.uri))
+    logged = _replayable(recorded, given)
     command = [sys.executable, "-m", "eaq.run", *logged, *given]
     remember([override.partition("=")[2] for override in args.overrides])  # a store URI passed again, its password
-    where = _launch_folder(Path(args.run)) if folder else None
     print("rerun: python", redact(shlex.join(command[1:])), *([f"(in {where})"] if where else []), flush=True)  # as a user would type it
     return _run_forwarding_signals(command, where)
 
 
 def _launch_folder(job: Path) -> Path | None:
-    """The folder the job was launched from (its ``hydra.runtime.cwd``), where its relative paths, store and caches
-    resolve as they did: run from elsewhere, a job folder's rerun logged into that folder's store (a new one), where
-    ``eaq.diff`` did not find it beside the original. None where it is not recorded or no longer there."""
+    """The folder the job was launched from (its ``hydra.runtime.cwd``, in the folder holding its ``.hydra/``), where
+    its relative paths, store and caches resolve as they did: run from elsewhere, a job folder's rerun logged into that
+    folder's store (a new one), where ``eaq.diff`` did not find it beside the original, and a run id's read the plan
+    file of the same relative name in this folder, another plan measured as a rerun. None where it is not recorded or
+    no longer there (another host's run: this folder)."""
     hydra = yaml.safe_load((job / HYDRA).read_text()) if (job / HYDRA).exists() else None
     cwd = ((hydra or {}).get("hydra") or {}).get("runtime", {}).get("cwd")
     return Path(cwd) if cwd and Path(cwd).is_dir() else None
