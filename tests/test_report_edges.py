@@ -104,6 +104,18 @@ def test_the_summarys_ratio_column_closes_it_whatever_quality_each_model_has(tmp
     assert summary.columns[-1] == "latency_mean_vs_best", list(summary.columns)
 
 
+def test_a_generation_sweeps_table_says_its_energy_per_token_was_not_measured(tmp_path: Path) -> None:
+    """A forward sweep without a sensor printed "energy_per_sample_mj: not measured"; a generation sweep's table
+    had no energy column at all."""
+    uri, client, experiment = _store(tmp_path)
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "lm", "precision.name": "fp32", "trial": trial,
+                                  "workload.name": "generate", "workload.new_tokens": "8"},
+             {"time_per_output_token_mean_ms": 2.0 + int(trial)})
+    summary = compact(aggregate(load(uri, experiment="eaq")))
+    assert summary["decode_energy_per_token_mj"].tolist() == ["not measured"], list(summary.columns)
+
+
 def test_a_sweep_whose_runs_all_failed_still_counts_them_and_builds(tmp_path: Path) -> None:
     uri, client, experiment = _store(tmp_path)
     for trial in ("1", "2"):
@@ -124,6 +136,16 @@ def test_an_ordinary_runs_id_as_sweep_is_refused_as_no_sweep(tmp_path: Path) -> 
     run = _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1"}, {"latency_mean_ms": 1.0})
     with pytest.raises(EaqError, match=rf"--sweep {run} is no sweep's parent run \(eaq.kind=benchmark\)"):
         build(uri, tmp_path / "report", sweep=run)
+
+
+def test_the_front_of_layer_analyses_alone_says_there_is_no_benchmark_run_not_that_each_failed(tmp_path: Path) -> None:
+    from eaq.report.front import verdicts
+
+    uri, client, experiment = _store(tmp_path)
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": trial},
+             {"layers_capture_ratio_time": 0.99}, tags={"eaq.kind": "layers"})
+    assert verdicts(load(uri, experiment="eaq")).startswith("no benchmark run in these runs")
 
 
 def test_the_front_says_a_configuration_with_no_counted_run_failed_not_that_it_lacks_figures(tmp_path: Path) -> None:
@@ -928,6 +950,20 @@ def test_a_report_logged_with_log_says_onto_which_run_and_where(tmp_path: Path, 
     assert "report/report.html" in {f.path for f in client.list_artifacts(run.run_id, "report")}
 
 
+def test_a_sweeps_report_logged_by_the_sweeps_name_goes_onto_its_parent_run(tmp_path: Path, capsys) -> None:
+    """--sweep takes the parent's name or folder as well as its id; --log took what was given for the run id, and
+    failed after building the report, blaming the store ("Run with id=sweep-... not found")."""
+    from eaq.report.__main__ import main as report_main
+
+    uri, client, experiment = _store(tmp_path)
+    parent = client.create_run(experiment, run_name="sweep-2026-11-29_10-32-07_5129", tags={"eaq.kind": "sweep"}).info.run_id
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1"}, {"latency_mean_ms": 1.0},
+         tags={"mlflow.parentRunId": parent})
+    assert report_main(["--uri", uri, "--sweep", "sweep-2026-11-29_10-32-07_5129", "--out", str(tmp_path / "r"), "--log"]) == 0
+    assert f"logged onto run 'sweep-2026-11-29_10-32-07_5129' ({parent})" in capsys.readouterr().out
+    assert "report/report.html" in {f.path for f in client.list_artifacts(parent, "report")}
+
+
 def test_a_report_logged_from_the_stores_own_folder_uploads_its_own_files_alone(tmp_path: Path) -> None:
     """--out outputs (the default store's folder) uploaded the whole folder, its artifacts among it: they copied into
     themselves until a path was too long, and the summary run stayed RUNNING. Another file there was uploaded too."""
@@ -1134,6 +1170,27 @@ def test_the_speed_up_panel_says_why_it_has_no_bar(tmp_path: Path, monkeypatch) 
     plt.close("all")
     assert [t.get_text() for t in panel.texts] == ["no fp32: not run for this model and shape"]
     assert [bar.get_height() for bar in panel.patches][:2] == [1.0, pytest.approx(2.0)]  # fp32 and bf16 at 4: twice as fast
+
+
+def test_a_generation_overview_without_energy_names_energy_per_output_token(tmp_path: Path, monkeypatch) -> None:
+    """Its latency and throughput panels were per output token, its energy panel "energy per sample (mJ)": the
+    forward pass's name for a figure no run measured."""
+    import matplotlib.pyplot as plt
+
+    import eaq.report.figures as figures
+
+    uri, client, experiment = _store(tmp_path)
+    for precision in ("fp32", "bf16"):
+        _log(client, experiment, {**BASE, "model.name": "lm", "precision.name": precision, "trial": "1",
+                                  "workload.name": "generate", "workload.new_tokens": "8"},
+             {"time_per_output_token_mean_ms": 2.0, "decode_tokens_per_s": 500.0})
+    drawn = {}
+    monkeypatch.setattr(figures, "save", lambda fig, out, slug, title, **_: drawn.setdefault(slug, fig))
+    frame = load(uri, experiment="eaq")
+    figures.overview(wide(aggregate(frame)), figures.speed_up(frame, "fp32"), "lm", "fp32", tmp_path)
+    labels = [ax.get_ylabel() for ax in drawn.pop("overview_lm").axes]
+    plt.close("all")
+    assert labels[2] == figures.LABELS["decode_energy_per_token_mj"], labels
 
 
 def test_the_model_figure_compares_one_workload_from_zero(tmp_path: Path, monkeypatch) -> None:

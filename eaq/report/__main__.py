@@ -18,6 +18,7 @@ from mlflow.tracking import MlflowClient
 from eaq.report.aggregate import compact
 from eaq.report.build import build, log
 from eaq.tracking.failures import reported
+from eaq.tracking.find import find_sweep
 from eaq.tracking.redact import redact, remember
 from eaq.tracking.run_logger import TrackedRun
 
@@ -43,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"left out: {figure.title}: {figure.note}")
     if args.log:
         client = MlflowClient(tracking_uri=args.uri)
-        if args.sweep:
-            run_id = args.sweep
+        if args.sweep:  # its name or folder too, as build took it
+            run_id = find_sweep(client, args.sweep).info.run_id
             log(client, run_id, report)
         else:
             experiment = client.get_experiment_by_name(args.experiment or "eaq")

@@ -47,6 +47,8 @@ COLUMNS = ("configuration", "cost", "cost_mean", "quality", "quality_mean", "ver
 def verdicts(frame: pd.DataFrame) -> pd.DataFrame | str:
     """One row per configuration (COLUMNS), or why there is no front to judge."""
     table = aggregate(frame)
+    if not (frame["kind"] == "benchmark").any():  # layer analyses alone: each counted, none a point of a front
+        return "no benchmark run in these runs (a layer analysis is no point of a front): no front to judge."
     runs = counted(benchmark_runs(frame))
     if runs.empty:  # every run failed, was flagged invalid or is under way: it logged no quality, whatever its data
         return "no run counted (each failed, was flagged invalid or is still running): no front to judge."

@@ -79,7 +79,7 @@ def _figure(figure: Figure) -> str:
     data = base64.b64encode(figure.png.read_bytes()).decode("ascii")
     return (f'<h3>{escape(figure.title)}</h3><img alt="{escape(figure.title)}" src="data:image/png;base64,{data}">'
             f'<p class="note">{escape(figure.png.name)} and {escape(figure.svg.name if figure.svg else "")} (300 DPI PNG, SVG) '
-            "beside this file.</p>")
+            "in figures/ beside this file.</p>")
 
 
 def environment(frame: pd.DataFrame) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError
 from eaq.tracking.callbacks import parent_run_id
+from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import NOT_A_RUN_ID
 
 
@@ -38,7 +39,9 @@ def find_run(client: MlflowClient, ref: str, missing: Callable[[str], str] | Non
                               order_by=["attributes.start_time DESC"])
     if not runs:
         raise EaqError(missing(ref) if missing else
-                       f"{ref!r} is neither a job folder nor a run id or run name in the store; pass one of those.")
+                       f"{ref!r} is neither a job folder nor a run id or run name in the store at "
+                       f"{redact(str(client.tracking_uri))}; pass one of those, with --uri naming the store it is in "
+                       "(runs of two stores: pass their job folders).")
     if len(runs) > 1:  # a name leaves out the task, sequence length, dataset and weights, and repeats across sweeps
         others = ", ".join(r.info.run_id for r in runs[1:6]) + (", ..." if len(runs) > 6 else "")
         print(f"note: {ref!r} names {len(runs)} runs; using the newest, {runs[0].info.run_id}; pass a run id to take "
