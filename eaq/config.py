@@ -512,14 +512,21 @@ def validate(
             f"layers.budget_limit={obj.layers.budget_limit} is not a quality loss: use a finite number of 0 or more "
             "(in layers.budget's unit), or null for the default."
         )
-    if obj.task == "layers" and not obj.layers.impact and (planned := [
+    if obj.task == "layers" and not (obj.layers.impact and obj.layers.plan) and (planned := [
             f"layers.{key}={value}" for key, value in (("budget", obj.layers.budget), ("budget_limit", obj.layers.budget_limit),
                                                        ("saving", obj.layers.saving if obj.layers.saving != "assumed" else None))
             if value is not None]):
-        # The plan's budget is measured by the impact: without it no plan is made, and these were accepted unheard.
+        # No plan is made (none asked, or no impact to choose it by): these were accepted unheard, invalid ones too.
+        why = ("layers.impact=false makes none (a plan is chosen by each component's measured impact)" if not obj.layers.impact
+               else "layers.plan=false makes none")
         raise ConfigError(
-            f"{', '.join(planned)} set how a plan is made, and layers.impact=false makes none (a plan is chosen by each "
-            "component's measured impact): drop them, or set layers.impact=true."
+            f"{', '.join(planned)} set how a plan is made, and {why}: drop them, or set "
+            f"{'layers.impact=true' if not obj.layers.impact else 'layers.plan=true'}."
+        )
+    if obj.task == "layers" and obj.trials.overhead_pairs:
+        raise ConfigError(
+            f"trials.overhead_pairs={obj.trials.overhead_pairs} measures what sampling costs the benchmark's timed loop, "
+            "and task=layers runs none (its windows replay components): drop it, or measure it with task=benchmark."
         )
     if obj.layers.base is not None and obj.layers.base not in LAYER_BASES:
         raise ConfigError(

@@ -79,6 +79,9 @@ def test_unknown_key_fails_at_composition() -> None:
         # no plan without the impact it is chosen by: these were accepted unheard
         ("task=layers layers.impact=false layers.saving=measured layers.budget_limit=0.1",
          "layers.budget_limit=0.1, layers.saving=measured set how a plan is made, and layers.impact=false makes none"),
+        ("task=layers trials.overhead_pairs=3", "trials.overhead_pairs=3 measures what sampling costs the benchmark's"),
+        ("task=layers layers.plan=false layers.budget=nonsense",
+         "layers.budget=nonsense set how a plan is made, and layers.plan=false makes none: drop them, or set layers.plan=true"),
     ],
 )
 def test_bad_values_fail_validation_with_one_sentence(override: str, message: str) -> None:

@@ -940,12 +940,13 @@ def _csv(client, run_id: str, path: str, tmp: Path) -> list[dict[str, str]]:
 
 
 def test_task_layers_leaves_a_finished_run_with_the_tables_and_metrics(out: Path, tmp_path: Path) -> None:
-    done = run_eaq(out, "task=layers", *FAST)
+    done = run_eaq(out, "task=layers", *FAST, "trials.cooldown_s=1")
     assert done.returncode == 0, done.stderr[-3000:]
     (run,) = all_runs(out)
     client = store(out)
     assert run.info.status == "FINISHED"
     tags, metrics = run.data.tags, run.data.metrics
+    assert metrics["phase_cooldown_s"] >= 1  # the sweep's pause between runs, as the benchmark's (accepted and unheard)
     assert tags["eaq.kind"] == "layers" and tags["eaq.group.layers"] == "default"
     assert run.data.params["task"] == "layers"
     # This CPU has no energy sensor: shares of time, energy unavailable, never 0.

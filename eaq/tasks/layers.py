@@ -13,6 +13,7 @@ protocol durations and the idle baseline's store are shared with the benchmark
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -221,6 +222,8 @@ def layers(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
                 cost, saving, basis = _compiled_saving(cfg, fp32_model, base_model, components, shares, batch, device, sampler,
                                                        settings, base, folder, tags)
             _plan(cfg, base_model, components, data, device, budget, per_component, cost, saving, basis, base, reference, folder, tags)
+    with phases("cooldown"):  # as the benchmark's: a sweep's next run starts from a cool device
+        time.sleep(cfg.trials.cooldown_s)
     return TaskResult(metrics=metrics | phases.metrics(), tags=tags, device=describe_device(device), files=[folder])
 
 
