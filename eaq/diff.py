@@ -14,6 +14,7 @@ Reads only job folders and MLflow, never a model.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -29,7 +30,7 @@ from eaq.errors import EaqError
 from eaq.tracking.failures import reported
 from eaq.tracking.find import find_run, find_sweep
 from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, NOT_MEASUREMENT, READ_FILES, as_read, flatten
-from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, sweep_runs
+from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, FILES_FILE, sweep_runs
 from eaq.tracking.store import read_store
 
 # Environment facts that differ between any two runs and say nothing about the measurement.
@@ -41,10 +42,19 @@ MEASURED_ENVIRON = tuple(f"environ.{prefix}" for prefix in (
     "TORCH_CUDNN", "TORCH_BLAS", "TRITON_", "OMP_", "MKL_", "OPENBLAS_", "KMP_"))
 
 
-def _from_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def _from_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, str] | None]:
     config = yaml.safe_load((folder / CONFIG_FILE).read_text())
-    env_file = folder / ENV_FILE
-    return config, json.loads(env_file.read_text()) if env_file.exists() else {}
+    return config, *_env_and_files(folder)
+
+
+def _env_and_files(folder: Path) -> tuple[dict[str, Any], dict[str, str] | None]:
+    """The environment (empty: the run failed before its end) and the identities of the files read (None: an older
+    eaq's run recorded none) in ``folder``: env.json's, else those the run logged as it started (a run that failed)."""
+    env = json.loads((folder / ENV_FILE).read_text()) if (folder / ENV_FILE).exists() else {}
+    files = env.pop("read_files", None)
+    if files is None and (folder / FILES_FILE).exists():
+        files = json.loads((folder / FILES_FILE).read_text())
+    return env, files
 
 
 def find_job_run(client: MlflowClient, ref: str):
@@ -61,7 +71,7 @@ def find_job_run(client: MlflowClient, ref: str):
     return run
 
 
-def _from_run(client: MlflowClient, run) -> tuple[dict[str, Any], dict[str, Any]]:
+def _from_run(client: MlflowClient, run) -> tuple[dict[str, Any], dict[str, Any], dict[str, str] | None]:
     with tempfile.TemporaryDirectory() as tmp:
         try:
             config = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, CONFIG_FILE, tmp)).read_text())
@@ -70,16 +80,15 @@ def _from_run(client: MlflowClient, run) -> tuple[dict[str, Any], dict[str, Any]
                 f"run {run.info.run_name} ({run.info.run_id}) has no recorded {CONFIG_FILE} (killed before it logged its "
                 "config, or not a run of one configuration); pass a run that finished or failed after starting."
             ) from error
-        try:
-            env = json.loads(Path(client.download_artifacts(run.info.run_id, ENV_FILE, tmp)).read_text())
-        except (MlflowException, OSError):
-            env = {}  # a run that failed before its environment was captured
-    return config, env
+        for name in (ENV_FILE, FILES_FILE):  # neither, where the run failed before its environment was captured
+            with contextlib.suppress(MlflowException, OSError):
+                client.download_artifacts(run.info.run_id, name, tmp)
+        return config, *_env_and_files(Path(tmp))
 
 
-def load(ref: str, client: MlflowClient | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(resolved config, environment) of a job folder, run id or run name; ``client`` None where every ref of the
-    command is a job folder (``main`` opens no store then)."""
+def load(ref: str, client: MlflowClient | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, str] | None]:
+    """(resolved config, environment, files read: ``_env_and_files``) of a job folder, run id or run name; ``client``
+    None where every ref of the command is a job folder (``main`` opens no store then)."""
     folder = Path(ref)
     if (folder / CONFIG_FILE).exists():
         return _from_folder(folder)
@@ -123,13 +132,13 @@ def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int
     Two trials of one configuration are one measurement repeated (the report averages them): the trial is shown, and
     counts for nothing; so are the settings beside the measurement (BESIDE_THE_MEASUREMENT: the device's index, what is
     reused, what is added after the window)."""
-    config_a, env_a = load(a, client)
-    config_b, env_b = load(b, client)
+    config_a, env_a, read_a = load(a, client)
+    config_b, env_b, read_b = load(b, client)
     config_diff = differences(measurement_config(config_a), measurement_config(config_b))
     repeat = config_diff.pop("trial", None)
     # A file named by two paths (the data file resolves from the folder a run is launched in: two checkouts) whose
     # contents both runs recorded the same is one file read, as the report and resume count it.
-    files_a, files_b = env_a.get("read_files") or {}, env_b.get("read_files") or {}
+    files_a, files_b = read_a or {}, read_b or {}
     moved = {k: config_diff.pop(k) for k in list(config_diff)
              if k in READ_FILES and files_a.get(k) is not None and files_a.get(k) == files_b.get(k)}
     # A data path there in neither run (both recorded what they read: no file at it) named nothing read: both read the
@@ -137,7 +146,7 @@ def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int
     # recorded no read files at all: that says nothing of its path.
     hub = (config_a.get("dataset") or {}).get("hub")
     unread = {k: config_diff.pop(k) for k in list(config_diff)
-              if k == "dataset.path" and "read_files" in env_a and "read_files" in env_b and k not in files_a
+              if k == "dataset.path" and read_a is not None and read_b is not None and k not in files_a
               and k not in files_b and hub and "dataset.hub" not in config_diff}
     # The device beside only as an index of one kind (cuda:0, cuda:1): the report tells cpu from cuda by the device's name.
     beside = {k: config_diff.pop(k) for k in list(config_diff) if k in BESIDE_THE_MEASUREMENT
@@ -152,12 +161,13 @@ def compare(a: str, b: str, client: MlflowClient | None, count_env: bool) -> int
         print(f"  {key}: {left} -> {right} (the same contents from two paths: not a difference)")
     for key, (left, right) in unread.items():
         print(f"  {key}: {left} -> {right} (there in neither run: both read dataset.hub={hub}; not a difference)")
+    # The files read, recorded as a run starts: a run that failed before its end read a plan edited since as well.
+    files_diff = _files_differences(a, read_a, b, read_b)
     # A run that failed before its end captured no environment: every fact of the other would read as a difference.
     unrecorded = [ref for ref, env in ((a, env_a), (b, env_b)) if not env]
     if unrecorded:
         print(f"environment: not recorded for {' and '.join(unrecorded)} (a run that failed before its end); not compared")
-        return int(bool(config_diff) or count_env)
-    files_diff = _files_differences(a, env_a.pop("read_files", None), b, env_b.pop("read_files", None))
+        return int(bool(config_diff) or files_diff or count_env)
     env_diff = differences(comparable_env(env_a), comparable_env(env_b))
     _print_grouped("environment", env_diff)
     return int(bool(config_diff) or bool(files_diff) or (count_env and bool(env_diff)))

@@ -67,6 +67,7 @@ def test_rerun_reproduces_and_diff_tells_what_differs(out: Path, capsys) -> None
     shown = capsys.readouterr().out
     assert "precision.name: fp32 -> fp8" in shown
     assert "environment: not recorded for bert-tiny-random-fp8-b4-t1 (a run that failed before its end)" in shown
+    assert "files read: the same" in shown  # logged as it started (read_files.json): a failed run's files compare too
 
     # The rerun logged a second run of the first one's name: which one a name took is said.
     twice = sorted((r for r in all_runs(out) if r.info.run_name == "bert-tiny-random-fp32-b4-t1"), key=lambda r: r.info.start_time)
@@ -567,6 +568,44 @@ def test_diff_counts_no_setting_the_report_averages_over_and_any_other(tmp_path:
     for other in ("cpu", "auto"):  # another kind of device, or one the host resolves, is a difference still
         assert diff_main([a, job(f"d-{other}", other, True, 8)]) == 1
         assert "configuration: 1 difference(s)" in capsys.readouterr().out
+
+
+def test_a_benchmark_reads_no_layers_setting_and_a_layer_analysis_does(tmp_path: Path, capsys) -> None:
+    """-m task=benchmark,layers layers.budget=2: the benchmark runs differed from the default's in layers.budget, which
+    they never read (eaq.diff exit 1, resume measured them again, compare split them into two configurations)."""
+    from eaq.report.frame import configuration_param
+
+    def job(name: str, task: str, budget: float) -> str:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.yaml").write_text(f"task: {task}\nmodel:\n  name: tiny\nlayers:\n  budget_limit: {budget}\n")
+        return str(folder)
+
+    assert diff_main([job("a", "benchmark", 1.0), job("b", "benchmark", 2.0)]) == 0
+    assert "configuration: identical" in capsys.readouterr().out
+    assert diff_main([job("c", "layers", 1.0), job("d", "layers", 2.0)]) == 1
+    assert "layers.budget_limit: 1.0 -> 2.0" in capsys.readouterr().out
+    assert not configuration_param("layers.budget_limit", "benchmark") and configuration_param("layers.budget_limit", "layers")
+
+
+def test_diff_tells_a_failed_runs_plan_from_another_by_the_files_it_recorded_at_its_start(tmp_path: Path, capsys) -> None:
+    """A run that failed on a plan edited since (a layer it does not have) read "configuration: identical", exit 0,
+    beside the finished run of the plan before the edit: without env.json its files were not compared."""
+    def job(name: str, plan: str, finished: bool) -> str:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.yaml").write_text("model:\n  name: tiny\nprecision:\n  name: mixed\n  plan: plan.yaml\n")
+        (folder / "read_files.json").write_text(json.dumps({"precision.plan": plan}))
+        if finished:
+            (folder / "env.json").write_text(json.dumps({"python": "3.12", "read_files": {"precision.plan": plan}}))
+        return str(folder)
+
+    done = job("done", "406e1e5c2f69c852aa", True)
+    assert diff_main([done, job("failed", "9c54d3466292ffefbb", False)]) == 1
+    said = capsys.readouterr().out
+    assert "configuration: identical" in said and "precision.plan: 406e1e5c2f69c852 -> 9c54d3466292ffef" in said
+    assert diff_main([done, job("failed-same", "406e1e5c2f69c852aa", False)]) == 0
+    assert "files read: the same" in capsys.readouterr().out
 
 
 def test_diff_env_compares_the_variables_that_change_a_measurement_and_no_other() -> None:

@@ -57,9 +57,11 @@ BESIDE = BESIDE_THE_MEASUREMENT | {"trial", "task", "precision.plan", "dataset.p
 DATA = "eaq.data.sha256"
 
 
-def configuration_param(name: str) -> bool:
-    """Whether a logged parameter is one of a run's settings (above), beside the columns PARAMS names."""
-    return name not in PARAMS and name not in BESIDE and name.split(".")[0] not in NOT_MEASUREMENT
+def configuration_param(name: str, kind: str | None = "benchmark") -> bool:
+    """Whether a logged parameter is one of a run's settings (above), beside the columns PARAMS names: ``layers.*``
+    only of a layer analysis (``kind``), a benchmark reading none of them (eaq.tracking.flatten.as_read)."""
+    return (name not in PARAMS and name not in BESIDE and name.split(".")[0] not in NOT_MEASUREMENT
+            and (kind == "layers" or name.split(".")[0] != "layers"))
 
 
 PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "batch_size", "seq_len": "seq_len",
@@ -224,7 +226,8 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
             row["source"] = RANDOM_SOURCE
         row |= {column: run.data.tags.get(tag) for tag, column in TAGS.items()}
         row |= {tag: value for tag, value in run.data.tags.items() if tag.startswith("eaq.env.")}
-        settings = {name: value for name, value in run.data.params.items() if configuration_param(name)}
+        settings = {name: value for name, value in run.data.params.items()
+                    if configuration_param(name, run.data.tags.get("eaq.kind"))}
         if DATA in run.data.tags:
             settings[DATA] = run.data.tags[DATA]
         params |= settings.keys()

@@ -40,7 +40,7 @@ from eaq.tracking.callbacks import parent_run_id, record_skip, skipped_runs, swe
 from eaq.tracking.environment import capture, cpu_model, device_name, summary_tags
 from eaq.tracking.progress import leave_record, output_sink, show_phase
 from eaq.tracking.redact import redact, redacted_traceback, remember
-from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, finished_run
+from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, FILES_FILE, finished_run
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -389,6 +389,8 @@ def _run_job(cfg: DictConfig) -> str:
         run.log_params(flatten(resolved))
         (output_dir / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg, resolve=True))
         run.log_artifact(output_dir / CONFIG_FILE)
+        (output_dir / FILES_FILE).write_text(json.dumps(files, indent=2, sort_keys=True))
+        run.log_artifact(output_dir / FILES_FILE)
         run.log_artifacts(output_dir / ".hydra", ".hydra")
         if isinstance(validated, EaqError):
             raise validated

@@ -34,15 +34,18 @@ COMPILER_DEFAULTS = {"compile_tuning": True, "compile_pattern_matcher": True}
 
 def as_read(resolved: dict[str, Any]) -> dict[str, Any]:
     """``resolved`` with the settings the run did not read as if left alone: the compiler's at their defaults where
-    nothing is compiled, and no ``workload.new_tokens`` where no token is generated. How resume (``config_hash``) and
-    eaq.diff count a run, as the report does: a sweep ``-m compile=false,true compile_tuning=true,false`` measured the
-    eager configuration twice (resume and eaq.diff told the two apart), and the report averaged them as two trials."""
+    nothing is compiled, no ``workload.new_tokens`` where no token is generated, and no ``layers`` group but in a
+    layer analysis. How resume (``config_hash``) and eaq.diff count a run, as the report does: a sweep ``-m
+    compile=false,true compile_tuning=true,false`` measured the eager configuration twice (resume and eaq.diff told
+    the two apart), and the report averaged them as two trials."""
     layers = resolved.get("layers") or {}
     compiles = resolved.get("compile") or (resolved.get("task") == "layers" and layers.get("saving") == "compiled")
     read = dict(resolved) if compiles else resolved | {k: v for k, v in COMPILER_DEFAULTS.items() if k in resolved}
     workload = resolved.get("workload")
     if isinstance(workload, dict) and workload.get("name") != "generate":
         read["workload"] = {k: v for k, v in workload.items() if k != "new_tokens"}
+    if resolved.get("task", "benchmark") != "layers":  # -m task=benchmark,layers layers.budget=2: one benchmark
+        read.pop("layers", None)
     return read
 
 

@@ -29,6 +29,9 @@ REUSED_TAG = "eaq.reused."
 # What every run leaves in its job folder and as artifacts: the resolved config and environment.
 CONFIG_FILE = "config.yaml"
 ENV_FILE = "env.json"
+# The identities of the files a run reads (eaq.tracking.flatten.read_files), logged as it starts: env.json, at its end,
+# holds them too, but a run that fails before its end has none, and eaq.diff could not tell its files from another's.
+FILES_FILE = "read_files.json"
 
 
 # Runs MLflow returns per page at most (its SQL store's limit).
