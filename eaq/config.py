@@ -19,7 +19,7 @@ from typing import Any, get_type_hints
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from eaq.errors import ISOLATE_WITH_SLOTS, NO_PLAN, ConfigError, missing_plan
+from eaq.errors import NO_PLAN, ConfigError, missing_plan
 from eaq.files import from_launch_folder
 from eaq.measure.idle import ReusePolicy
 
@@ -500,8 +500,6 @@ def validate(
             "only; use precision=mixed precision.plan=FILE, or drop precision.plan."
         )
     _positive("gpu_slots.count", obj.gpu_slots.count)
-    if obj.gpu_slots.enabled and not obj.isolate:
-        raise ConfigError(ISOLATE_WITH_SLOTS)
     _positive("layers.replay_iters", obj.layers.replay_iters)
     _positive("layers.profile_passes", obj.layers.profile_passes)
     _positive("layers.replay_min_s", obj.layers.replay_min_s, 0)

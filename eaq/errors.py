@@ -37,9 +37,9 @@ class JobEndedError(EaqError):
 
 # Why a job under GPU slots runs in a process of its own: refused in a job (validate) and ahead of a gpus sweep.
 ISOLATE_WITH_SLOTS = (
-    "isolate=false with GPU slots (hydra/launcher=gpus) would run each job in a long-lived worker that keeps its CUDA "
-    "context and cached memory on its GPU after the run and may take another slot next, sharing the GPU another job "
-    "measures (its windows flagged for another process); leave isolate=true under the gpus launcher."
+    "isolate=false with GPU slots (hydra/launcher=gpus, or gpu_slots.enabled=true) would run each job where its CUDA "
+    "context and cached memory outlive the run (a long-lived worker) and may take another slot next, sharing the GPU "
+    "another job measures (its windows flagged for another process); leave isolate=true with GPU slots."
 )
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from eaq.errors import ConfigError
+from eaq.errors import ISOLATE_WITH_SLOTS, ConfigError
 from eaq.files import exclusive, open_shared, shared_folder, try_exclusive
 from eaq.measure.nvml import device_summaries
 
@@ -124,6 +124,27 @@ def pin_device_order() -> None:
         )
 
 
+# The devices a slot can give a run: a slot picks the GPU (cuda:<its index>), or keeps CPU jobs apart.
+SLOT_DEVICES = ("auto", "cuda", "cpu")
+
+
+def check_slots(device: str, isolate: bool, count: int | None, here: bool = True) -> None:
+    """Refuse, before any run opens, what every run under GPU slots would refuse as it took its slot: a sweep of
+    FAILED runs in one sentence each (or a single run's FAILED record) for one mistake of the command line.
+    ``here``: the jobs run on this host (not SLURM's nodes), whose GPUs and CUDA order they get."""
+    if not isolate:
+        raise ConfigError(ISOLATE_WITH_SLOTS)
+    if device not in SLOT_DEVICES:
+        raise ConfigError(
+            f"device={device} with GPU slots (hydra/launcher=gpus, or gpu_slots.enabled=true): the slot picks each "
+            "run's GPU; use device=auto (or cuda, or cpu), or pin the device yourself under the basic launcher with "
+            "gpu_slots.enabled=false (one job at a time)."
+        )
+    if here:
+        pin_device_order()
+        slot_count(count)
+
+
 @dataclass
 class Slot:
     """A GPU held by this job: its index among the visible GPUs, and the key its lock is named by."""
@@ -148,10 +169,7 @@ class Slot:
                 "device=cuda with gpu_slots.count on a host where NVML sees no GPU: there is no GPU to give each slot; "
                 "use device=auto or cpu."
             )
-        raise ConfigError(
-            f"device={requested} with gpu_slots.enabled=true: the slot picks the GPU; use device=auto (or cuda), "
-            "or gpu_slots.enabled=false to pin the device yourself."
-        )
+        raise AssertionError(f"device={requested} under a slot: check_slots refuses it before the run")
 
     def tags(self) -> dict[str, str]:
         """The slot and the neighbours so far, for the run's record (call while the slot is held)."""

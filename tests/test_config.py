@@ -91,11 +91,16 @@ def test_bad_values_fail_validation_with_one_sentence(override: str, message: st
     assert str(info.value).count(". ") == 0 and str(info.value).endswith(".")
 
 
-def test_gpu_slots_refuse_runs_in_the_workers_own_process() -> None:
-    """A worker that ran a job in process keeps its CUDA context on that GPU, and may take another slot next."""
-    with pytest.raises(ConfigError, match="leave isolate=true under the gpus launcher"):
-        validate(_compose("paths.root=/x", "gpu_slots.enabled=true", "isolate=false"))
-    assert validate(_compose("paths.root=/x", "gpu_slots.enabled=true")).isolate
+def test_gpu_slots_refuse_runs_in_the_workers_own_process_and_a_device_of_ones_own() -> None:
+    """A worker that ran a job in process keeps its CUDA context on that GPU, and may take another slot next; a slot
+    picks the GPU. Each was refused by every job as it took its slot."""
+    from eaq.slots import check_slots
+
+    with pytest.raises(ConfigError, match="leave isolate=true with GPU slots"):
+        check_slots("auto", False, 2)
+    with pytest.raises(ConfigError, match="device=cuda:1 with GPU slots .* pin the device yourself under the basic launcher"):
+        check_slots("cuda:1", True, 2)
+    check_slots("cpu", True, 2)  # two slots on this CPU host keep CPU jobs apart
 
 
 def test_unknown_precision_lists_the_valid_ones() -> None:

@@ -190,6 +190,9 @@ def test_the_gpus_launcher_on_a_host_without_gpus_stops_in_one_sentence_before_a
     # Slots asked for under the basic launcher: the sentence named hydra/launcher=gpus alone, which was not picked.
     single = run_eaq(out, *FAST, "gpu_slots.enabled=true")
     assert single.returncode == 2 and "or gpu_slots.enabled=true) give each job one of this host's GPUs" in single.stderr
+    single = run_eaq(out, "hydra/launcher=gpus", *FAST)  # one run under the gpus launcher: refused as it started
+    assert single.returncode == 2 and "give each job one of this host's GPUs" in single.stderr
+    assert not (out / "mlflow.db").exists()  # before the run opened: no FAILED run of a command-line mistake
     # The same under the basic launcher's sweep: once, before any run (each job failed on it, a sweep of FAILED runs).
     swept = out.parent / "swept"
     sweep = run_eaq(swept, "-m", *FAST, "gpu_slots.enabled=true", "trial=1,2")
@@ -204,7 +207,9 @@ def test_the_gpus_launcher_on_a_host_without_gpus_stops_in_one_sentence_before_a
         (["gpu_slots.count=2", "gpu_slots.enabled=false"], "with gpu_slots.enabled=false nothing gives each its own GPU"),
         (["gpu_slots.count=0"], "gpu_slots.count=0: a slot count is at least 1"),
         # Each job refused it, after the sweep had started: a sweep of FAILED runs.
-        (["gpu_slots.count=2", "isolate=false"], "isolate=false with GPU slots (hydra/launcher=gpus) would run each job"),
+        (["gpu_slots.count=2", "isolate=false"], "isolate=false with GPU slots (hydra/launcher=gpus, or gpu_slots.enabled=true)"),
+        (["gpu_slots.count=2", "device=cuda:1"], "device=cuda:1 with GPU slots (hydra/launcher=gpus, or gpu_slots.enabled=true)"),
+        (["gpu_slots.count=2", "hydra/launcher=basic", "gpu_slots.enabled=true", "isolate=false"], "isolate=false with GPU slots"),
         # Hydra's own joblib launcher: jobs side by side, measuring each other, counted valid and reused by resume.
         (["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], "hydra/launcher=joblib runs jobs side by side and nothing"),
     ],
@@ -213,6 +218,15 @@ def test_a_gpus_sweep_whose_slots_cannot_keep_jobs_apart_stops_before_any_run(ou
     result = run_eaq(out, "-m", "hydra/launcher=gpus", *FAST, "trial=1,2", *overrides)
     assert result.returncode == 2 and expected in result.stderr, result.stderr[-2000:]
     assert not out.exists()  # no store, no parent run
+
+
+def test_a_slot_sweep_under_another_cuda_order_stops_before_any_run(out: Path) -> None:
+    """The parent run opened and the jobs were listed before the first job refused the order: the sweep ended FAILED
+    with no reason of its own (under slurm_local, each job a FAILED run saying so)."""
+    result = run_eaq(out, "-m", "hydra/launcher=gpus", "gpu_slots.count=2", "device=cpu", *FAST, "trial=1,2",
+                     environ=os.environ | {"CUDA_DEVICE_ORDER": "FASTEST_FIRST"})
+    assert result.returncode == 2 and "gpu_slots need CUDA_DEVICE_ORDER=PCI_BUS_ID" in result.stderr, result.stderr[-2000:]
+    assert not out.exists()
 
 
 def check_neighbours(children: list[Run], slots: Path) -> None:

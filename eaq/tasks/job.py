@@ -29,7 +29,7 @@ from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
 from eaq.errors import ConfigError, EaqError, JobEndedError
 from eaq.exit import stop_with_parent
 from eaq.files import from_launch_folder
-from eaq.slots import gpu_slot, local_executor, pin_device_order, shared_cpu
+from eaq.slots import check_slots, gpu_slot, local_executor, shared_cpu
 from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking.failures import store_failed
@@ -345,7 +345,9 @@ def _run_job(cfg: DictConfig) -> str:
         validated = exc  # a sweep's job: its FAILED run is how the sweep's summary and its report count it
     try:
         if slots["enabled"]:
-            pin_device_order()  # before the fork server starts: it keeps the environment it starts with
+            # Before the run opens (a single run's refusal left a FAILED run), and the order before the fork server
+            # starts: it keeps the environment it starts with.
+            check_slots(str(resolved.get("device", "auto")), bool(resolved.get("isolate", True)), slots["count"])
         if resolved.get("isolate", True):
             start_server()  # its imports run while this process opens the store and logs the config
         client, experiment_id = _job_store(resolved, hydra_cfg.runtime.cwd)

@@ -31,9 +31,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
-from eaq.errors import ISOLATE_WITH_SLOTS, ConfigError, EaqError
+from eaq.errors import ConfigError, EaqError
 from eaq.files import atomic_write_text, from_launch_folder, try_exclusive
-from eaq.slots import slot_count
+from eaq.slots import check_slots
 from eaq.tracking.jobs import count_jobs
 from eaq.tracking.redact import redact, redact_file, redact_folder, redacted_traceback, remember
 
@@ -135,15 +135,14 @@ class LauncherCheck(Callback):
                 "its own GPU: they would all measure one device at once, with no neighbours recorded. Leave "
                 "gpu_slots.enabled at null (on), or pin devices yourself under the basic launcher (one job at a time)."
             )
-        if config.hydra.runtime.choices.get("hydra/launcher") == "gpus" and config.isolate is False:
-            raise ConfigError(ISOLATE_WITH_SLOTS)  # each job would refuse it: a sweep of FAILED runs
         target = str(OmegaConf.select(config, "hydra.launcher._target_", default=""))
-        if config.gpu_slots.enabled is True and not target.endswith(".SlurmLauncher"):
-            # Jobs on this host, whose slot count each job resolved: on a host without GPUs each one failed on it, a
-            # sweep of FAILED runs. (hydra/launcher=gpus resolves it below, as its n_jobs; SLURM's jobs run on
-            # nodes this host does not see.)
-            slot_count(config.gpu_slots.count)
         choice = config.hydra.runtime.choices.get("hydra/launcher")
+        if config.gpu_slots.enabled is True or (choice == "gpus" and config.gpu_slots.enabled is None):
+            # What each job refused as it took its slot (isolate=false, device=cuda:1, another CUDA order, a slot
+            # count this host cannot give): a sweep of FAILED runs, or its end in the middle. The host's GPUs and
+            # order are not the jobs' under SLURM, whose nodes this host does not see.
+            check_slots(str(config.device), bool(config.isolate), config.gpu_slots.count,
+                        here=not target.endswith(".SlurmLauncher"))
         if target.endswith(".JoblibLauncher") and choice != "gpus" and config.gpu_slots.enabled is not True \
                 and OmegaConf.select(config, "hydra.launcher.n_jobs", default=-1) != 1:
             # Hydra's own joblib launcher: its jobs ran side by side on one device, measured each other, and counted
