@@ -16,6 +16,15 @@ from eaq.tasks.isolation import start_server
 # isolate=false on the command line (also +/++isolate=..., and no/off/0 in any case, as OmegaConf reads a bool): no fork server, whose imports would compete
 # for the CPU with the run measuring in this process.
 IN_PROCESS = re.compile(r"\+{0,2}isolate=(false|no|off|0)", re.IGNORECASE)
+# A sweep handed to another launcher (gpus, slurm, slurm_local, joblib) runs no job in this process: its jobs' processes
+# start their own servers, and this one's (455 MB, 4 s of CPU) competed with their start on the host.
+ELSEWHERE = re.compile(r"\+{0,2}hydra/launcher=(?!basic$).+")
+
+
+def _sweep_elsewhere(argv: list[str]) -> bool:
+    """Whether the command line hands a sweep's jobs to a launcher that runs none in this process."""
+    return bool({"-m", "--multirun"} & set(argv)) and any(ELSEWHERE.fullmatch(arg) for arg in argv)
+
 
 if __name__ == "__main__":
     restore_interrupt()  # before any process starts: they inherit it
@@ -26,9 +35,10 @@ if __name__ == "__main__" and not any(IN_PROCESS.fullmatch(arg) for arg in sys.a
     # module as its main (not as __main__). The server keeps the environment it starts with,
     # so CUDA numbers GPUs as NVML and nvidia-smi do from here on: hydra/launcher=gpus needs
     # it (eaq.slots.pin_device_order refuses another order), and device=cuda:N then means
-    # the GPU nvidia-smi calls N.
+    # the GPU nvidia-smi calls N. The jobs of another launcher's sweep inherit the order.
     os.environ.setdefault(ORDER, "PCI_BUS_ID")  # a user's own order stands; slots refuse it later, in one sentence
-    start_server()
+    if not _sweep_elsewhere(sys.argv[1:]):
+        start_server()
 
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402

@@ -220,6 +220,25 @@ def test_a_gpus_sweep_whose_slots_cannot_keep_jobs_apart_stops_before_any_run(ou
     assert not out.exists()  # no store, no parent run
 
 
+def test_a_sweep_another_launcher_runs_starts_no_fork_server_in_its_own_process(out: Path, tmp_path: Path) -> None:
+    """The sweep's process started its fork server (torch's imports: 455 MB, 4 s of CPU) under hydra/launcher=gpus,
+    whose jobs run in joblib's workers, each with a server of its own: it competed with their start."""
+    command = [sys.executable, "-m", "eaq.run", *parallel_sweep(tmp_path / "slots", trials=("1", "2")),
+               "trials.min_duration_s=5", f"paths.output_dir={out}"]
+    sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    servers = set()
+    try:
+        while sweep.poll() is None:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                servers |= {c.pid for c in psutil.Process(sweep.pid).children() if "forkserver" in " ".join(c.cmdline())}
+            time.sleep(0.2)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+    assert sweep.returncode == 0
+    assert not servers
+
+
 def test_a_slot_sweep_under_another_cuda_order_stops_before_any_run(out: Path) -> None:
     """The parent run opened and the jobs were listed before the first job refused the order: the sweep ended FAILED
     with no reason of its own (under slurm_local, each job a FAILED run saying so)."""
