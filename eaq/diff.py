@@ -27,6 +27,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError
+from eaq.tracking.callbacks import parent_run_id
 from eaq.tracking.failures import reported
 from eaq.tracking.find import find_run, find_sweep
 from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, NOT_MEASUREMENT, READ_FILES, as_read, flatten
@@ -58,13 +59,19 @@ def _env_and_files(folder: Path) -> tuple[dict[str, Any], dict[str, str] | None]
 
 
 def find_job_run(client: MlflowClient, ref: str):
-    """The run a job logged: its config and overrides are artifacts; a sweep's parent run has neither."""
+    """The run a job logged: its config and overrides are artifacts; a sweep's parent run (or folder) has neither."""
+    def of_a_sweep(kind: str) -> EaqError:
+        return EaqError(
+            f"{ref!r} is a sweep's {kind}, which has no configuration of its own; pass one of its runs (a job folder "
+            f"in the sweep's folder, <n>_<run name>, or a run id), or see what varies across them with: python -m "
+            f"eaq.diff --sweep {ref}"
+        )
+
+    if Path(ref).is_dir() and parent_run_id(ref) is not None:
+        raise of_a_sweep("folder")
     run = find_run(client, ref)
     if run.data.tags.get("eaq.kind") == "sweep":
-        raise EaqError(
-            f"{ref!r} is a sweep's parent run, which has no configuration of its own; pass one of its runs, "
-            f"or see what varies across them with: python -m eaq.diff --sweep {ref}"
-        )
+        raise of_a_sweep("parent run")
     if run.data.tags.get("eaq.kind") == "report":  # its missing .hydra/ read as the store failing
         raise EaqError(f"{ref!r} is a report's run (python -m eaq.report --log), which ran no configuration; pass one of "
                        "the runs it reports on.")
@@ -101,8 +108,10 @@ def differences(a: dict[str, str], b: dict[str, str]) -> dict[str, tuple[str | N
 
 
 def measurement_config(config: dict[str, Any]) -> dict[str, str]:
-    """The settings of what a run measured, as it read them (``as_read``), flat."""
-    return flatten({k: v for k, v in as_read(config).items() if k not in NOT_MEASUREMENT})
+    """The settings of what a run measured, as it read them (``as_read``), flat; an empty group (a hub model's
+    ``model.architecture``) as none, not as a difference of its own beside the other run's keys of that group."""
+    flat = flatten({k: v for k, v in as_read(config).items() if k not in NOT_MEASUREMENT})
+    return {k: v for k, v in flat.items() if v != "{}"}
 
 
 def comparable_env(env: dict[str, Any]) -> dict[str, str]:

@@ -113,6 +113,26 @@ def test_compare_keeps_compiler_settings_apart(out: Path, capsys: pytest.Capture
     assert sorted(r["compile_tuning"] for r in grid) == ["False", "True"] and "fp32 compiled" in grid[0]
 
 
+def test_compare_on_screen_leaves_a_setting_a_run_did_not_record_blank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A local model's row read "nan" under the random preset's model.architecture.model_type."""
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("eaq", artifact_location=(tmp_path / "artifacts").as_uri())
+    for model, architecture in (("a", "bert"), ("b", "gpt2"), ("local", None)):
+        run = client.create_run(experiment, tags={"eaq.kind": "benchmark"}).info.run_id
+        params = {"model.name": model, "precision.name": "fp32", "seq_len": "32", "batch_size": "4", "trial": "1",
+                  "compile": "False", **({"model.architecture.model_type": architecture} if architecture else {})}
+        for key, value in params.items():
+            client.log_param(run, key, value)
+        client.log_metric(run, "latency_mean_ms", 1.0)
+        client.set_terminated(run)
+    assert compare_main(["--uri", uri, "--baseline", "fp32"]) == 0
+    said = capsys.readouterr().out
+    assert "| bert " in said and "nan" not in said, said
+
+
 def test_compare_counts_flagged_runs_in_valid_only_and_keeps_workloads_apart() -> None:
     import pandas as pd
 

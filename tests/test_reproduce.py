@@ -570,6 +570,14 @@ def test_diff_counts_no_setting_the_report_averages_over_and_any_other(tmp_path:
         assert "configuration: 1 difference(s)" in capsys.readouterr().out
 
 
+def _with(like: Path, name: str, config: str) -> Path:
+    """A job folder beside ``like`` holding ``config`` as its config.yaml."""
+    folder = like.parent / name
+    folder.mkdir()
+    (folder / "config.yaml").write_text(config)
+    return folder
+
+
 def test_a_benchmark_reads_no_layers_setting_and_a_layer_analysis_does(tmp_path: Path, capsys) -> None:
     """-m task=benchmark,layers layers.budget=2: the benchmark runs differed from the default's in layers.budget, which
     they never read (eaq.diff exit 1, resume measured them again, compare split them into two configurations)."""
@@ -586,6 +594,11 @@ def test_a_benchmark_reads_no_layers_setting_and_a_layer_analysis_does(tmp_path:
     assert diff_main([job("c", "layers", 1.0), job("d", "layers", 2.0)]) == 1
     assert "layers.budget_limit: 1.0 -> 2.0" in capsys.readouterr().out
     assert not configuration_param("layers.budget_limit", "benchmark") and configuration_param("layers.budget_limit", "layers")
+    # A hub model's empty architecture beside a preset's keys: those keys differ, not "model.architecture: (absent) -> {}".
+    preset = _with(tmp_path / "a", "e", "model:\n  name: tiny\n  architecture:\n    model_type: bert\n")
+    assert diff_main([str(preset), str(_with(tmp_path / "a", "f", "model:\n  name: tiny\n  architecture: {}\n"))]) == 1
+    said = capsys.readouterr().out
+    assert "configuration: 1 difference(s)" in said and "model.architecture:" not in said, said
 
 
 def test_diff_tells_a_failed_runs_plan_from_another_by_the_files_it_recorded_at_its_start(tmp_path: Path, capsys) -> None:
@@ -606,6 +619,27 @@ def test_diff_tells_a_failed_runs_plan_from_another_by_the_files_it_recorded_at_
     assert "configuration: identical" in said and "precision.plan: 406e1e5c2f69c852 -> 9c54d3466292ffef" in said
     assert diff_main([done, job("failed-same", "406e1e5c2f69c852aa", False)]) == 0
     assert "files read: the same" in capsys.readouterr().out
+
+
+def test_a_sweeps_folder_given_for_a_run_is_said_to_be_one(tmp_path: Path, capsys) -> None:
+    """eaq.rerun of a sweep's folder read "neither a job folder nor a run id or run name"; of its parent run, it gave
+    eaq.diff's advice alone."""
+    from mlflow.tracking import MlflowClient
+
+    from eaq.rerun import main as rerun_main
+    from eaq.tracking.callbacks import PARENT_ID_FILE
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    parent = client.create_run(client.create_experiment("eaq", artifact_location=(tmp_path / "a").as_uri()),
+                               tags={"eaq.kind": "sweep"}).info.run_id
+    sweep = tmp_path / "multirun" / "2026-11-29_10-44-33_10799"
+    sweep.mkdir(parents=True)
+    (sweep / PARENT_ID_FILE).write_text(parent)
+    for ref, kind in ((str(sweep), "folder"), (parent, "parent run")):
+        assert rerun_main([ref, "--uri", uri]) == 2
+        said = capsys.readouterr().err
+        assert f"is a sweep's {kind}, which has no configuration of its own; pass one of its runs (a job folder" in said, said
 
 
 def test_diff_env_compares_the_variables_that_change_a_measurement_and_no_other() -> None:

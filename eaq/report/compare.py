@@ -275,9 +275,11 @@ def main(argv: list[str] | None = None) -> int:
         table = table[table["workload.name"].str.startswith("generate") == (args.grid in GENERATION_ONLY)]
     if args.grid:
         table = grid(table, args.grid, args.baseline, missing=None if args.csv else "not run")
-    if not args.csv:  # a column holding "failed" beside numbers is text to tabulate, which would print them unrounded
-        table = table.apply(lambda column: column.map(lambda v: f"{v:.4g}" if isinstance(v, float) and v == v else v)
-                            if column.dtype == object else column)
+    if not args.csv:  # a column holding "failed" beside numbers is text to tabulate, which would print them unrounded,
+        # and a setting a run did not record (a local model's architecture) "nan"
+        table = table.apply(lambda column: column.map(lambda v: (f"{v:.4g}" if v == v else "") if isinstance(v, float) else v)
+                            if column.dtype == object else column.fillna("") if pd.api.types.is_string_dtype(column)
+                            else column)
     print(table.to_csv(index=False) if args.csv else table.to_markdown(index=False, floatfmt=".4g"))
     return 0
 
