@@ -20,8 +20,10 @@ Neighbours: every take and release is appended to ``slots.jsonl`` in the same fo
 When a run ends it reads which other runs held a GPU of this host at any moment while it
 held its own: the neighbours, recorded on the run (tag ``eaq.neighbours``), so the effect
 of a busy neighbour on energy can be studied. A take without a release from a process
-that is gone (killed) counts as ended. A run on the CPU (``device=cpu``, or a host without
-GPUs under ``gpu_slots.count=N``) shares that CPU with every neighbour: flagged invalid
+that is gone (killed) counts as ended, and as a neighbour where it was seen holding its
+slot while this run held its own (it took it meanwhile, or held it as this run took its
+own). A run on the CPU (``device=cpu``, or a host without GPUs under
+``gpu_slots.count=N``) shares that CPU with every neighbour: flagged invalid
 (``shared_cpu``).
 """
 
@@ -155,6 +157,9 @@ class Slot:
     run: str
     run_id: str
     taken: float = field(default_factory=time.time)
+    # The other slots' keys held when this one was taken (``_held``): their holders ran beside this run, even one
+    # killed later that never wrote its release.
+    held_at_take: frozenset[str] = frozenset()
 
     def device(self, requested: str) -> str:
         """The run's device: ``cuda:<index>`` for ``auto`` or ``cuda``; ``cpu`` stays (the slot still keeps jobs apart),
@@ -247,7 +252,13 @@ def neighbours(slot: Slot, until: float) -> list[str]:
             held[key] = entry
         elif key in held:
             spans.append((held.pop(key), at))
-    spans += [(entry, until) for (pid, _), entry in held.items() if _alive(pid)]
+    for (pid, _), entry in held.items():  # taken and never released, nor taken again since
+        if _alive(pid):
+            spans.append((entry, until))
+        elif entry["time"] >= slot.taken or entry["key"] in slot.held_at_take:
+            # Gone since (killed), when is not told; but alive as it took its slot during this run's, or holding it
+            # as this run took its own: beside this run at that moment. Dropped, a CPU run it shared was counted valid.
+            spans.append((entry, max(entry["time"], slot.taken)))
     return sorted(
         {
             f"{entry['run']} (gpu {entry['index']}, run {entry['run_id']})"
@@ -255,6 +266,19 @@ def neighbours(slot: Slot, until: float) -> list[str]:
             if (entry["pid"], entry["key"], entry["time"]) != me and entry["time"] <= until and released >= slot.taken
         }
     )
+
+
+def _held(folder: Path, keys: list[str]) -> frozenset[str]:
+    """Which of ``keys``' slots another job holds now: a lock taken and let go at once where free (a job taking a slot
+    in that instant finds it held and takes the next, or waits its turn)."""
+    found = set()
+    for key in keys:
+        handle = try_exclusive(folder / f"{key}.lock", shared=True)
+        if handle is None:
+            found.add(key)
+        else:
+            handle.close()
+    return frozenset(found)
 
 
 def _take(folder: Path, keys: list[str]) -> tuple[int, IO[str]] | None:
@@ -283,7 +307,7 @@ def gpu_slot(folder: str | Path, count: int | None, run: str, run_id: str) -> It
         time.sleep(WAIT_S)
         taken = _take(folder, keys)
     index, handle = taken
-    slot = Slot(folder, index, keys[index], run, run_id)
+    slot = Slot(folder, index, keys[index], run, run_id, held_at_take=_held(folder, [k for k in keys if k != keys[index]]))
     try:
         try:
             _append(folder, {"event": "take", "key": slot.key, "index": index, "run": run, "run_id": run_id, "pid": os.getpid(), "time": slot.taken})

@@ -139,6 +139,25 @@ def test_a_slots_log_survives_a_cut_line_and_a_killed_jobs_take_ends_at_the_next
     assert neighbours(Slot(tmp_path, 1, "gpu1", "other", "o", taken=0.5), until=6.0) == ["killed (gpu 0, run k)", "mine (gpu 0, run m)"]
 
 
+def test_a_neighbour_killed_while_it_held_its_slot_is_still_a_neighbour(tmp_path: Path) -> None:
+    """A take never released whose process is gone (killed: out of memory) was dropped, though it ran beside this
+    run: a CPU run it shared was counted valid."""
+    script = ("import sys, time; from eaq.slots import gpu_slot\n"
+              f"with gpu_slot({str(tmp_path)!r}, 2, 'killed', 'k'):\n    print('held', flush=True); time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with gpu_slot(tmp_path, 2, "mine", "m") as slot:
+            holder.kill()  # no release written
+            holder.wait()
+            assert slot.tags()["eaq.neighbours"] == "killed (gpu 0, run k)"
+    finally:
+        holder.kill()
+    # Killed before this run took its slot (its lock free by then): never beside it.
+    with gpu_slot(tmp_path, 2, "later", "l") as slot:
+        assert slot.tags()["eaq.neighbours"] == "none"
+
+
 def test_slots_on_a_host_without_gpus_keep_device_auto_on_the_cpu(tmp_path: Path) -> None:
     from eaq.slots import Slot
 
