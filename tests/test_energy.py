@@ -201,6 +201,37 @@ def test_rapl_sums_package_and_dram_and_survives_counter_wrap(tmp_path: Path) ->
     assert (sampler.energy_j() - start) * 1e6 == pytest.approx(200 + 50)
 
 
+def test_a_sampler_started_again_keeps_its_companion_and_draws_no_point_over_the_gap(tmp_path: Path) -> None:
+    """task=layers runs several sessions on one sampler: NVML's nvidia-smi companion was dropped after the first, and
+    RAPL's first reading of the next session averaged over the time between the two."""
+    class Companion(NoSampler):  # nvidia-smi, which this machine does not have
+        def __init__(self) -> None:
+            super().__init__()
+            self.starts = 0
+
+        def start(self) -> None:
+            self.starts += 1
+
+    companion = Companion()
+    nvml = NvmlSampler("1234-abcd", interval_s=0.005, nvml=FakeNvml(), companion=companion)
+    for _ in range(2):
+        nvml.start()
+        trace = nvml.stop()
+    assert companion.starts == 2 and len(trace.companions) == 1
+
+    _rapl_tree(tmp_path, package_uj=0, dram_uj=0, max_uj=10**9)
+    rapl = RaplSampler(root=tmp_path, interval_s=0.05)
+    rapl.start()
+    time.sleep(0.2)
+    first = rapl.stop()
+    ended = first.times[-1]
+    time.sleep(0.5)  # between the sessions
+    rapl.start()
+    time.sleep(0.2)
+    trace = rapl.stop()
+    assert not [t for t in trace.times if ended < t < ended + 0.4], trace.times  # none stamped in the gap
+
+
 def test_rapl_power_is_stamped_in_the_middle_of_the_interval_it_averages(tmp_path: Path) -> None:
     _rapl_tree(tmp_path, package_uj=0, dram_uj=0, max_uj=10**9)
     sampler = RaplSampler(root=tmp_path)

@@ -120,11 +120,13 @@ class NvmlSampler:
             self._poll.stop()
             self._poll = None
         if self.companion is not None:
+            # Kept for the next session (task=layers runs several on one sampler: the first one alone had it), its
+            # trace once among the companions, growing session after session as this one's does.
             companion = self.companion.stop()
-            self._trace.companions.append(companion)
+            if not any(c is companion for c in self._trace.companions):
+                self._trace.companions.append(companion)
             for note in companion.notes:
                 self._trace.note(f"{self.companion.name}: {note}")
-            self.companion = None
         return self._trace
 
     # -- facts for validity checks ----------------------------------------------------

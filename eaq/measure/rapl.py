@@ -96,6 +96,9 @@ class RaplSampler:
         reason = self.available() if not self._zones else None
         if reason:
             raise RuntimeError(reason)
+        # A session after another (task=layers runs several on one sampler): its first point is no average over the
+        # time between the two, stamped in the gap.
+        self._last = None
         self._poller = Poller(self._read, self.interval_s, self.trace, name="eaq-rapl-poller")
         self._poller.start()
 
