@@ -258,6 +258,32 @@ def test_a_sweep_another_launcher_runs_starts_no_fork_server_in_its_own_process(
     assert not servers
 
 
+def test_a_gpus_worker_killed_stops_the_sweep_in_a_sentence_and_closes_its_records(out: Path, tmp_path: Path) -> None:
+    """joblib cannot lose a worker (the out-of-memory killer) and go on: the sweep ended in a 47-line traceback."""
+    command = [sys.executable, "-m", "eaq.run", *parallel_sweep(tmp_path / "slots"), "trials.min_duration_s=60",
+               f"paths.output_dir={out}"]
+    sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not [r for r in all_runs(out) if r.info.status == "RUNNING" and r.data.tags.get("eaq.kind") == "benchmark"]:
+            assert time.monotonic() < deadline and sweep.poll() is None, "no run started"
+            time.sleep(0.5)
+        workers = [c for c in psutil.Process(sweep.pid).children() if "LokyProcess" in " ".join(c.cmdline())]
+        assert workers, [c.cmdline() for c in psutil.Process(sweep.pid).children()]
+        workers[0].kill()
+        _, stderr = sweep.communicate(timeout=300)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+    assert sweep.returncode == 1
+    assert ("error: the sweep stopped: a worker process of hydra/launcher=gpus ended without its job (exit SIGKILL(-9): "
+            "out of memory, or a signal sent to it)") in stderr, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    statuses = {r.data.tags.get("eaq.kind"): r.info.status for r in all_runs(out) if r.info.status != "KILLED"}
+    assert statuses == {"sweep": "FAILED"}, statuses  # every run under way KILLED, none left RUNNING
+
+
 def test_a_slot_sweep_under_another_cuda_order_stops_before_any_run(out: Path) -> None:
     """The parent run opened and the jobs were listed before the first job refused the order: the sweep ended FAILED
     with no reason of its own (under slurm_local, each job a FAILED run saying so)."""
