@@ -13,6 +13,8 @@ set -uo pipefail
 out=${OUT:?set OUT}
 export PYTHONUNBUFFERED=1
 bash docs/results/gpu-install.sh > "$out/install.txt" 2>&1
+# hydra/launcher=gpus is Hydra's joblib launcher: `../shared/tools/gpu-wheelhouse .whl hydra-joblib-launcher joblib`
+python3 -m pip install -q --no-index --find-links .whl hydra-joblib-launcher joblib >> "$out/install.txt" 2>&1
 nvidia-smi --query-gpu=name,uuid,driver_version,temperature.gpu,power.draw,power.limit --format=csv > "$out/gpu.txt"
 export WORK=${WORK:-/tmp/eaq-s40}
 rm -rf "$WORK" && mkdir -p "$WORK"
