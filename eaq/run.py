@@ -10,20 +10,31 @@ import re
 import sys
 
 from eaq.exit import exit_without_teardown, restore_interrupt, stop_on_terminate
-from eaq.slots import ORDER
+from eaq.slots import ORDER, visible_gpus
 from eaq.tasks.isolation import start_server
 
 # isolate=false on the command line (also +/++isolate=..., and no/off/0 in any case, as OmegaConf reads a bool): no fork server, whose imports would compete
 # for the CPU with the run measuring in this process.
 IN_PROCESS = re.compile(r"\+{0,2}isolate=(false|no|off|0)", re.IGNORECASE)
-# A sweep handed to another launcher (gpus, slurm, slurm_local, joblib) runs no job in this process: its jobs' processes
-# start their own servers, and this one's (455 MB, 4 s of CPU) competed with their start on the host.
-ELSEWHERE = re.compile(r"\+{0,2}hydra/launcher=(?!basic$).+")
+# A sweep handed to submitit (slurm, slurm_local) or to several GPU slots (hydra/launcher=gpus, more than one) runs no
+# job in this process: its jobs' processes start their own servers, and this one's (455 MB, 4 s of CPU) competed with
+# their start on the host. One slot, or joblib's n_jobs=1, runs the jobs here (joblib runs one worker in its caller).
+LAUNCHER = re.compile(r"\+{0,2}hydra/launcher=(.+)")
+SLOT_COUNT = re.compile(r"\+{0,2}gpu_slots\.count=(\d+)")
 
 
 def _sweep_elsewhere(argv: list[str]) -> bool:
-    """Whether the command line hands a sweep's jobs to a launcher that runs none in this process."""
-    return bool({"-m", "--multirun"} & set(argv)) and any(ELSEWHERE.fullmatch(arg) for arg in argv)
+    """Whether the command line hands a sweep's jobs to processes other than this one."""
+    if not {"-m", "--multirun"} & set(argv):
+        return False
+    launchers = [m.group(1) for arg in argv if (m := LAUNCHER.fullmatch(arg))]
+    launcher = launchers[-1] if launchers else "basic"
+    if launcher in ("slurm", "slurm_local"):
+        return True
+    if launcher != "gpus":
+        return False
+    counts = [int(m.group(1)) for arg in argv if (m := SLOT_COUNT.fullmatch(arg))]
+    return (counts[-1] if counts else len(visible_gpus())) > 1
 
 
 if __name__ == "__main__":

@@ -256,6 +256,13 @@ def test_a_sweep_another_launcher_runs_starts_no_fork_server_in_its_own_process(
             os.killpg(sweep.pid, signal.SIGKILL)
     assert sweep.returncode == 0
     assert not servers
+    # Where the jobs do run in the sweep's process (one slot: joblib's one worker is its caller; the basic launcher),
+    # its server starts first thing, its imports overlapping the sweep's set-up (an H200 host's one-GPU gpus sweep).
+    from eaq.run import _sweep_elsewhere
+
+    assert _sweep_elsewhere(["-m", "hydra/launcher=slurm_local"]) and not _sweep_elsewhere(["hydra/launcher=slurm"])
+    assert not _sweep_elsewhere(["-m", "hydra/launcher=gpus", "gpu_slots.count=1"])
+    assert not _sweep_elsewhere(["-m", "trial=1,2"]) and not _sweep_elsewhere(["-m", "hydra/launcher=joblib"])
 
 
 def test_a_gpus_worker_killed_stops_the_sweep_in_a_sentence_and_closes_its_records(out: Path, tmp_path: Path) -> None:
