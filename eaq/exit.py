@@ -52,27 +52,29 @@ def stop_on_terminate() -> None:
 
 
 def stop_with_parent() -> None:
-    """Stop this process as Ctrl-C does when the process that started it dies (the kernel's SIGHUP on its parent's
-    death, Linux only; elsewhere nothing).
+    """Stop this process as Ctrl-C does when the process that started it dies (a signal the kernel sends on its
+    parent's death, Linux only; elsewhere nothing).
 
     Under submitit's local executor a job's task runs under a controller process, the job's pid in the sweep folder.
     A SIGKILL to that controller alone (``kill -9`` of the pid the sweep names) left the task an orphan measuring on:
     the sweep recorded the job failed, then the orphan closed its run FINISHED and the sweep's summary said every run
-    finished. SIGHUP, its own signal, so the run's record says what happened (submitit's job process ignores SIGTERM).
+    finished. A real-time signal nothing else sends, so the run's record says what happened: submitit's job process
+    ignores SIGTERM, and a terminal's SIGHUP (a logout, which ``nohup`` has the sweep ignore) is no parent's death.
     """
     if not sys.platform.startswith("linux"):
         return
     import ctypes
 
-    _stop_on(signal.SIGHUP, "stopped: the process that started this job (submitit's controller) ended")
+    orphaned = signal.SIGRTMIN + 1
+    _stop_on(orphaned, "stopped: the process that started this job (submitit's controller) ended")
     parent = os.getppid()
     pr_set_pdeathsig = 1  # <linux/prctl.h>
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGHUP)
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, orphaned)
     if os.getppid() != parent:  # the parent died before the request was made: no signal will come
-        os.kill(os.getpid(), signal.SIGHUP)
+        os.kill(os.getpid(), orphaned)
 
 
-def _stop_on(signum: signal.Signals, why: str) -> None:
+def _stop_on(signum: int, why: str) -> None:
     """Make ``signum`` stop this process as Ctrl-C does, ``why`` the interrupt's words (the KILLED run's reason).
 
     The handler first hands Ctrl-C's SIGINT to every process under this one (the fork server and the run's process

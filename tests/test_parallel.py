@@ -291,6 +291,17 @@ def test_a_gpus_worker_killed_stops_the_sweep_in_a_sentence_and_closes_its_recor
     assert statuses == {"sweep": "FAILED"}, statuses  # every run under way KILLED, none left RUNNING
 
 
+def test_a_slot_sweeps_job_with_a_value_the_slot_refuses_is_one_failed_run_and_the_sweep_goes_on(out: Path) -> None:
+    """The sweep's own check sees none of its swept values: a job refusing its own (isolate=false) stopped the whole
+    sweep, exit 2, the other job never run and no report."""
+    result = run_eaq(out, "-m", *FAST, "sampler=none", "gpu_slots.enabled=true", "gpu_slots.count=1",
+                     f"gpu_slots.dir={out.parent / 'slots'}", "device=cpu", "isolate=false,true")
+    assert result.returncode == 1, result.stderr[-3000:]
+    statuses = sorted((r.data.params.get("isolate"), r.info.status) for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark")
+    assert statuses == [("False", "FAILED"), ("True", "FINISHED")], statuses
+    assert "isolate=false with GPU slots" in result.stderr
+
+
 def test_a_slot_sweep_under_another_cuda_order_stops_before_any_run(out: Path) -> None:
     """The parent run opened and the jobs were listed before the first job refused the order: the sweep ended FAILED
     with no reason of its own (under slurm_local, each job a FAILED run saying so)."""
@@ -712,6 +723,27 @@ def test_a_job_whose_submitit_controller_is_killed_stops_measuring_and_its_run_d
     assert run.info.status in ("KILLED", "FAILED"), run.info.status
     said = run.data.tags["eaq.error"]  # the task's own word, or the collector's where it came first
     assert "submitit's controller) ended" in said or "ended before it finished" in said, said
+
+
+def test_a_slurm_local_sweep_started_under_nohup_outlives_the_terminals_hangup(out: Path) -> None:
+    """A job's task stops when its controller dies; a SIGHUP to the sweep's process group (a logout, which nohup has
+    it ignore) had been taken for that death, and its run ended KILLED."""
+    command = [sys.executable, "-m", "eaq.run", "-m", "hydra/launcher=slurm_local", *FAST, "sampler=none",
+               "trials.min_duration_s=10", f"paths.output_dir={out}"]
+    sweep = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 300
+        while not [r for r in all_runs(out) if r.info.status == "RUNNING" and r.data.tags.get("eaq.kind") == "benchmark"]:
+            assert time.monotonic() < deadline and sweep.poll() is None, "the job's run never started"
+            time.sleep(0.2)
+        os.killpg(sweep.pid, signal.SIGHUP)
+        _, stderr = sweep.communicate(timeout=300)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+    assert sweep.returncode == 0, stderr[-3000:]
+    assert [r.info.status for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"] == ["FINISHED"]
 
 
 def test_a_job_ended_from_outside_is_recorded_when_it_ends_not_when_the_jobs_before_it_do(out: Path) -> None:

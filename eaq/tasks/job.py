@@ -338,16 +338,17 @@ def _run_job(cfg: DictConfig) -> str:
     validated: EaqConfig | EaqError
     try:
         validated = validate(cfg, hydra_cfg.runtime.choices.get("precision") if renamed else None, hydra_cfg.runtime.cwd)
+        if slots["enabled"]:
+            # What the slot would refuse, before the run opens (a single run's refusal left a FAILED run); and the
+            # order before the fork server starts: it keeps the environment it starts with. A sweep's values of
+            # device or isolate are its jobs' own: the sweep's check saw none of them.
+            check_slots(str(resolved.get("device", "auto")), bool(resolved.get("isolate", True)), slots["count"])
     except EaqError as exc:
         if not multirun:  # a command line with a mistake measured nothing: said, and no run is left in the store
             _report_error(exc, debug)
             sys.exit(2)
         validated = exc  # a sweep's job: its FAILED run is how the sweep's summary and its report count it
     try:
-        if slots["enabled"]:
-            # Before the run opens (a single run's refusal left a FAILED run), and the order before the fork server
-            # starts: it keeps the environment it starts with.
-            check_slots(str(resolved.get("device", "auto")), bool(resolved.get("isolate", True)), slots["count"])
         if resolved.get("isolate", True):
             start_server()  # its imports run while this process opens the store and logs the config
         client, experiment_id = _job_store(resolved, hydra_cfg.runtime.cwd)
