@@ -31,6 +31,14 @@ DATASET_KINDS = ("text", "tsv", "jsonl", "raw", "synthetic")
 # loaded by the sweep's process, which must not).
 WARMUP_RULES = ("trend", "pairs")
 TASKS = ("benchmark", "calibrate", "layers")
+# eaq.precision.PRECISIONS' names and "mixed" (a plan, eaq.precision.mixed), eaq.measure.samplers.SAMPLERS and
+# eaq.layers.plan.BUDGETS' kinds (not imported:
+# those modules load torch; tests/test_config.py holds them equal): a value none of them knows was refused only after
+# its run had opened, a FAILED run of a typo.
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp_fp16", "amp_bf16", "int8", "int8_weight_only", "fp8",
+              "int4_weight_only", "mixed")
+SAMPLER_NAMES = ("auto", "nvml", "nvidia_smi", "rapl", "none")
+BUDGET_KINDS = ("accuracy_points", "perplexity_pct", "impact")
 WORKLOADS = ("forward", "generate")
 WEIGHTS = ("pretrained", "random")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
@@ -310,8 +318,10 @@ def register_schemas() -> None:
 
 
 def _positive(name: str, value: int | float | None, minimum: float = 1) -> None:
-    if value is not None and value < minimum:
-        raise ConfigError(f"{name}={value} is out of range: it must be at least {minimum:g}.")
+    # NaN is below nothing, and an infinite pause or window never ends: both passed (cooldown_s=nan failed after the
+    # measurement, in a traceback).
+    if value is not None and (not math.isfinite(value) or value < minimum):
+        raise ConfigError(f"{name}={value} is out of range: it must be a number of at least {minimum:g}.")
 
 
 def _one_of(name: str, value: str, valid: tuple[str, ...]) -> None:
@@ -454,6 +464,9 @@ def validate(
     also given on the command line: the run would run that name's precision under the chosen one's tag and
     description. ``launched_from``: the folder the user launched eaq from (Hydra's ``runtime.cwd``); None: this
     process's working folder, which no Hydra job has moved (Hydra's compose API, a sweep's own process)."""
+    if cfg.precision.name not in PRECISIONS:
+        raise ConfigError(f"precision.name={cfg.precision.name} is no precision eaq has: use one of {', '.join(PRECISIONS)} "
+                          "(precision=NAME chooses its preset).")
     if precision_choice is not None and cfg.precision.name != precision_choice:
         raise ConfigError(
             f"precision={precision_choice} precision.name={cfg.precision.name}: the name says which precision runs, and "
@@ -493,6 +506,7 @@ def validate(
     _positive("trials.idle_max_clock_change", obj.trials.idle_max_clock_change, 0)
     _positive("sampler.interval_ms", obj.sampler.interval_ms, 1)
     _one_of("dataset.kind", obj.dataset.kind, DATASET_KINDS)
+    _one_of("sampler.name", obj.sampler.name, SAMPLER_NAMES)
     _one_of("task", obj.task, TASKS)
     if obj.precision.plan and obj.precision.name != "mixed":
         raise ConfigError(
@@ -521,6 +535,16 @@ def validate(
             f"{', '.join(planned)} set how a plan is made, and {why}: drop them, or set "
             f"{'layers.impact=true' if not obj.layers.impact else 'layers.plan=true'}."
         )
+    if obj.task == "layers" and obj.layers.impact:
+        _one_of("layers.target", obj.layers.target, PRECISIONS[:-1])  # a plan's own format is no target
+    if obj.task == "layers" and obj.layers.impact and obj.layers.plan:
+        if obj.layers.budget is not None:
+            _one_of("layers.budget", obj.layers.budget, BUDGET_KINDS)
+        if (obj.layers.budget is None) != (obj.layers.budget_limit is None):
+            raise ConfigError(
+                f"layers.budget={obj.layers.budget} layers.budget_limit={obj.layers.budget_limit}: set both (e.g. "
+                "layers.budget=accuracy_points layers.budget_limit=0.5), or neither for the default."
+            )
     if obj.task == "layers" and obj.trials.overhead_pairs:
         raise ConfigError(
             f"trials.overhead_pairs={obj.trials.overhead_pairs} measures what sampling costs the benchmark's timed loop, "

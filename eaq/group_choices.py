@@ -24,8 +24,9 @@ from eaq.config import GROUPS, unknown_setting
 CONF = Path(__file__).resolve().parent.parent / "conf"
 CHOICE = re.compile(rf"^\+?({'|'.join(GROUPS)})=([\w.,-]+)$")
 SEARCH_PATH = re.compile(r"^\+{0,2}hydra\.searchpath=")
-# An override of an existing key (no ``+``, ``~`` or group path): ``model.name=x``; ``++`` sets it as well (or adds it).
-SETTING = re.compile(r"^(?:\+\+)?([A-Za-z_][\w.]*)=")
+# An override of a key (no ``~`` or group path): ``model.name=x``; ``++`` sets it as well (or adds it), and ``+`` adds
+# it, which eaq.config.validate then refused in every job of a sweep (a FAILED run each): said before anything runs.
+SETTING = re.compile(r"^(?:\+\+|\+)?([A-Za-z_][\w.]*)=")
 LAUNCHER = re.compile(r"^\+?hydra/launcher=([\w.-]+)$")
 # A key of a preset's architecture (a free-form dict: the schema cannot say which keys it has).
 ARCHITECTURE_KEY = re.compile(r"^model\.architecture\.(\w+)")

@@ -220,7 +220,14 @@ def test_named_sweep_composes(out: Path) -> None:
     ("override", "expected", "recorded"),
     [
         # A value the config itself refuses measured nothing: no run is left in the store for a typo.
-        ("batch_size=0", "batch_size=0 is out of range: it must be at least 1.", False),
+        ("batch_size=0", "batch_size=0 is out of range: it must be a number of at least 1.", False),
+        # Typos of a value were refused only once the run had opened: a FAILED run of each.
+        ("sampler.name=nvlm", "sampler.name='nvlm' is not valid: use one of auto, nvml, nvidia_smi, rapl, none.", False),
+        ("task=layers layers.target=int3", "layers.target='int3' is not valid: use one of fp32,", False),
+        ("task=layers layers.budget=points layers.budget_limit=1", "layers.budget='points' is not valid: use one of accuracy_points", False),
+        ("precision.name=int3", "precision.name=int3 is no precision eaq has: use one of fp32,", False),
+        # NaN passed every range check: the measurement ran, then the pause after it failed in a traceback.
+        ("trials.cooldown_s=nan", "trials.cooldown_s=nan is out of range: it must be a number of at least 0.", False),
         ("cuda_graphs=true", "cuda_graphs=true replays graphs that torch.compile captures: add compile=true, or drop cuda_graphs.", False),
         # hub.yaml names no model: OmegaConf's ??? there would have kept the schema's MiniLM and measured it as "hub".
         ("model=hub", "model=hub has no model.name_or_path: give a Hugging Face id or a folder saved with save_pretrained", False),

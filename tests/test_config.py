@@ -91,6 +91,18 @@ def test_bad_values_fail_validation_with_one_sentence(override: str, message: st
     assert str(info.value).count(". ") == 0 and str(info.value).endswith(".")
 
 
+def test_the_names_the_config_checks_are_those_the_code_runs() -> None:
+    """config.py copies them (the modules that hold them load torch, which the sweep's process must not)."""
+    from eaq.config import BUDGET_KINDS, PRECISIONS, SAMPLER_NAMES
+    from eaq.layers.plan import BUDGETS
+    from eaq.measure.samplers import SAMPLERS
+    from eaq.precision import PRECISIONS as RUN
+
+    assert set(PRECISIONS[:-1]) == set(RUN) and PRECISIONS[-1] == "mixed"  # a plan, applied apart
+    assert SAMPLER_NAMES == SAMPLERS and BUDGET_KINDS == tuple(BUDGETS)
+    assert {p.stem for p in (REPO / "conf" / "precision").glob("*.yaml")} <= set(PRECISIONS)
+
+
 def test_gpu_slots_refuse_runs_in_the_workers_own_process_and_a_device_of_ones_own() -> None:
     """A worker that ran a job in process keeps its CUDA context on that GPU, and may take another slot next; a slot
     picks the GPU. Each was refused by every job as it took its slot."""
@@ -184,7 +196,9 @@ def test_a_misspelled_key_is_named_with_the_key_it_meant_before_hydra_starts(out
 
     # Keys of the schema, below a free-form dict, Hydra's own, deletions and additions (validate refuses those): none.
     assert unknown_key(["trials.iters=3", "model.architecture.hidden_size=8", "hydra.job.chdir=true", "~model.seed",
-                        "+model.extra=1", "hydra/launcher=gpus", "precision=int8", "-m", "trial=1,2"]) is None
+                        "+model.architecture.extra=1", "hydra/launcher=gpus", "precision=int8", "-m", "trial=1,2"]) is None
+    # An addition nothing reads: validate refused it in every job of a sweep, a FAILED run each.
+    assert "unknown setting trials.iter (did you mean trials.iters?)" in (unknown_key(["-m", "+trials.iter=5"]) or "")
     assert unknown_key(["-cd", "sweeps", "precison=int8"]) is None  # another config folder: Hydra decides there
     assert "unknown setting model.nmae (did you mean model.name?)" in (unknown_key(["trial=1", "model.nmae=x"]) or "")
     # Hydra advised "+precison=int8", a key nothing reads.

@@ -28,7 +28,7 @@ from eaq.layers.attribution import component_flops
 from eaq.layers.components import Component, component_params, find_components, unmeasured
 from eaq.layers.energy import ComponentEnergy, Settings, measure_components, measure_passes, without_cache, without_full_mask
 from eaq.layers.impact import EvalData, Outputs, ablation, by_type, each, lowerable, run_outputs, sensitivity
-from eaq.layers.plan import BUDGETS, NEEDS, REQUIRES, Budget, choose_plan, default_budget, split_type_savings
+from eaq.layers.plan import NEEDS, REQUIRES, Budget, choose_plan, default_budget, split_type_savings
 from eaq.layers.tables import (
     COMPONENT_COLUMNS, CORRELATION_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_COLUMNS, TYPE_SAVING_COLUMNS, Impacts,
     component_costs, component_rows, correlation_rows, energy_shares, outside_rows, saving_rows, type_metrics, type_rows,
@@ -66,16 +66,9 @@ def _runs_here(setting: str, name: str, device: torch.device) -> None:
 def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
     """The plan's quality budget, checked against the data before any model loads: accuracy
     needs labels and perplexity needs raw text, else the plan would fail after all the impact work."""
-    kind, limit = cfg.layers.budget, cfg.layers.budget_limit
-    if kind is None and limit is None:
-        budget = default_budget(cfg.model.head, labelled, cfg.dataset.kind == "raw")
-    elif kind not in BUDGETS or limit is None:
-        raise ConfigError(
-            f"layers.budget={kind} layers.budget_limit={limit}: set both, the budget to one of {', '.join(BUDGETS)} "
-            "(e.g. layers.budget=accuracy_points layers.budget_limit=0.5), or neither for the default."
-        )
-    else:
-        budget = Budget(kind, limit)
+    kind, limit = cfg.layers.budget, cfg.layers.budget_limit  # both or neither, a kind of BUDGETS: eaq.config.validate
+    budget = default_budget(cfg.model.head, labelled, cfg.dataset.kind == "raw") if kind is None or limit is None \
+        else Budget(kind, limit)
     if budget.kind in REQUIRES:
         head, kind = REQUIRES[budget.kind]
         if cfg.model.head != head or (kind == "labelled" and not labelled) or (kind == "raw" and cfg.dataset.kind != "raw"):
