@@ -162,6 +162,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("phase_artifacts_s", "s", "Writing the power trace CSV and figure; task=layers: its tables (components, types, outside, correlation)."),
     Metric("phase_checks_s", "s", "After the window: roofline (calibrating the peak on first need), sampler overhead, kernel check."),
     Metric("phase_cooldown_s", "s", "Cool-down pause after the run (trials.cooldown_s)."),
+    Metric("phase_calibrate_s", "s", "task=calibrate: the peak FLOP/J's metered matmul window (the device's start and the model's skeleton included)."),
+    Metric("phase_bandwidth_s", "s", "task=calibrate: the memory bandwidth's timed copies."),
     Metric("phase_logging_s", "s", "After the task: releasing its GPU slot (hydra/launcher=gpus), logging metrics, tags, environment and artifacts to MLflow."),
     Metric("sweep_runs", "count", "Sweep parent runs: child runs in the sweep."),
     Metric("sweep_runs_failed", "count", "Sweep parent runs: child runs that did not finish."),

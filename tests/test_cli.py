@@ -371,6 +371,10 @@ def test_a_calibration_without_an_energy_sensor_measures_the_bandwidth_and_says_
     assert run.data.tags["eaq.calibration.flop_per_j"].startswith("unavailable: sampler=none measures no energy on cpu")
     cached = json.loads(next((out / "cache").rglob("bandwidth-*.json")).read_text())
     assert cached["gb_per_s"] == pytest.approx(run.data.metrics["peak_bandwidth_gb_per_s"])
+    # Its phases add up to its wall time, as every run's do (the copies ran in no phase: 2.5 s unaccounted for).
+    m = run.data.metrics
+    accounted = sum(v for k, v in m.items() if k.startswith("phase_")) + m.get("isolation_overhead_s", 0)
+    assert m["phase_bandwidth_s"] > 0 and 0 <= m["run_wall_s"] - accounted < 0.5, m
     # A sweep of it into an empty cache measures again, resume or not: its result is the cache, not the run.
     swept = run_eaq(out, "-m", *FAST, "task=calibrate", "sampler=none", f"paths.cache_dir={out / 'fresh'}")
     assert swept.returncode == 0 and "1 finished, 0 failed, 0 skipped" in swept.stderr, swept.stderr[-2000:]

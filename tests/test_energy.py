@@ -254,7 +254,9 @@ def test_rapl_unreadable_is_a_reason_not_a_crash(tmp_path: Path) -> None:
 def test_sampler_selection_on_this_cpu_machine() -> None:
     auto = select_sampler("auto", CPU)
     assert isinstance(auto, NoSampler) and "no energy sensor for cpu" in auto.reason
-    with pytest.raises(ConfigError, match="measures a CUDA GPU but this run is on cpu"):
+    # RAPL advised only where it reads (followed, it was refused in turn here: no zones).
+    advice = "use sampler=rapl, auto or none" if RaplSampler().available() is None else "use sampler=auto or none"
+    with pytest.raises(ConfigError, match=f"measures a CUDA GPU but this run is on cpu; {advice}"):
         select_sampler("nvml", CPU)
     with pytest.raises(ConfigError, match="valid: auto, nvml, nvidia_smi, rapl, none"):
         select_sampler("smi", CPU)

@@ -143,7 +143,9 @@ def select_sampler(name: str, device: torch.device, interval_s: float = 0.015, c
     if name == "none":
         return NoSampler()
     if name in ("nvml", "nvidia_smi") and device.type != "cuda":
-        raise ConfigError(f"sampler={name} measures a CUDA GPU but this run is on {device}; use sampler=rapl, auto or none.")
+        # RAPL advised only where it reads here: followed, it was refused in turn (no zones, or not readable).
+        rapl = "rapl, " if RaplSampler().available() is None else ""
+        raise ConfigError(f"sampler={name} measures a CUDA GPU but this run is on {device}; use sampler={rapl}auto or none.")
     if name == "rapl" and device.type != "cpu":
         # The host's packages would stand for the GPU's energy, shared with every job of the host (GPU slots keep
         # apart the GPUs, not the CPU), and their idle baseline stored under the GPU's key.

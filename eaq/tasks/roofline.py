@@ -18,6 +18,7 @@ from eaq.config import EaqConfig
 from eaq.device import describe_device, device_key, resolve_device
 from eaq.errors import EaqError
 from eaq.files import exclusive
+from eaq.measure.phases import Phases
 from eaq.measure.samplers import measures_energy, select_sampler
 from eaq.measure.roofline import (
     CALIBRATION_SIZE,
@@ -36,6 +37,7 @@ from eaq.precision import get_precision
 from eaq.precision.mixed import MixedPrecision
 from eaq.precision.base import set_tf32
 from eaq.tasks import peaks
+from eaq.tasks.isolation import phase_listener
 from eaq.tasks.result import TaskResult
 
 log = logging.getLogger(__name__)
@@ -180,10 +182,13 @@ def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
 
     The bandwidth needs no energy sensor (a timed copy), and generation's decode roofline needs only it: without a
     sensor it is still measured and cached, and the FLOP/J peak says why it is unavailable, never 0."""
-    device = resolve_device(cfg.device)
-    calibration = _calibration(cfg, device, _matmul(cfg, device), reuse=False)
-    bandwidth = _bandwidth(cfg, device, reuse=False)
-    metrics = {"peak_bandwidth_gb_per_s": bandwidth.gb_per_s}
+    phases = Phases(phase_listener())  # so that its phases add up to the run's wall time, as every task's do
+    with phases("calibrate"):
+        device = resolve_device(cfg.device)
+        calibration = _calibration(cfg, device, _matmul(cfg, device), reuse=False)
+    with phases("bandwidth"):
+        bandwidth = _bandwidth(cfg, device, reuse=False)
+    metrics = {"peak_bandwidth_gb_per_s": bandwidth.gb_per_s, **phases.metrics()}
     if calibration is None:
         unavailable = (f"unavailable: sampler={cfg.sampler.name} measures no energy on {device}; a GPU with sampler=nvml "
                        "(or a CPU with readable RAPL and sampler=rapl) measures it")
