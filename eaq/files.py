@@ -56,8 +56,8 @@ READ_ONLY_CODE = ("eaq/report/", "eaq/diff.py", "eaq/rerun.py")
 
 
 def code_identity(root: str | Path | None = None) -> str:
-    """A short hash of eaq's own code: every ``.py`` file of the ``eaq`` package but the read tools (READ_ONLY_CODE)
-    and every YAML file of ``conf/``, by path relative to ``root`` (default: the folder this eaq is installed in) and
+    """A short hash of eaq's own code: every ``.py`` file of the ``eaq`` package but the read tools (READ_ONLY_CODE),
+    every YAML file of ``conf/`` and the data and heads eaq ships (CODE_FILES), by path relative to ``root`` (default: the folder this eaq is installed in) and
     contents.
 
     Cached references, figures, token ids and resume were keyed by settings alone: after eaq was edited or upgraded,
@@ -71,10 +71,15 @@ def code_identity(root: str | Path | None = None) -> str:
     return _code_identity(ROOT if root is None else Path(root).resolve())
 
 
+# eaq's source and config, and what it ships for runs to read by ``package:`` (the default data, the shipped classifier
+# heads), which read_files leaves out: an edit of the shipped sentences was reused by resume as the data before it.
+CODE_FILES = ("eaq/**/*.py", "conf/**/*.yaml", "eaq/data/*.txt", "eaq/models/heads/*.safetensors")
+
+
 @functools.cache
 def _code_identity(root: Path) -> str:
     digest = hashlib.sha256()
-    found = ((f.relative_to(root).as_posix(), f) for pattern in ("eaq/**/*.py", "conf/**/*.yaml") for f in root.glob(pattern))
+    found = ((f.relative_to(root).as_posix(), f) for pattern in CODE_FILES for f in root.glob(pattern))
     files = sorted((name, f) for name, f in found if f.is_file() and not name.startswith(READ_ONLY_CODE))
     for name, path in files:
         data = path.read_bytes()

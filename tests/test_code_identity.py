@@ -55,6 +55,10 @@ def test_a_real_edit_of_the_package_or_its_config_changes_the_identity(copies: t
     (yaml_edited / "conf" / "trials" / "quick.yaml").write_text((yaml_edited / "conf" / "trials" / "quick.yaml").read_text() + "\n# edited\n")
     assert code_identity(yaml_edited) != code_identity(before)
 
+    shipped = _copy(tmp_path / "shipped")  # the default data (package:sample_sentences.txt), which no run hashes itself
+    (shipped / "eaq" / "data" / "sample_sentences.txt").write_text("another sentence\n")
+    assert code_identity(shipped) != code_identity(before)
+
     moved = _copy(tmp_path / "moved")  # same contents under another name is other code (an import path changed)
     (moved / "eaq" / "files.py").rename(moved / "eaq" / "files_moved.py")
     assert code_identity(moved) != code_identity(before)
