@@ -136,6 +136,20 @@ def test_files_are_hashed_by_contents_alike_everywhere(tmp_path: Path) -> None:
     assert peaks._record_path(headed, peaks._settings(headed)) != peaks._record_path(cfg, peaks._settings(cfg))
 
 
+def test_one_file_reached_by_two_paths_is_one_measurement_and_an_edit_of_it_another(tmp_path: Path) -> None:
+    """Two checkouts reading ../shared/data by their own relative paths measured it twice, and the report counted the
+    two runs of trial 1 as two trials."""
+    paths = [tmp_path / "a" / "dev.tsv", tmp_path / "b" / "data" / "dev.tsv"]
+    for path in paths:
+        path.parent.mkdir(parents=True)
+        path.write_text("sentence\tlabel\nok\t1\n")
+    a, b = ({"trial": 1, "dataset": {"name": "sst2", "path": str(p)}} for p in paths)
+    assert config_hash(a, tmp_path) == config_hash(b, tmp_path)
+    assert a["dataset"]["path"] == str(paths[0])  # the config itself is left as it was
+    paths[1].write_text("sentence\tlabel\nedited\t0\n")
+    assert config_hash(a, tmp_path) != config_hash(b, tmp_path)
+
+
 def test_a_model_folder_is_hashed_by_its_files_and_one_that_changes_while_it_is_walked_is_no_error(tmp_path: Path) -> None:
     """A folder given as a model (``/tmp`` by mistake) where other processes make and remove folders while the resume
     hash walks it: the run must get as far as saying in one sentence that it is no model folder (a traceback in CI)."""

@@ -133,8 +133,9 @@ def config_hash(resolved: dict[str, Any], launched_from: str | Path, code: bool 
     """Equal hashes mean the same measurement: same model, precision, data, protocol, device, trial, and eaq code
     (the settings as the run read them: ``as_read``).
 
-    The files the run reads count by their contents: a plan or data file edited under the same path is another
-    measurement, which resume must not take for the one it ran before. So does eaq's own code (``code_identity``): a run
+    The files the run reads count by their contents, not their paths: a plan or data file edited under the same path
+    is another measurement, which resume must not take for the one it ran before, and one file reached by two paths
+    (two checkouts beside ../shared/data) is one. So does eaq's own code (``code_identity``): a run
     the code before an edit or upgrade measured is not what the code now would measure, and resume must not skip it.
     ``code`` False: the settings and files alone (the tag ``eaq.settings_hash``), which tell a run of the same
     measurement by other code from one never measured, so resume can say why it measures again. ``files``: what
@@ -144,6 +145,9 @@ def config_hash(resolved: dict[str, Any], launched_from: str | Path, code: bool 
     files = read_files(resolved, launched_from) if files is None else files
     if files:  # only where there are
         relevant["read_files"] = files
+    for name in files:  # a file read counts by its contents alone, not by the path it was reached by: ../shared/data
+        group, key = name.split(".")  # from two checkouts was measured twice, and reported as two trials of one
+        relevant[group] = {**relevant[group], key: "(read_files)"}
     if code:
         relevant["eaq_code"] = code_identity()
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
