@@ -302,6 +302,16 @@ def test_a_slot_sweeps_job_with_a_value_the_slot_refuses_is_one_failed_run_and_t
     assert "isolate=false with GPU slots" in result.stderr
 
 
+def test_a_configuration_given_twice_in_a_parallel_sweep_is_measured_once(out: Path, tmp_path: Path) -> None:
+    """compile_tuning is not read by an eager run: the two jobs are one configuration, side by side on two slots.
+    Neither saw the other's FINISHED run, both measured, and the report counted two trials of trial 1."""
+    result = run_eaq(out, "-m", "hydra/launcher=gpus", "gpu_slots.count=2", f"gpu_slots.dir={tmp_path / 'slots'}",
+                     "device=cpu", *FAST, "sampler=none", "compile_tuning=true,false")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "1 finished, 0 failed, 1 skipped" in result.stderr, result.stderr[-3000:]
+    assert len([r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]) == 1
+
+
 def test_a_slot_sweep_under_another_cuda_order_stops_before_any_run(out: Path) -> None:
     """The parent run opened and the jobs were listed before the first job refused the order: the sweep ended FAILED
     with no reason of its own (under slurm_local, each job a FAILED run saying so)."""

@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ from sqlalchemy.exc import DBAPIError
 from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
 from eaq.errors import ConfigError, EaqError, JobEndedError
 from eaq.exit import stop_with_parent
-from eaq.files import from_launch_folder
+from eaq.files import exclusive, from_launch_folder
 from eaq.slots import check_slots, gpu_slot, local_executor, shared_cpu
 from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
@@ -300,7 +300,8 @@ def run_job(cfg: DictConfig) -> str:
     1; a sweep's job is recorded FAILED with the error (the sweep's summary lists it; under submitit its traceback was
     in the job's log file alone) and the sweep goes on."""
     try:
-        return _run_job(cfg)
+        with ExitStack() as held:  # what the job holds until it ends (its configuration's lock in a sweep)
+            return _run_job(cfg, held)
     except Exception as exc:
         _report_error(exc, True)
         if HydraConfig.get().mode != RunMode.MULTIRUN:
@@ -313,7 +314,7 @@ def run_job(cfg: DictConfig) -> str:
             return "failed"
 
 
-def _run_job(cfg: DictConfig) -> str:
+def _run_job(cfg: DictConfig, held: ExitStack) -> str:
     started = time.perf_counter()
     if local_executor():
         stop_with_parent()  # its controller killed alone, the job measured on as an orphan and closed its run FINISHED
@@ -368,6 +369,14 @@ def _run_job(cfg: DictConfig) -> str:
         # A calibration's result is the cache it writes (paths are not in the hash): a sweep of them measures again,
         # as a single one does, and resume never reads an emptied cache as done.
         if multirun and resolved.get("resume", True) and resolved.get("task") != "calibrate":
+            # One job of a configuration at a time, the next one looking after it: side by side (hydra/launcher=gpus,
+            # slurm_local) neither saw the other's FINISHED run, and a configuration given twice (compile_tuning=
+            # true,false of an eager run) was measured twice, reported as two trials of one.
+            try:
+                held.enter_context(exclusive(sweep_dir(hydra_cfg) / f".config-{digest}.lock"))
+            except OSError as exc:  # a shared file system without locks (a cluster's): each job on its own, as before
+                log.info("%s: the configuration's lock could not be taken (%s); a duplicate running meanwhile is not "
+                         "waited for", resolved["run_name"], exc)
             done = finished_run(client, experiment_id, digest, device) if device is not None else None
             if device is None:
                 log.info("%s: resume: which device this run gets cannot be told ahead (no GPU NVML can see for "
