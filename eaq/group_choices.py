@@ -164,6 +164,25 @@ def unknown_key(argv: Sequence[str]) -> str | None:
     return None
 
 
+def workload_mismatch(argv: Sequence[str]) -> str | None:
+    """The error sentence for a workload setting the run would not honour, else None: ``workload.name=generate``
+    generated without the preset's run-name part (its runs named as forward passes), and ``workload.new_tokens=N``
+    under the forward workload was accepted and read by nothing. Another config folder may choose the workload itself."""
+    args = _hydra_args(argv)
+    if _own_config(args):
+        return None
+    chosen = {value for o in args.overrides if (m := CHOICE.match(o)) and m.group(1) == "workload" for value in m.group(2).split(",")}
+    for override in args.overrides:
+        key, _, value = override.lstrip("+").partition("=")
+        if key == "workload.name":
+            return (f"workload.name={value}: choose the workload with workload={value.split(',')[0]} (its preset names the "
+                    "run and sets new_tokens); drop workload.name.")
+        if key == "workload.new_tokens" and "generate" not in chosen:
+            return (f"workload.new_tokens={value} is how many tokens generation makes, and this run measures forward "
+                    "passes: add workload=generate, or drop it.")
+    return None
+
+
 def wrong_type(argv: Sequence[str]) -> str | None:
     """The error sentence for the first value of a setting its type cannot take (``batch_size=abc``), else None.
 

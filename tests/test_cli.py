@@ -226,6 +226,10 @@ def test_named_sweep_composes(out: Path) -> None:
         ("task=layers layers.target=int3", "layers.target='int3' is not valid: use one of fp32,", False),
         ("task=layers layers.budget=points layers.budget_limit=1", "layers.budget='points' is not valid: use one of accuracy_points", False),
         ("precision.name=int3", "precision.name=int3 is no precision eaq has: use one of fp32,", False),
+        # Read by nothing under the forward workload; and generation named as forward passes (no -gen<N>).
+        ("workload.new_tokens=32", "workload.new_tokens=32 is how many tokens generation makes, and this run measures "
+         "forward passes: add workload=generate, or drop it.", False),
+        ("workload.name=generate", "workload.name=generate: choose the workload with workload=generate", False),
         # NaN passed every range check: the measurement ran, then the pause after it failed in a traceback.
         ("trials.cooldown_s=nan", "trials.cooldown_s=nan is out of range: it must be a number of at least 0.", False),
         ("cuda_graphs=true", "cuda_graphs=true replays graphs that torch.compile captures: add compile=true, or drop cuda_graphs.", False),
