@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -180,6 +181,25 @@ def workload_mismatch(argv: Sequence[str]) -> str | None:
         if key == "workload.new_tokens" and "generate" not in chosen:
             return (f"workload.new_tokens={value} is how many tokens generation makes, and this run measures forward "
                     "passes: add workload=generate, or drop it.")
+    return None
+
+
+# An environment variable an override's value reads, with no default (``${oc.env:NAME,default}`` has one).
+ENV_READ = re.compile(r"\$\{oc\.env:([A-Za-z_]\w*)\}")
+
+
+def unset_variable(argv: Sequence[str]) -> str | None:
+    """The error sentence for an override reading an environment variable that is not set, else None.
+
+    Hydra resolves the run's name and folder before eaq sees the config: ``trial=${oc.env:SLURM_ARRAY_TASK_ID}``
+    outside a SLURM array ended in a 40-line traceback of Hydra's blaming ``hydra.run.dir`` (in a sweep, after its
+    parent run had opened)."""
+    last = dict(override.lstrip("+~").partition("=")[::2] for override in _hydra_args(argv).overrides)
+    for key, value in last.items():  # the last of a key's overrides is its value (eaq.rerun gives one again after)
+        for name in ENV_READ.findall(value):
+            if name not in os.environ:
+                return (f"{key}={value} reads the environment variable {name}, which is not set: export it, or give "
+                        f"{key}=<value>.")
     return None
 
 
