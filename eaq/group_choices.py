@@ -49,7 +49,8 @@ def _own_config(args: argparse.Namespace) -> bool:
 
 
 def unknown_choice(argv: Sequence[str], conf: Path = CONF) -> str | None:
-    """The error sentence for the first choice that has no YAML file in ``conf``, else None."""
+    """The error sentence for the first choice that has no YAML file in ``conf``, or that adds (``+``) a group the
+    config already has (Hydra advised "override precision: int8", the syntax of a defaults list), else None."""
     if _own_config(_hydra_args(argv)):
         return None
     for arg in argv:
@@ -57,6 +58,8 @@ def unknown_choice(argv: Sequence[str], conf: Path = CONF) -> str | None:
         if not match:
             continue
         group, values = match.groups()
+        if arg.startswith("+"):
+            return f"{arg}: every run has a {group} (the default's); choose another with {arg[1:]}, without the +."
         valid = sorted(p.stem for p in (conf / group).glob("*.yaml"))
         for value in values.split(","):
             if value not in valid:

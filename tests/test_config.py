@@ -167,6 +167,8 @@ def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
 
     assert unknown_choice(["precision=fp8", "model=gpt2_small_random", "trial=1,2"]) is None
     assert "trials=long is not an option of the trials group" in (unknown_choice(["trials=quick,long"]) or "")
+    # Hydra advised "override precision: int8", a defaults list's syntax, for a command-line mistake.
+    assert "choose another with precision=int8, without the +" in (unknown_choice(["+precision=int8"]) or "")
     # Another config dir or search path may hold more options: Hydra decides there.
     assert unknown_choice(["-cd", "sweeps", "-cn", "precision_trials", "precision=mine"]) is None
     assert unknown_choice(["hydra.searchpath=[file:///x]", "precision=mine"]) is None
