@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 from hydra._internal.utils import get_args_parser
 
-from eaq.config import GROUPS, unknown_setting
+from eaq.config import GROUPS, WORKLOADS, unknown_setting
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 CHOICE = re.compile(rf"^\+?({'|'.join(GROUPS)})=([\w.,-]+)$")
@@ -171,16 +171,24 @@ def unknown_key(argv: Sequence[str]) -> str | None:
 def workload_mismatch(argv: Sequence[str]) -> str | None:
     """The error sentence for a workload setting the run would not honour, else None: ``workload.name=generate``
     generated without the preset's run-name part (its runs named as forward passes), and ``workload.new_tokens=N``
-    under the forward workload was accepted and read by nothing. Another config folder may choose the workload itself."""
+    under the forward workload was accepted and read by nothing. Where the command line does not say the workload in a
+    plain ``workload=`` list (a config of one's own, ``-cn``, a sweep function or the sweeper's params), left to it."""
     args = _hydra_args(argv)
-    if _own_config(args):
+    if _own_config(args) or args.config_name:
         return None
-    chosen = {value for o in args.overrides if (m := CHOICE.match(o)) and m.group(1) == "workload" for value in m.group(2).split(",")}
+    chosen: set[str] = set()
     for override in args.overrides:
-        key, _, value = override.lstrip("+").partition("=")
+        key = override.lstrip("+~").partition("=")[0]
+        if (match := CHOICE.match(override)) and match.group(1) == "workload":
+            chosen |= set(match.group(2).split(","))
+        elif "workload" in key and not key.startswith("workload."):  # workload=choice(...), hydra.sweeper.params.workload
+            return None
+    for override in args.overrides:
+        key, _, value = override.lstrip("+~").partition("=")
         if key == "workload.name":
-            return (f"workload.name={value}: choose the workload with workload={value.split(',')[0]} (its preset names the "
-                    "run and sets new_tokens); drop workload.name.")
+            presets = (f"choose the workload with workload={value}" if set(value.split(",")) <= set(WORKLOADS) else
+                       f"choose the workload with workload=NAME, one of {', '.join(WORKLOADS)}")
+            return f"workload.name={value}: {presets} (its preset names the run and sets new_tokens); drop workload.name."
         if key == "workload.new_tokens" and "generate" not in chosen:
             return (f"workload.new_tokens={value} is how many tokens generation makes, and this run measures forward "
                     "passes: add workload=generate, or drop it.")

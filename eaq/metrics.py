@@ -146,6 +146,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("run_wall_s", "s", "Wall time of the whole run in its job: setup, isolation, every phase below, logging."),
     Metric("phase_setup_s", "s", "Before the task: opening the store, logging params and the resolved config."),
     Metric("phase_slot_s", "s", "hydra/launcher=gpus (gpu_slots.enabled): waiting for a free GPU slot of the host, which another sweep's jobs may hold."),
+    Metric("phase_same_config_s", "s", "In a sweep: waiting for another job of the same configuration to end (resume then reuses its run; logged by a run that measured all the same: the other failed)."),
     Metric("phase_ahead_s", "s", "Waiting, before the run touches the device, for what its sweep started measuring ahead of the runs: its roofline calibrations (eaq/tasks/ahead.py; calibrate_ahead)."),
     Metric("phase_prepare_s", "s", "In the run's process, before the model loads: the device (CUDA starts), the precision's checks, the sampler (NVML starts), the data file."),
     Metric("phase_load_s", "s", "Loading the model and tokenizer, preparing the batches on the device."),

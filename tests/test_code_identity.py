@@ -8,6 +8,7 @@ The identity is computed over a copy of the package here, so the edits are real 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -147,6 +148,14 @@ def test_one_file_reached_by_two_paths_is_one_measurement_and_an_edit_of_it_anot
     assert config_hash(a, tmp_path) == config_hash(b, tmp_path)
     assert a["dataset"]["path"] == str(paths[0])  # the config itself is left as it was
     paths[1].write_text("sentence\tlabel\nedited\t0\n")
+    assert config_hash(a, tmp_path) != config_hash(b, tmp_path)
+    # Two model folders of one listing (names, sizes and times: normalised in an archive) are two models still.
+    folders = [tmp_path / "m" / name for name in ("a", "b")]
+    for folder, x in zip(folders, "12"):
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(f'{{"x": {x}}}')
+        os.utime(folder / "config.json", (1_700_000_000, 1_700_000_000))
+    a, b = ({"trial": 1, "model": {"name": "m", "name_or_path": str(f)}} for f in folders)
     assert config_hash(a, tmp_path) != config_hash(b, tmp_path)
 
 

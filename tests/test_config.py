@@ -167,6 +167,16 @@ def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
 
     assert unknown_choice(["precision=fp8", "model=gpt2_small_random", "trial=1,2"]) is None
     assert "trials=long is not an option of the trials group" in (unknown_choice(["trials=quick,long"]) or "")
+    # The workload as the command line says it; where it cannot tell (a config of one's own, a sweep function or the
+    # sweeper's params) it refuses nothing, and it advises only presets that exist, keeping a swept list whole.
+    from eaq.group_choices import workload_mismatch
+
+    for argv in (["-cn", "gen", "workload.new_tokens=8"], ["-m", "workload=choice(forward,generate)", "workload.new_tokens=8"],
+                 ["-m", "hydra.sweeper.params.workload=forward,generate", "workload.new_tokens=8"],
+                 ["-m", "workload=forward,generate", "workload.new_tokens=8"]):
+        assert workload_mismatch(argv) is None, argv
+    assert "workload=NAME, one of forward, generate" in (workload_mismatch(["workload.name=gen"]) or "")
+    assert "with workload=generate,forward (" in (workload_mismatch(["-m", "workload.name=generate,forward"]) or "")
     # Hydra advised "override precision: int8", a defaults list's syntax, for a command-line mistake.
     assert "choose another with precision=int8, without the +" in (unknown_choice(["+precision=int8"]) or "")
     # Another config dir or search path may hold more options: Hydra decides there.

@@ -310,6 +310,8 @@ def test_a_configuration_given_twice_in_a_parallel_sweep_is_measured_once(out: P
     assert result.returncode == 0, result.stderr[-3000:]
     assert "1 finished, 0 failed, 1 skipped" in result.stderr, result.stderr[-3000:]
     assert len([r for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark"]) == 1
+    said = result.stdout + result.stderr + "".join(p.read_text() for p in out.rglob("*.log"))
+    assert "another job of this sweep measures the same configuration; waiting for it to end" in said  # not silent
 
 
 def test_a_slot_sweep_under_another_cuda_order_stops_before_any_run(out: Path) -> None:

@@ -28,7 +28,7 @@ from sqlalchemy.exc import DBAPIError
 from eaq.config import GROUPS, EaqConfig, absolute_store_uri, validate
 from eaq.errors import ConfigError, EaqError, JobEndedError
 from eaq.exit import stop_with_parent
-from eaq.files import exclusive, from_launch_folder
+from eaq.files import exclusive, from_launch_folder, try_exclusive
 from eaq.slots import check_slots, gpu_slot, local_executor, shared_cpu
 from eaq.tasks.ahead import wait_for_device
 from eaq.tasks.isolation import run_in_process, run_isolated, start_server
@@ -282,6 +282,29 @@ def _supersede(client: MlflowClient, experiment_id: str, hydra_cfg: Any) -> None
                 end_run(client, earlier.info.run_id, "FAILED", JobEndedError(why))
 
 
+def _after_the_same_configuration(held: ExitStack, lock: Path, name: str) -> float:
+    """Hold the lock of this job's configuration for the job's life (``held``), after any other job of it in the
+    sweep; the seconds waited, said as it starts to wait.
+
+    One job of a configuration at a time, the next looking for the first's FINISHED run (resume): side by side
+    (hydra/launcher=gpus, slurm_local) neither saw the other's, and a configuration given twice (compile_tuning=
+    true,false of an eager run) was measured twice, reported as two trials of one."""
+    try:
+        handle = try_exclusive(lock)
+        if handle is not None:
+            held.callback(handle.close)
+            return 0.0
+        log.info("%s: another job of this sweep measures the same configuration; waiting for it to end (its run is "
+                 "then reused)", name)
+        waited = time.perf_counter()
+        held.enter_context(exclusive(lock))
+        return time.perf_counter() - waited
+    except OSError as exc:  # a shared file system without locks (a cluster's): each job on its own, as before
+        log.info("%s: the configuration's lock could not be taken (%s); a duplicate running meanwhile is not waited "
+                 "for", name, exc)
+        return 0.0
+
+
 def _skipped_for(client: MlflowClient, experiment_id: str, digest: str, folder: Path) -> str | None:
     """The FINISHED run of config hash ``digest`` that a job of the sweep in ``folder`` was skipped for, if any."""
     skipped = set(skipped_runs(folder))
@@ -365,18 +388,14 @@ def _run_job(cfg: DictConfig, held: ExitStack) -> str:
     device = device_name(spec)
     uri = f"tracking.uri={resolved['tracking']['uri']}"
     run: TrackedRun | None = None
+    same_s = 0.0
     try:  # every store call of the job: one that fails is the job's failure, said in one redacted sentence
         # A calibration's result is the cache it writes (paths are not in the hash): a sweep of them measures again,
         # as a single one does, and resume never reads an emptied cache as done.
         if multirun and resolved.get("resume", True) and resolved.get("task") != "calibrate":
-            # One job of a configuration at a time, the next one looking after it: side by side (hydra/launcher=gpus,
-            # slurm_local) neither saw the other's FINISHED run, and a configuration given twice (compile_tuning=
-            # true,false of an eager run) was measured twice, reported as two trials of one.
-            try:
-                held.enter_context(exclusive(sweep_dir(hydra_cfg) / f".config-{digest}.lock"))
-            except OSError as exc:  # a shared file system without locks (a cluster's): each job on its own, as before
-                log.info("%s: the configuration's lock could not be taken (%s); a duplicate running meanwhile is not "
-                         "waited for", resolved["run_name"], exc)
+            if device is not None:  # where a finished run can be reused at all
+                same_s = _after_the_same_configuration(held, sweep_dir(hydra_cfg) / f".config-{digest}.lock",
+                                                       str(resolved["run_name"]))
             done = finished_run(client, experiment_id, digest, device) if device is not None else None
             if device is None:
                 log.info("%s: resume: which device this run gets cannot be told ahead (no GPU NVML can see for "
@@ -408,7 +427,7 @@ def _run_job(cfg: DictConfig, held: ExitStack) -> str:
             raise validated
         config = validated
         task = TASKS[config.task]
-        setup_s = time.perf_counter() - started
+        setup_s = time.perf_counter() - started - same_s
         # Device work a sweep started ahead of its runs (eaq.tasks.ahead) ends before this run touches the device.
         ahead_s = wait_for_device(config.paths.cache_dir)
         gpus = config.gpu_slots
@@ -433,6 +452,8 @@ def _run_job(cfg: DictConfig, held: ExitStack) -> str:
                 result.invalidate(reason)
         show_phase("logging")
         result.metrics["phase_setup_s"] = setup_s
+        if same_s:
+            result.metrics["phase_same_config_s"] = same_s
         result.metrics["phase_ahead_s"] = ahead_s
         if gpus.enabled:
             result.metrics["phase_slot_s"] = slot_s

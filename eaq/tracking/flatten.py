@@ -147,7 +147,10 @@ def config_hash(resolved: dict[str, Any], launched_from: str | Path, code: bool 
         relevant["read_files"] = files
     for name in files:  # a file read counts by its contents alone, not by the path it was reached by: ../shared/data
         group, key = name.split(".")  # from two checkouts was measured twice, and reported as two trials of one
-        relevant[group] = {**relevant[group], key: "(read_files)"}
+        path = Path(from_launch_folder(relevant[group][key], launched_from, home=True))
+        # A folder, known by its files' names, sizes and times (not their bytes), keeps its place: two folders of
+        # equal listings (normalised times) are not one model.
+        relevant[group] = {**relevant[group], key: str(path.resolve()) if path.is_dir() else "(read_files)"}
     if code:
         relevant["eaq_code"] = code_identity()
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
