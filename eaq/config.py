@@ -32,9 +32,8 @@ DATASET_KINDS = ("text", "tsv", "jsonl", "raw", "synthetic")
 WARMUP_RULES = ("trend", "pairs")
 TASKS = ("benchmark", "calibrate", "layers")
 # eaq.precision.PRECISIONS' names and "mixed" (a plan, eaq.precision.mixed), eaq.measure.samplers.SAMPLERS and
-# eaq.layers.plan.BUDGETS' kinds (not imported:
-# those modules load torch; tests/test_config.py holds them equal): a value none of them knows was refused only after
-# its run had opened, a FAILED run of a typo.
+# eaq.layers.plan.BUDGETS' kinds (not imported: those modules load torch; tests/test_config.py holds them equal): a
+# value none of them knows was refused only after its run had opened, a FAILED run of a typo.
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp_fp16", "amp_bf16", "int8", "int8_weight_only", "fp8",
               "int4_weight_only", "mixed")
 SAMPLER_NAMES = ("auto", "nvml", "nvidia_smi", "rapl", "none")

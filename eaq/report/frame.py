@@ -21,7 +21,7 @@ import pandas as pd
 from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
 from eaq.tracking.find import find_sweep
-from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, COMPILER_DEFAULTS, NOT_MEASUREMENT
+from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, COMPILER_DEFAULTS, NOT_MEASUREMENT, reads_group
 from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import PARENT_TAG, SUPERSEDED_TAG, every_run, sweep_runs
 from eaq.tracking.store import read_store
@@ -60,8 +60,8 @@ DATA = "eaq.data.sha256"
 def configuration_param(name: str, kind: str | None = "benchmark") -> bool:
     """Whether a logged parameter is one of a run's settings (above), beside the columns PARAMS names: ``layers.*``
     only of a layer analysis (``kind``), a benchmark reading none of them (eaq.tracking.flatten.as_read)."""
-    return (name not in PARAMS and name not in BESIDE and name.split(".")[0] not in NOT_MEASUREMENT
-            and (kind == "layers" or name.split(".")[0] != "layers"))
+    group = name.split(".")[0]
+    return name not in PARAMS and name not in BESIDE and group not in NOT_MEASUREMENT and reads_group(kind, group)
 
 
 PARAMS = {"model.name": "model", "precision.name": "precision", "batch_size": "batch_size", "seq_len": "seq_len",

@@ -32,6 +32,11 @@ BESIDE_THE_MEASUREMENT = frozenset({
 COMPILER_DEFAULTS = {"compile_tuning": True, "compile_pattern_matcher": True}
 
 
+def reads_group(task: str | None, group: str) -> bool:
+    """Whether a run of ``task`` reads the config group ``group``: the ``layers`` group only a layer analysis does."""
+    return group != "layers" or task == "layers"
+
+
 def as_read(resolved: dict[str, Any]) -> dict[str, Any]:
     """``resolved`` with the settings the run did not read as if left alone: the compiler's at their defaults where
     nothing is compiled, no ``workload.new_tokens`` where no token is generated, and no ``layers`` group but in a
@@ -44,7 +49,7 @@ def as_read(resolved: dict[str, Any]) -> dict[str, Any]:
     workload = resolved.get("workload")
     if isinstance(workload, dict) and workload.get("name") != "generate":
         read["workload"] = {k: v for k, v in workload.items() if k != "new_tokens"}
-    if resolved.get("task", "benchmark") != "layers":  # -m task=benchmark,layers layers.budget=2: one benchmark
+    if not reads_group(resolved.get("task", "benchmark"), "layers"):  # -m task=benchmark,layers layers.budget=2
         read.pop("layers", None)
     return read
 
