@@ -54,6 +54,17 @@ def all_runs(output_dir: Path) -> list:
     return client.search_runs([e.experiment_id for e in experiments]) if experiments else []
 
 
+def command_line(process: object) -> str:
+    """A psutil process's command line, or "" for one that ended or is a zombie not yet reaped: a child listed a moment
+    ago may be either when read (the landing CI of 380b2b1 failed on a zombie beside the fork server)."""
+    import psutil
+
+    try:
+        return " ".join(process.cmdline())  # type: ignore[attr-defined]
+    except psutil.NoSuchProcess:  # ZombieProcess is one
+        return ""
+
+
 def free_port() -> int:
     """A loopback port nobody listens on now."""
     with socket.socket() as probe:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import command_line
 
 from eaq.errors import ConfigError, EaqError
 from eaq.measure.energy import WindowEnergy, energy_metrics, window_energy
@@ -458,23 +459,14 @@ def test_polling_runs_in_its_own_process_and_leaves_none_behind() -> None:
     sampler = NvmlSampler("1234-abcd", interval_s=0.005, nvml=fake)
     sampler.start()
     children = psutil.Process(os.getpid()).children()
-    assert any(_polls(c) for c in children)
+    assert any("eaq.measure.poll_process" in command_line(c) for c in children)
     for _ in range(6):  # six samples at least, each taken after the last wait began (not "by now", on a busy machine)
         wait_for_sample(sampler, limit_s=30)
     trace = sampler.stop()
     assert len(trace.times) >= 6
     assert "nvmlDeviceGetFieldValues" not in fake.calls  # the parent never polled: the child did
     # No polling process left (other children may live on: Inductor's compile workers, after a compiled test).
-    assert not any(_polls(c) for c in psutil.Process(os.getpid()).children())
-
-
-def _polls(process: object) -> bool:
-    import psutil
-
-    try:
-        return "eaq.measure.poll_process" in " ".join(process.cmdline())  # type: ignore[attr-defined]
-    except psutil.NoSuchProcess:
-        return False
+    assert not any("eaq.measure.poll_process" in command_line(c) for c in psutil.Process(os.getpid()).children())
 
 
 def test_the_trace_margin_waits_for_one_sample_past_the_edge_not_a_fixed_time() -> None:

@@ -41,7 +41,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 from submitit.core.utils import DelayedSubmission
 
-from conftest import FAST, REPO, all_runs, free_port, mlflow_server_on, run_eaq, store
+from conftest import FAST, REPO, all_runs, command_line, free_port, mlflow_server_on, run_eaq, store
 from eaq.config import register_schemas
 from eaq.errors import ConfigError
 from eaq.metrics import documented_tag
@@ -249,7 +249,7 @@ def test_a_sweep_another_launcher_runs_starts_no_fork_server_in_its_own_process(
     try:
         while sweep.poll() is None:
             with contextlib.suppress(psutil.NoSuchProcess):
-                servers |= {c.pid for c in psutil.Process(sweep.pid).children() if "forkserver" in " ".join(c.cmdline())}
+                servers |= {c.pid for c in psutil.Process(sweep.pid).children() if "forkserver" in command_line(c)}
             time.sleep(0.2)
     finally:
         if sweep.poll() is None:
@@ -276,8 +276,8 @@ def test_a_gpus_worker_killed_stops_the_sweep_in_a_sentence_and_closes_its_recor
         while not [r for r in all_runs(out) if r.info.status == "RUNNING" and r.data.tags.get("eaq.kind") == "benchmark"]:
             assert time.monotonic() < deadline and sweep.poll() is None, "no run started"
             time.sleep(0.5)
-        workers = [c for c in psutil.Process(sweep.pid).children() if "LokyProcess" in " ".join(c.cmdline())]
-        assert workers, [c.cmdline() for c in psutil.Process(sweep.pid).children()]
+        workers = [c for c in psutil.Process(sweep.pid).children() if "LokyProcess" in command_line(c)]
+        assert workers, [command_line(c) for c in psutil.Process(sweep.pid).children()]
         workers[0].kill()
         _, stderr = sweep.communicate(timeout=300)
     finally:

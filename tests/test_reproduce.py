@@ -17,7 +17,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from conftest import FAST, REPO, all_runs, run_eaq, store
+from conftest import FAST, REPO, all_runs, command_line, run_eaq, store
 from eaq.diff import main as diff_main
 from eaq.rerun import logged_command, main as rerun_main
 from eaq.tracking.environment import REDACTED, capture, redacted_environ
@@ -283,7 +283,7 @@ def test_a_run_started_with_sigint_ignored_stops_its_measuring_process_on_sigter
             time.sleep(0.5)
         # The run is RUNNING in the store from its job's start; the fork server forks its measuring process just after.
         while not (runs := [child.pid for server in psutil.Process(process.pid).children()
-                            if "forkserver" in " ".join(server.cmdline()) for child in server.children()]):
+                            if "forkserver" in command_line(server) for child in server.children()]):
             assert time.time() < deadline and process.poll() is None, "the fork server never forked the run"
             time.sleep(0.2)
         (run,) = runs

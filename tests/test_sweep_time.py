@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import FAST, REPO, all_runs, run_eaq
+from conftest import FAST, REPO, all_runs, command_line, run_eaq
 from eaq.errors import EaqError
 from eaq.config import EaqConfig
 from eaq.files import try_exclusive
@@ -557,7 +557,7 @@ except RuntimeError as exc:
         deadline = time.monotonic() + 60
         while not running and time.monotonic() < deadline:  # the task's process: a child of the job's fork server
             time.sleep(0.5)
-            servers = [p for p in psutil.Process(job.pid).children(recursive=True) if "forkserver" in " ".join(p.cmdline())]
+            servers = [p for p in psutil.Process(job.pid).children(recursive=True) if "forkserver" in command_line(p)]
             running = [c for s in servers for c in s.children()]
         assert running, "the task's process never started"
         time.sleep(1)  # inside its task
@@ -572,17 +572,6 @@ except RuntimeError as exc:
         for process in running:
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
-
-
-def _command_line(process: "psutil.Process") -> str:
-    """A descendant may end, or be a zombie not yet reaped (a helper the fork server's start runs), between the
-    listing and the read (the clean-clone CI of 380b2b1 met one): it has no command line, so it is not the server."""
-    import psutil
-
-    try:
-        return " ".join(process.cmdline())
-    except psutil.NoSuchProcess:  # ZombieProcess is one
-        return ""
 
 
 def test_the_measuring_process_ends_when_the_jobs_process_is_killed() -> None:
@@ -600,7 +589,7 @@ def test_the_measuring_process_ends_when_the_jobs_process_is_killed() -> None:
         while not running and time.monotonic() < deadline:  # the task's process: a child of the job's fork server
             time.sleep(0.5)
             descendants = psutil.Process(job.pid).children(recursive=True)
-            servers = [p for p in descendants if "forkserver" in _command_line(p)]
+            servers = [p for p in descendants if "forkserver" in command_line(p)]
             running = [c for s in servers for c in s.children()]
         assert running, "the task's process never started"
         job.kill()
