@@ -28,6 +28,7 @@ from mlflow.tracking import MlflowClient
 
 from eaq.errors import EaqError
 from eaq.tracking.callbacks import parent_run_id
+from eaq.tracking.environment import MEASURED_ENVIRON as MEASURED_ENVIRON_NAMES
 from eaq.tracking.failures import reported
 from eaq.tracking.find import find_run, find_sweep
 from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, NOT_MEASUREMENT, READ_FILES, as_read, flatten
@@ -36,11 +37,9 @@ from eaq.tracking.store import read_store
 
 # Environment facts that differ between any two runs and say nothing about the measurement.
 VOLATILE_ENV = ("config_hash", "environ.", "hostname")
-# ... but for the variables that change what a run measures: threads, kernels and math modes (NVIDIA_TF32_OVERRIDE,
-# CUBLAS_WORKSPACE_CONFIG), the compiler (TORCHINDUCTOR_MAX_AUTOTUNE), which GPU: compared like any fact.
-MEASURED_ENVIRON = tuple(f"environ.{prefix}" for prefix in (
-    "CUDA_", "CUBLAS", "CUDNN_", "NVIDIA_", "NCCL_", "PYTORCH_", "TORCHDYNAMO_", "TORCHINDUCTOR_", "TORCH_COMPILE",
-    "TORCH_CUDNN", "TORCH_BLAS", "TRITON_", "OMP_", "MKL_", "OPENBLAS_", "KMP_"))
+# ... but for the variables that change what a run measures (eaq.tracking.environment.MEASURED_ENVIRON): compared
+# like any fact.
+MEASURED_ENVIRON = tuple(f"environ.{prefix}" for prefix in MEASURED_ENVIRON_NAMES)
 
 
 def _from_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, str] | None]:

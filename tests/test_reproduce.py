@@ -20,7 +20,7 @@ import pytest
 from conftest import FAST, REPO, all_runs, command_line, run_eaq, store
 from eaq.diff import main as diff_main
 from eaq.rerun import logged_command, main as rerun_main
-from eaq.tracking.environment import REDACTED, capture, redacted_environ
+from eaq.tracking.environment import NOT_RECORDED, REDACTED, capture, redacted_environ
 from eaq.tracking.find import find_run
 from eaq.tracking.run_logger import TrackedRun, finished_run
 from eaq.tracking.store import open_store
@@ -161,6 +161,12 @@ def test_environment_is_captured_and_secrets_never_land(out: Path, monkeypatch) 
     named = {"DB_PASS": "hunter2", "MYSQL_PWD": "hunter2", "SSHPASS": "hunter2", "BORG_PASSPHRASE": "a b c",
              "SENTRY_DSN": "x", "PWD": "/work", "OLDPWD": "/tmp"}
     assert redacted_environ(named) == dict.fromkeys(named, REDACTED) | {"PWD": "/work", "OLDPWD": "/tmp"}
+    # What changes a measurement is recorded, a credential in it redacted by value; any other variable by name alone.
+    kept = {"CUDA_VISIBLE_DEVICES": "0", "OMP_NUM_THREADS": "8", "PYTHONPATH": "https://u:hunter2@host/x",
+            "AZURE_DEVOPS_EXT_PAT": "hunter2", "DB_PW": "hunter2", "https_proxy": "http://proxy:3128"}
+    assert redacted_environ(kept) == {"CUDA_VISIBLE_DEVICES": "0", "OMP_NUM_THREADS": "8",
+                                      "PYTHONPATH": f"https://u:{REDACTED}@host/x", "AZURE_DEVOPS_EXT_PAT": NOT_RECORDED,
+                                      "DB_PW": NOT_RECORDED, "https_proxy": NOT_RECORDED}
 
 
 def test_each_run_records_the_packages_installed_at_its_end(tmp_path: Path, monkeypatch) -> None:

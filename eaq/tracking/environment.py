@@ -24,6 +24,22 @@ PACKAGES = ("torch", "transformers", "torchao", "mlflow", "mlflow-skinny", "hydr
 # PASS covers PASSWORD, PASSWD, PASSPHRASE (BORG_PASSPHRASE) and SSHPASS; a PWD of a name's own (MYSQL_PWD), not
 # the shell's PWD and OLDPWD (directories).
 SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN|_PWD\b|PWD_", re.IGNORECASE)
+# The variables that change what a run measures: threads, kernels and math modes (NVIDIA_TF32_OVERRIDE,
+# CUBLAS_WORKSPACE_CONFIG), the compiler (TORCHINDUCTOR_MAX_AUTOTUNE), which GPU. eaq.diff compares them like any fact.
+MEASURED_ENVIRON = ("CUDA_", "CUBLAS", "CUDNN_", "NVIDIA_", "NCCL_", "PYTORCH_", "TORCHDYNAMO_", "TORCHINDUCTOR_",
+                    "TORCH_COMPILE", "TORCH_CUDNN", "TORCH_BLAS", "TRITON_", "OMP_", "MKL_", "OPENBLAS_", "KMP_")
+# ... and those that say where and how it ran (paths, the interpreter's settings, the hub's offline switches, the
+# scheduler's job). Only these two lists' values are recorded; any other variable by its name alone: a secret's name
+# need not say so (AZURE_DEVOPS_EXT_PAT, DB_PW, a webhook URL that is itself the credential), and no list of names
+# or value shapes finds them all.
+CONTEXT_ENVIRON = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHON", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
+                   "HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "TRANSFORMERS_CACHE",
+                   "TOKENIZERS_PARALLELISM", "HYDRA_FULL_ERROR", "EAQ_", "SLURM_JOB_ID", "SLURM_JOB_NAME",
+                   "SLURM_JOB_PARTITION", "SLURM_NODELIST", "SLURM_JOB_NODELIST", "SLURM_CPUS", "SLURM_GPUS",
+                   "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID", "PWD", "OLDPWD", "HOME", "USER", "LANG", "LC_",
+                   "TZ", "SHELL", "HOSTNAME")
+# In env.json in place of a value not recorded.
+NOT_RECORDED = "<not recorded>"
 
 
 def package_version(package: str) -> str:
@@ -94,14 +110,22 @@ def _git(root: Path) -> dict[str, str]:
     }
 
 
-def redacted_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment, with variables named like a secret blanked and credentials in any other value redacted.
+def _recorded(name: str, value: str) -> str:
+    """What env.json keeps of one variable: a measured or context one's value, credentials in it redacted (a
+    ``PYTHONPATH`` or proxy may hold a ``user:password@`` URL: eaq.tracking.redact knows those shapes); a name saying
+    it holds a secret blanked; any other variable's value not recorded."""
+    if SECRET_NAME.search(name):
+        return REDACTED
+    if name.upper().startswith(MEASURED_ENVIRON + CONTEXT_ENVIRON):
+        return redact(value)
+    return NOT_RECORDED
 
-    By name alone, ``DATABASE_URL=postgresql://u:PASSWORD@host/db`` or a proxy with a
-    password would be recorded in clear; eaq.tracking.redact knows those shapes.
-    """
+
+def redacted_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment's names, with the values of those that change or place a measurement (MEASURED_ENVIRON,
+    CONTEXT_ENVIRON), credentials redacted, and no other value."""
     environ = dict(os.environ if environ is None else environ)
-    return {k: (REDACTED if SECRET_NAME.search(k) else redact(v)) for k, v in sorted(environ.items())}
+    return {k: _recorded(k, v) for k, v in sorted(environ.items())}
 
 
 def capture(device: dict[str, Any], config_hash: str, read_files: dict[str, str]) -> dict[str, Any]:

@@ -137,6 +137,24 @@ def _artifact_uri(location: str | None) -> str | None:
     return Path(location).resolve().as_uri()
 
 
+def _no_password_in(artifact_location: str | None) -> None:
+    """MLflow keeps an experiment's artifact location, and each run's artifact URI under it, in clear in the store (its
+    experiments' and runs' rows, which the UI and API show to whoever reads the store): a password there would be in
+    a record whatever eaq redacts of its own (an ftp:// or sftp:// store takes its password only from the URI)."""
+    try:
+        password = urllib.parse.urlsplit(artifact_location or "").password
+    except ValueError:  # not a URL MLflow could use either: left to its own error
+        return
+    if password is not None:
+        raise ConfigError(
+            f"tracking.artifact_location={redact(artifact_location or '')} holds a password, which MLflow would keep in "
+            "clear in the store (its experiment and every run's artifact URI); drop it from the URI and give it to the "
+            "artifact store's client instead (~/.netrc for ftp://, an SSH key for sftp://, AWS_* variables or a profile "
+            "for s3://), or let the server hold the artifacts (tracking.artifact_location=null with its "
+            "--artifacts-destination)."
+        )
+
+
 def _credentials_kept_quiet(uri: str) -> None:
     """Remember ``uri``'s credentials for redaction, and where it holds one, stop MLflow printing a server store's run
     URL, credentials and all, whenever a run ends (a job's run, and the report's own run that --log opens)."""
@@ -179,6 +197,7 @@ def open_store(uri: str, experiment: str, artifact_location: str | None) -> tupl
     if not experiment.strip():  # MLflow's "Invalid experiment name" was read as a store that cannot be opened
         raise ConfigError("tracking.experiment is empty: name the MLflow experiment the runs go to (default: eaq).")
     _credentials_kept_quiet(uri)
+    _no_password_in(artifact_location)
     try:
         if uri.startswith(("http://", "https://")):
             _check_reachable(uri)
