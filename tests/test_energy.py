@@ -315,6 +315,13 @@ def test_a_clean_window_is_valid() -> None:
         (_window(1.0), _energy(50.0, 1.0, updates=19, samples=20, expected=20), None,
          "only 19 sensor updates in the window (need 20): the sampler polled 20 times in this 1.00 s window, too few to "
          "see them; measure longer (trials.min_duration_s=1.05 or more) or poll faster (sampler.interval_ms=47.6 or less"),
+        # The sensor, not the polls, limited them (NVML's ~100 ms): polling faster changes nothing, the advice is the
+        # sensor's period times the updates needed (it was 0.332 s or 12 ms polls for this 0.25 s window of 16 polls).
+        (_window(0.25), _energy(50.0, 0.25, updates=2, samples=16, expected=16), None,
+         "only 2 sensor updates in the window (need 20): the sensor updated about every 125 ms, which polling faster "
+         "does not change; measure longer (trials.min_duration_s=2.62 or more)"),
+        (_window(0.08), _energy(50.0, 0.08, updates=0, samples=5, expected=5), None,
+         "the sensor's reading never changed in this 0.08 s window"),
     ],
 )
 def test_each_validity_check_flags_with_a_reason(window, energy, idle, expected) -> None:

@@ -71,7 +71,8 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
         facts["sensor_updates"] = energy.sensor_updates
         if energy.sensor_updates < MIN_SENSOR_UPDATES:
             reasons.append(f"only {energy.sensor_updates} sensor updates in the window (need {MIN_SENSOR_UPDATES})"
-                           + _too_few_polls(window.duration_s, energy.expected_samples, energy.fastest_poll_s))
+                           + _too_few_updates(window.duration_s, energy.sensor_updates, energy.expected_samples,
+                                              energy.fastest_poll_s))
     if energy.expected_samples:
         coverage = energy.samples / energy.expected_samples
         facts["poll_coverage"] = coverage
@@ -87,18 +88,29 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
     return Validity((*reasons, *device.reasons), facts | device.facts, (*notes, *device.notes))
 
 
-def _too_few_polls(duration_s: float, polls: int, fastest_s: float = 0.0) -> str:
-    """Why the updates were too few where the sampler's polls could not have seen enough, and what to change: an
-    update is a change between two polls, so a window of ``polls`` polls shows ``polls - 1`` at most, however often the
-    sensor itself updates (sampler.interval_ms=250 on a 5 s window; RAPL's 50 ms polls on a window of 1 s). Polling
-    faster is offered only down to ``fastest_s``, the sampler's floor: below RAPL's it changed nothing."""
-    if not polls or polls > MIN_SENSOR_UPDATES:
-        return ""
-    interval_ms = duration_s / polls * 1e3
-    needed_s = duration_s / (MIN_SENSOR_UPDATES + 1)
-    faster = f" or poll faster (sampler.interval_ms={needed_s * 1e3:.3g} or less)" if needed_s >= fastest_s else ""
-    return (f": the sampler polled {polls} times in this {duration_s:.2f} s window, too few to see them; measure longer "
-            f"(trials.min_duration_s={(MIN_SENSOR_UPDATES + 1) * interval_ms / 1e3:.3g} or more){faster}")
+def _too_few_updates(duration_s: float, updates: int, polls: int, fastest_s: float = 0.0) -> str:
+    """What limited the updates, and what to change.
+
+    The polls, where nearly every one saw a change: an update is a change between two polls, so a window of ``polls``
+    polls shows ``polls - 1`` at most, however often the sensor itself updates (sampler.interval_ms=250 on a 5 s
+    window; RAPL's 50 ms polls on a window of 1 s). Polling faster is offered only down to ``fastest_s``, the sampler's
+    floor: below RAPL's it changed nothing. Otherwise the sensor's own period (NVML's ~100 ms), which no poll rate
+    changes: the window must be longer, by that period's count (a 0.08 s window of 5 polls and no update was advised
+    0.34 s or faster polls; NVML needs about 2.1 s).
+    """
+    if polls and polls <= MIN_SENSOR_UPDATES and updates >= polls - 2:
+        interval_ms = duration_s / polls * 1e3
+        needed_s = duration_s / (MIN_SENSOR_UPDATES + 1)
+        faster = f" or poll faster (sampler.interval_ms={needed_s * 1e3:.3g} or less)" if needed_s >= fastest_s else ""
+        return (f": the sampler polled {polls} times in this {duration_s:.2f} s window, too few to see them; measure "
+                f"longer (trials.min_duration_s={(MIN_SENSOR_UPDATES + 1) * interval_ms / 1e3:.3g} or more){faster}")
+    if not updates:
+        return (f": the sensor's reading never changed in this {duration_s:.2f} s window, so it updates more slowly than "
+                f"that; measure longer (trials.min_duration_s of {MIN_SENSOR_UPDATES + 1} sensor periods or more: about "
+                f"{(MIN_SENSOR_UPDATES + 1) * 0.1:.2g} s for NVML's ~100 ms)")
+    period_s = duration_s / updates
+    return (f": the sensor updated about every {period_s * 1e3:.0f} ms, which polling faster does not change; measure "
+            f"longer (trials.min_duration_s={(MIN_SENSOR_UPDATES + 1) * period_s:.3g} or more)")
 
 
 def check_device(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None = None) -> Validity:
