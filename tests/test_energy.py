@@ -600,6 +600,31 @@ def test_roofline_calibration_needs_the_sensor_updates_any_window_needs() -> Non
 
 
 
+def test_the_calibration_window_opens_on_a_device_already_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The counter read at the window's start is up to one update (NVML's ~100 ms) old: the device sat idle while the
+    sampler started, right before the window, and that idle stretch counted as the window's (the peak read 0.3-2.5%
+    high under a fake counter of 100 ms updates). Products now run without a break for PRELOAD_S before it opens."""
+    from eaq.measure import roofline
+
+    products: list[float] = []
+    opened: list[float] = []
+    monkeypatch.setattr(roofline, "_matmul_step", lambda *_: lambda: products.append(time.perf_counter()))
+
+    class Window(MeasurementWindow):
+        def __enter__(self) -> MeasurementWindow:
+            entered = super().__enter__()
+            opened.append(self._t0)
+            return entered
+
+    monkeypatch.setattr(roofline, "MeasurementWindow", Window)
+    nvml = FakeNvml(schedule=[(0.0, 500.0)], update_s=0.02)
+    assert calibrate(CPU, "float32", NvmlSampler("1234-abcd", interval_s=0.005, nvml=nvml), min_duration_s=1.2, size=8)
+    before = [t for t in products if t < opened[0]]
+    loaded = [t for t in before if t >= before[-1] - roofline.PRELOAD_S * 0.9]
+    assert loaded[0] - before[-1] <= -roofline.PRELOAD_S * 0.8  # products for (nearly) PRELOAD_S before the window
+    assert max(b - a for a, b in zip(loaded, loaded[1:])) < 0.02 and opened[0] - before[-1] < 0.02  # without a break
+
+
 def test_a_calibration_window_another_process_shared_or_a_slowdown_held_is_no_peak() -> None:
     """The device's checks judge the calibration too: its peak would be every later run's roofline. Windows of 1 s:
     0.3 s held ~30 sensor updates, of which a poller a loaded CI machine held back saw 18 (the 20-update check spoke
