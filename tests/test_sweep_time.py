@@ -24,7 +24,7 @@ from eaq.files import try_exclusive
 from eaq.measure.idle import IdleBaseline, ReusePolicy, idle_baseline, stale_reason
 from eaq.measure.nvml import NvmlSampler
 from eaq.tasks import roofline
-from eaq.tasks.ahead import LOG_FILE, PLAN_FILE, Plan, gate_path, start, wait_for_device
+from eaq.tasks.ahead import LOG_FILE, Plan, gate_path, start, wait_for_device
 from eaq.tasks.idle import idle_store
 from eaq.tasks.isolation import run_isolated
 from fake_nvml import FakeNvml
@@ -284,16 +284,15 @@ def test_calibrations_ahead_hold_the_device_gate_until_they_end(tmp_path: Path) 
     int8.precision.name = "int8"
     for cfg in (fp32, int8):
         cfg.device, cfg.sampler.name = "cpu", "none"
-    process = start(Plan([fp32, int8]), tmp_path / "sweep")
-    assert process is not None
-    # Handed over before the process even imports: no run can pass the gate in between.
+    ahead = start(Plan([fp32, int8]), tmp_path / "sweep")
+    assert ahead is not None
+    # Held before the fork exists: no run can pass the gate in between.
     assert try_exclusive(gate_path(fp32.paths.cache_dir)) is None
     waited = wait_for_device(fp32.paths.cache_dir)
-    # Read as the gate opens: every calibration was done before it did.
+    # Read as the gate opens: every calibration was done before it did, in a fork of this process's server.
     log = (tmp_path / "sweep" / LOG_FILE).read_text()
     assert "fp32 on cpu: float32: no sampler measures energy on cpu" in log and "int8 on cpu: int8:" in log
-    # The gate opens as the process exits (the kernel closes its files), a moment before it can be reaped.
-    assert process.wait(timeout=10) == 0 and waited > 0
+    assert "ended without" not in log and ahead.wait(10) and waited > 0
     # A gate held already (another sweep on the same cache) leaves the calibrations to the runs.
     with try_exclusive(gate_path(fp32.paths.cache_dir)):
         assert start(Plan([fp32]), tmp_path / "other") is None
@@ -352,14 +351,13 @@ def test_a_sweep_calibrates_ahead_only_what_is_not_cached(tmp_path: Path, monkey
     assert result.returncode == 0, result.stderr[-3000:]
     (log,) = (tmp_path / "first").glob(f"multirun/*/{LOG_FILE}")
     assert [line.split(" - ", 1)[1].split(":")[0] for line in log.read_text().splitlines()[1:]] == ["int8 on cpu"]
-    assert not (log.parent / PLAN_FILE).exists()  # read once by the process, then gone
 
-    # Every peak cached: no process at all, and no run waits for one.
+    # Every peak cached: nothing started, and no run waits.
     _calibrate_with_a_sensor(monkeypatch, cache, "int8")
     result = run_eaq(tmp_path / "repeat", *sweep)
     assert result.returncode == 0, result.stderr[-3000:]
     (folder,) = (tmp_path / "repeat").glob("multirun/*")
-    assert not (folder / LOG_FILE).exists() and not (folder / PLAN_FILE).exists()
+    assert not (folder / LOG_FILE).exists()
     runs = [r for r in all_runs(tmp_path / "repeat") if r.data.tags.get("eaq.kind") == "benchmark"]
     assert len(runs) == 2 and all(r.data.metrics["phase_ahead_s"] < 0.05 for r in runs)
 
@@ -512,21 +510,24 @@ def test_the_process_ahead_is_stopped_when_the_sweep_exits_before_its_end_hook()
     import psutil
 
     script = """
-import subprocess, sys
+import contextlib, os, sys, time
 from eaq.tasks import ahead
 ahead.needed = lambda config: ["a plan"]
 ahead.sweep_folder = lambda config: None
-ahead.start = lambda plan, folder: subprocess.Popen(["sleep", "60"])
+ahead.start = lambda plan, folder: ahead.Ahead("time:sleep", (60,), open(os.devnull, "w"), contextlib.ExitStack())
 hook = ahead.CalibrateAhead()
 hook.on_multirun_start(None)
-print(hook.process.pid, flush=True)
+while hook.ahead.pid is None:
+    time.sleep(0.1)
+print(hook.ahead.pid, flush=True)
 sys.exit(1)  # as MlflowSweepCallback.on_multirun_end does after failed runs, before this hook's end
 """
     env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     pid = int(done.stdout.split()[0])
     try:
-        assert done.returncode == 1 and not psutil.pid_exists(pid), done.stderr[-2000:]
+        assert done.returncode == 1, done.stderr[-2000:]
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # ended with the sweep
     finally:
         if psutil.pid_exists(pid):
             psutil.Process(pid).kill()

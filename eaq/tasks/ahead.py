@@ -5,25 +5,26 @@ window: 3.0-3.1 s per format, 9.2 s of a 102.8 s six-run sweep on an H100, while
 sweep's first run had waited 11.7 s for the fork server's imports with the device idle
 (docs/results/2026-11-24-h100-sweep-time). At the sweep's start this hook composes every
 job's config as the launcher will, keeps those whose run will calibrate a peak (the
-benchmark's forward workload with ``trials.roofline`` on, in a fork server), and starts
-one process (``python -m eaq.tasks.calibrate_ahead PLAN``) that measures each format they need into
-the cache, through the same ``eaq.tasks.roofline`` code and per-format lock a run uses.
-Formats already cached are left out, and with none left no process starts.
+benchmark's forward workload with ``trials.roofline`` on, in a fork server), and measures
+each format they need into the cache in one fork of the sweep's server
+(``eaq.tasks.calibrate_ahead``, started from a thread of the sweep's process), through the
+same ``eaq.tasks.roofline`` code and per-format lock a run uses. Formats already cached are
+left out, and with none left nothing starts.
 
 The measurement is the same; only its moment moves. So that nothing overlaps it, the
-process holds the device gate (``gate_path``) from before it exists (the lock is taken
-here and handed over as an open file) until it ends, and every run passes the gate
-before it touches the device (``wait_for_device``, timed as ``phase_ahead_s``): no run's
-idle, warm-up or window shares the device with a calibration. Runs then find the peak
-cached; their tag ``eaq.roofline.calibration.measured_unix_s`` says when it was measured.
+sweep's process holds the device gate (``gate_path``) from before the fork exists until it
+ends, and every run passes the gate before it touches the device (``wait_for_device``,
+timed as ``phase_ahead_s``): no run's idle, warm-up or window shares the device with a
+calibration. Runs then find the peak cached; their tag
+``eaq.roofline.calibration.measured_unix_s`` says when it was measured.
 
 No idle baseline is taken here: a run measures its own, with its CUDA context open
 (``eaq.tasks.idle`` says why, with the H100's figures).
 
-The process starts from Hydra's first start hook, so the callbacks' modules import nothing
+The fork starts from Hydra's first start hook, so the callbacks' modules import nothing
 heavy (MLflow, the report's pandas and scipy are imported in their hooks): Hydra instantiates
-every callback before that hook, and those imports had delayed the process by 1.6 of its
-2.1 s on the CPU machine.
+every callback before that hook, and those imports had delayed it by 1.6 of its 2.1 s on the
+CPU machine.
 
 On by default (``calibrate_ahead=null``) when the jobs run on a GPU one at a time
 (``hydra/launcher=basic``, ``isolate=true``): without a fork server to wait for the
@@ -35,9 +36,10 @@ from __future__ import annotations
 import atexit
 import functools
 import logging
+import os
 import pickle
-import subprocess
-import sys
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -54,11 +56,11 @@ from eaq.config import EaqConfig, TrackingConfig, validate
 from eaq.files import exclusive, try_exclusive
 from eaq.measure.nvml import device_summaries
 from eaq.tasks import peaks
+from eaq.tasks.isolation import run_isolated
 from eaq.tracking.callbacks import fail_loudly, sweep_folder
 from eaq.tracking.jobs import job_overrides
 
 log = logging.getLogger(__name__)
-PLAN_FILE = "calibrate_ahead.pkl"
 LOG_FILE = "calibrate_ahead.log"
 
 
@@ -130,10 +132,10 @@ class Plan:
         return Plan([c for c in self.calibrations if c.paths.cache_dir in caches])
 
     def to_pickle(self) -> bytes:
-        """A plain list: the measuring process (eaq.tasks.calibrate_ahead) must not import this module (Hydra's sweeper).
+        """A plain list: the measuring fork (eaq.tasks.calibrate_ahead) must not import this module (Hydra's sweeper).
 
-        Without the tracking settings: a calibration logs nothing, and a store's URI may hold a password, which no
-        file of the sweep's folder may (its multirun.yaml and .hydra/ are redacted for it).
+        Without the tracking settings: a calibration logs nothing, and a store's URI may hold a password, which nothing
+        the sweep hands on may (its multirun.yaml and .hydra/ are redacted for it).
         """
         return pickle.dumps([replace(cfg, tracking=TrackingConfig()) for cfg in self.calibrations])
 
@@ -159,45 +161,74 @@ def needed(config: DictConfig) -> Plan:
     return Plan(list(found.values()))
 
 
-def start(plan: Plan, folder: Path) -> subprocess.Popen[bytes] | None:
-    """Start the process that measures ``plan``, holding each cache's device gate for it from now on.
+class Ahead:
+    """``task(*args)`` in a fork of this process's server, run from a thread of this process, which holds ``held``
+    (the plan's device gates) until the fork has ended: no run of this process or another passes them in between.
+    What the fork prints goes to ``log_file``."""
 
-    The gates are locked here and the open files inherited, so no run can pass a gate
-    between this call and the process taking it; the kernel frees them when it ends.
-    A gate held already (another sweep on the same cache) leaves that cache's
-    calibrations to the runs: None when that is all of them.
+    def __init__(self, task: str, args: tuple[object, ...], log_file: IO[str], held: ExitStack) -> None:
+        self.pid: int | None = None  # the fork's, once it runs
+        self._thread = threading.Thread(target=self._run, args=(task, args, log_file, held), daemon=True,
+                                        name="eaq-calibrate-ahead")
+        self._thread.start()
+
+    def _run(self, task: str, args: tuple[object, ...], log_file: IO[str], held: ExitStack) -> None:
+        def write(text: str) -> None:
+            log_file.write(text)
+            log_file.flush()
+
+        with held:  # the gates open as the fork has ended, however it ended
+            try:
+                run_isolated(task, *args, on_output=write, on_start=lambda pid: setattr(self, "pid", pid))
+            except BaseException as exc:  # noqa: BLE001  (stopped, or it failed: each run measures what it lacks)
+                write(f"ended without its plan measured: {type(exc).__name__}: {exc}\n")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether the fork has ended (and the gates are open) within ``timeout`` seconds."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def stop(self) -> None:
+        """End the fork at once, if it is still measuring, and wait until it has."""
+        if self._thread.is_alive() and self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.wait(10)
+
+
+def start(plan: Plan, folder: Path) -> Ahead | None:
+    """Start measuring ``plan``, holding each cache's device gate for it from now until it has ended.
+
+    The gates are locked here, before the fork exists, so no run can pass a gate between this call and the
+    calibrations. A gate held already (another sweep on the same cache) leaves that cache's calibrations to the runs:
+    None when that is all of them.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    with ExitStack() as stack:
-        held: set[str] = set()
-        gates: list[IO[str]] = []
+    with ExitStack() as held:  # closed here unless handed on
+        caches = set()
         for cache_dir in sorted(plan.caches()):
             if (gate := try_exclusive(gate_path(cache_dir))) is not None:
-                gates.append(stack.enter_context(gate))
-                held.add(cache_dir)
-        mine = plan.only(held)
-        if not mine:
+                held.enter_context(gate)
+                caches.add(cache_dir)
+        if not (mine := plan.only(caches)):
             return None
-        plan_file = folder / PLAN_FILE
-        plan_file.write_bytes(mine.to_pickle())
-        output = stack.enter_context((folder / LOG_FILE).open("ab"))
-        return subprocess.Popen(
-            [sys.executable, "-m", "eaq.tasks.calibrate_ahead", str(plan_file)],
-            stdout=output, stderr=subprocess.STDOUT, pass_fds=[g.fileno() for g in gates],
-        )
+        log_file = held.enter_context((folder / LOG_FILE).open("a"))
+        return Ahead("eaq.tasks.calibrate_ahead:calibrate", (mine.to_pickle(),), log_file, held.pop_all())
 
 
 class CalibrateAhead(Callback):
     """Hydra hook: at a multirun's start, calibrate the peaks its runs will need while the fork server imports."""
 
     def __init__(self) -> None:
-        self.process: subprocess.Popen[bytes] | None = None
+        self.ahead: Ahead | None = None
 
     @fail_loudly("planning the roofline calibrations ahead of the runs (calibrate_ahead=false skips them)")
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         plan = needed(config)
         if plan:
-            self.process = start(plan, sweep_folder(config))
+            self.ahead = start(plan, sweep_folder(config))
             # Hydra runs the end hooks in reverse order and stops at an exit: the sweep's MLflow hook exits 1 after
             # failed runs, before this one's, and a calibration kept loading the GPU after the sweep had ended.
             atexit.register(self._stop)
@@ -207,6 +238,5 @@ class CalibrateAhead(Callback):
         self._stop()
 
     def _stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait()
+        if self.ahead is not None:
+            self.ahead.stop()

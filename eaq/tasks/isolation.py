@@ -235,6 +235,7 @@ def run_isolated(
     on_phase: Callable[[str], None] | None = None,
     on_output: Callable[[str], None] | None = None,
     on_tags: Callable[[dict[str, str]], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> tuple[Any, float]:
     """``task(*args)`` in a fresh forked process; returns its result and the seconds spent outside the task:
     starting and ending the process, and carrying the arguments and the result between the two.
@@ -247,13 +248,14 @@ def run_isolated(
     ``on_output``, when given, receives what the task prints instead of the terminal; ``on_tags``, the tags the
     task sets ahead of its result (``tag_now``). Each hears, in the order sent, what the task sent before it ended
     (also where its process was killed between two events, as the kernel's out-of-memory killer kills one), before
-    this returns or raises; the relay is given up to 5 s to finish.
+    this returns or raises; the relay is given up to 5 s to finish. ``on_start`` hears the process's id before the
+    task starts, for a caller in another thread that may have to stop it.
     """
     context = _fork_server()
     handlers = {"phase": on_phase, "tags": on_tags, "output": on_output}
-    result = _run(context, task, args, handlers)
+    result = _run(context, task, args, handlers, on_start)
     if result is None:
-        result = _run(_spawn_instead(), task, args, handlers)
+        result = _run(_spawn_instead(), task, args, handlers, on_start)
         assert result is not None
     return result
 
@@ -263,6 +265,7 @@ def _run(
     task: str,
     args: tuple[object, ...],
     handlers: dict[str, Callable[[Any], None] | None],
+    on_start: Callable[[int], None] | None = None,
 ) -> tuple[Any, float] | None:
     """None when the process cannot use CUDA (a fork of a server that initialised it)."""
     events = context.SimpleQueue()
@@ -275,6 +278,8 @@ def _run(
             fork_safe, pid = pool.submit(_ready).result()
             if not fork_safe:
                 return None
+            if on_start is not None:
+                on_start(pid)
             try:
                 result, task_s = pool.submit(_call, task, *args).result()
             except BrokenProcessPool:

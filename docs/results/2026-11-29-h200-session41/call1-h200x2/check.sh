@@ -8,7 +8,7 @@
 # 2. a configuration given twice (compile_tuning is not read by an eager run) on two GPU slots: measured once, the
 #    other job skipped, and the sweep's own process never a fork server's parent;
 # 3. gpu_slots.count=3 on this two-GPU host: refused once, before any run or store.
-# From the repository root: OUT=<folder> bash docs/results/2026-11-29-h200x2-session41/check.sh
+# From the repository root: OUT=<folder> bash docs/results/2026-11-29-h200-session41/call1-h200x2/check.sh
 set -uo pipefail
 out=${OUT:?set OUT}
 export PYTHONUNBUFFERED=1
