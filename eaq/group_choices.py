@@ -214,6 +214,24 @@ def unset_variable(argv: Sequence[str]) -> str | None:
     return None
 
 
+# An interpolation of another setting by its absolute key (``${precision.name}``); resolvers (``${oc.env:X}``,
+# ``${hydra:...}``) have a colon, relative keys a leading dot.
+SETTING_READ = re.compile(r"\$\{([A-Za-z_][\w]*(?:\.[\w]+)*)\}")
+
+
+def missing_reference(argv: Sequence[str]) -> str | None:
+    """The error sentence for an override reading a setting that no config has (``run_name=x-${precison.name}``),
+    else None: as for an unset environment variable (unset_variable), Hydra resolves the run's name and folder first,
+    and stopped in its traceback blaming ``hydra.run.dir``."""
+    last = dict(override.lstrip("+~").partition("=")[::2] for override in _hydra_args(argv).overrides)
+    for key, value in last.items():
+        for name in SETTING_READ.findall(value):
+            if name != "hydra" and not name.startswith("hydra.") and (wrong := unknown_setting(name)):
+                return (f"{key}={value} reads the setting {name}, which no config has: {wrong} is not a setting; name "
+                        f"one that is (as ${{precision.name}}), or give {key}=<value>.")
+    return None
+
+
 def wrong_type(argv: Sequence[str]) -> str | None:
     """The error sentence for the first value of a setting its type cannot take (``batch_size=abc``), else None.
 

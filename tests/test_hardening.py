@@ -127,6 +127,16 @@ def test_a_submitit_sweeps_pickled_jobs_hold_no_credential_and_its_jobs_still_re
 
 
 @pytest.mark.parametrize("mode", [[], ["-m"]], ids=["run", "sweep"])
+def test_a_setting_reading_a_setting_no_config_has_is_one_sentence(out: Path, mode: list[str]) -> None:
+    """Hydra resolves the run's name first: a misspelt key in it ended in Hydra's traceback blaming hydra.run.dir."""
+    result = run_eaq(out, *mode, "run_name=x-${precison.name}", *FAST)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert ("error: run_name=x-${precison.name} reads the setting precison.name, which no config has: precison (did you "
+            "mean precision?) is not a setting") in result.stderr, result.stderr
+    assert not (out / "mlflow.db").exists()  # before anything runs
+
+
+@pytest.mark.parametrize("mode", [[], ["-m"]], ids=["run", "sweep"])
 def test_a_setting_whose_environment_variable_is_not_set_is_one_sentence(out: Path, mode: list[str]) -> None:
     """A submitit job's tracking.uri names EAQ_TRACKING_URI, and eaq.rerun replays it: without the variable, OmegaConf's
     traceback (exit 1) where eaq says what to set."""
