@@ -321,7 +321,8 @@ def test_a_clean_window_is_valid() -> None:
          "only 2 sensor updates in the window (need 20): the sensor updated about every 125 ms, which polling faster "
          "does not change; measure longer (trials.min_duration_s=2.62 or more)"),
         (_window(0.08), _energy(50.0, 0.08, updates=0, samples=5, expected=5), None,
-         "the sensor's reading never changed in this 0.08 s window"),
+         "the sensor's reading never changed in this 0.08 s window, so it updates more slowly than that; measure longer "
+         "(trials.min_duration_s of 21 sensor periods or more: about 2.1 s for NVML's ~100 ms)"),
     ],
 )
 def test_each_validity_check_flags_with_a_reason(window, energy, idle, expected) -> None:

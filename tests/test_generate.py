@@ -146,9 +146,10 @@ def test_sliding_window_models_generate_over_a_dynamic_cache_and_refuse_a_static
     # other tokens than eager's, measured as if they were the same.
     neo = GPTNeoConfig(num_layers=2, hidden_size=32, num_heads=2, vocab_size=100, max_position_embeddings=64,
                                     attention_types=[[["global", "local"], 1]], window_size=4)
-    with pytest.raises(ConfigError, match=r"sliding-window attention layers \(window_size=4\).*compile=false"):
+    with pytest.raises(ConfigError, match=r"local attention layers \(config.attention_layers, window_size=4\).*compile=false"):
         check_generation(neo, PROMPT, NEW, static=True)
     check_generation(neo, PROMPT, NEW, static=False)
+    check_generation(neo, 3, 2, static=True)  # 4 positions: within the window, local attention is global
 
 
 @torch.inference_mode()

@@ -163,10 +163,12 @@ def test_environment_is_captured_and_secrets_never_land(out: Path, monkeypatch) 
     assert redacted_environ(named) == dict.fromkeys(named, REDACTED) | {"PWD": "/work", "OLDPWD": "/tmp"}
     # What changes a measurement is recorded, a credential in it redacted by value; any other variable by name alone.
     kept = {"CUDA_VISIBLE_DEVICES": "0", "OMP_NUM_THREADS": "8", "PYTHONPATH": "https://u:hunter2@host/x",
-            "AZURE_DEVOPS_EXT_PAT": "hunter2", "DB_PW": "hunter2", "https_proxy": "http://proxy:3128"}
+            "AZURE_DEVOPS_EXT_PAT": "hunter2", "DB_PW": "hunter2", "https_proxy": "http://proxy:3128",
+            "USER_DB_PW": "hunter2", "PATH_WEBHOOK": "https://hooks.example/T0/XYZ", "ONEDNN_DEFAULT_FPMATH_MODE": "BF16"}
     assert redacted_environ(kept) == {"CUDA_VISIBLE_DEVICES": "0", "OMP_NUM_THREADS": "8",
                                       "PYTHONPATH": f"https://u:{REDACTED}@host/x", "AZURE_DEVOPS_EXT_PAT": NOT_RECORDED,
-                                      "DB_PW": NOT_RECORDED, "https_proxy": NOT_RECORDED}
+                                      "DB_PW": NOT_RECORDED, "https_proxy": NOT_RECORDED, "USER_DB_PW": NOT_RECORDED,
+                                      "PATH_WEBHOOK": NOT_RECORDED, "ONEDNN_DEFAULT_FPMATH_MODE": "BF16"}
 
 
 def test_each_run_records_the_packages_installed_at_its_end(tmp_path: Path, monkeypatch) -> None:

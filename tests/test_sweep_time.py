@@ -504,7 +504,7 @@ def test_a_peak_or_bandwidth_with_no_room_beside_the_runs_model_costs_the_run_th
     assert "task=calibrate precision=bf16" in tags["eaq.roofline.bandwidth"]
 
 
-def test_the_process_ahead_is_stopped_when_the_sweep_exits_before_its_end_hook() -> None:
+def test_the_process_ahead_is_stopped_when_the_sweep_exits_before_its_end_hook(tmp_path: Path) -> None:
     """Hydra runs the end hooks in reverse order and stops at an exit: the sweep's MLflow hook exits 1 after failed
     runs, before this one's, and the calibrating process went on loading the device after the sweep had ended."""
     import psutil
@@ -514,23 +514,27 @@ import contextlib, os, sys, time
 from eaq.tasks import ahead
 ahead.needed = lambda config: ["a plan"]
 ahead.sweep_folder = lambda config: None
-ahead.start = lambda plan, folder: ahead.Ahead("time:sleep", (60,), open(os.devnull, "w"), contextlib.ExitStack())
+ahead.start = lambda plan, folder: ahead.Ahead("time:sleep", (600,), open(sys.argv[1], "w"), contextlib.ExitStack())
 hook = ahead.CalibrateAhead()
 hook.on_multirun_start(None)
 while hook.ahead.pid is None:
     time.sleep(0.1)
-print(hook.ahead.pid, flush=True)
+print(hook.ahead.pid, time.monotonic(), flush=True)
 sys.exit(1)  # as MlflowSweepCallback.on_multirun_end does after failed runs, before this hook's end
 """
     env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
-    pid = int(done.stdout.split()[0])
+    log = tmp_path / "ahead.log"
+    done = subprocess.run([sys.executable, "-c", script, str(log)], capture_output=True, text=True, timeout=300, env=env)
+    pid, printed = done.stdout.split()
+    # At once: concurrent.futures' exit hook waited for the fork's pool, so the sweep lived until the fork ended.
+    assert time.monotonic() - float(printed) < 30, "the sweep's exit waited for the fork"
     try:
         assert done.returncode == 1, done.stderr[-2000:]
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # ended with the sweep
+        assert not psutil.pid_exists(int(pid)) or psutil.Process(int(pid)).status() == psutil.STATUS_ZOMBIE  # ended with it
+        assert log.read_text() == "stopped: the sweep ended before the calibrations did\n"  # not a signal's mystery
     finally:
-        if psutil.pid_exists(pid):
-            psutil.Process(pid).kill()
+        if psutil.pid_exists(int(pid)):
+            psutil.Process(int(pid)).kill()
 
 
 def test_a_job_ended_by_its_schedulers_signal_stops_its_run_at_once() -> None:

@@ -72,7 +72,7 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
         if energy.sensor_updates < MIN_SENSOR_UPDATES:
             reasons.append(f"only {energy.sensor_updates} sensor updates in the window (need {MIN_SENSOR_UPDATES})"
                            + _too_few_updates(window.duration_s, energy.sensor_updates, energy.expected_samples,
-                                              energy.fastest_poll_s))
+                                              energy.fastest_poll_s, energy.sampler))
     if energy.expected_samples:
         coverage = energy.samples / energy.expected_samples
         facts["poll_coverage"] = coverage
@@ -88,7 +88,7 @@ def check(window: WindowResult, energy: WindowEnergy, idle_power_w: float | None
     return Validity((*reasons, *device.reasons), facts | device.facts, (*notes, *device.notes))
 
 
-def _too_few_updates(duration_s: float, updates: int, polls: int, fastest_s: float = 0.0) -> str:
+def _too_few_updates(duration_s: float, updates: int, polls: int, fastest_s: float = 0.0, sampler: str = "") -> str:
     """What limited the updates, and what to change.
 
     The polls, where nearly every one saw a change: an update is a change between two polls, so a window of ``polls``
@@ -105,9 +105,9 @@ def _too_few_updates(duration_s: float, updates: int, polls: int, fastest_s: flo
         return (f": the sampler polled {polls} times in this {duration_s:.2f} s window, too few to see them; measure "
                 f"longer (trials.min_duration_s={(MIN_SENSOR_UPDATES + 1) * interval_ms / 1e3:.3g} or more){faster}")
     if not updates:
+        nvml = f": about {(MIN_SENSOR_UPDATES + 1) * 0.1:.2g} s for NVML's ~100 ms" if sampler.startswith("nvml") else ""
         return (f": the sensor's reading never changed in this {duration_s:.2f} s window, so it updates more slowly than "
-                f"that; measure longer (trials.min_duration_s of {MIN_SENSOR_UPDATES + 1} sensor periods or more: about "
-                f"{(MIN_SENSOR_UPDATES + 1) * 0.1:.2g} s for NVML's ~100 ms)")
+                f"that; measure longer (trials.min_duration_s of {MIN_SENSOR_UPDATES + 1} sensor periods or more{nvml})")
     period_s = duration_s / updates
     return (f": the sensor updated about every {period_s * 1e3:.0f} ms, which polling faster does not change; measure "
             f"longer (trials.min_duration_s={(MIN_SENSOR_UPDATES + 1) * period_s:.3g} or more)")

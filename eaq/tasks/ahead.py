@@ -33,7 +33,6 @@ calibrations would only move, and other launchers run jobs elsewhere or on other
 
 from __future__ import annotations
 
-import atexit
 import functools
 import logging
 import os
@@ -42,7 +41,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -168,6 +167,7 @@ class Ahead:
 
     def __init__(self, task: str, args: tuple[object, ...], log_file: IO[str], held: ExitStack) -> None:
         self.pid: int | None = None  # the fork's, once it runs
+        self._stopped = False
         self._thread = threading.Thread(target=self._run, args=(task, args, log_file, held), daemon=True,
                                         name="eaq-calibrate-ahead")
         self._thread.start()
@@ -179,9 +179,20 @@ class Ahead:
 
         with held:  # the gates open as the fork has ended, however it ended
             try:
-                run_isolated(task, *args, on_output=write, on_start=lambda pid: setattr(self, "pid", pid))
+                run_isolated(task, *args, on_output=write, on_start=self._started)
             except BaseException as exc:  # noqa: BLE001  (stopped, or it failed: each run measures what it lacks)
-                write(f"ended without its plan measured: {type(exc).__name__}: {exc}\n")
+                write("stopped: the sweep ended before the calibrations did\n" if self._stopped
+                      else f"ended without its plan measured: {type(exc).__name__}: {exc}\n")
+
+    def _started(self, pid: int) -> None:
+        self.pid = pid
+        if self._stopped:  # stopped while the fork was starting
+            self._kill()
+
+    def _kill(self) -> None:
+        if self.pid is not None:
+            with suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Whether the fork has ended (and the gates are open) within ``timeout`` seconds."""
@@ -189,12 +200,10 @@ class Ahead:
         return not self._thread.is_alive()
 
     def stop(self) -> None:
-        """End the fork at once, if it is still measuring, and wait until it has."""
-        if self._thread.is_alive() and self.pid is not None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """End the fork at once, if it is still measuring (or starting), and wait until it has."""
+        self._stopped = True
+        if self._thread.is_alive():
+            self._kill()
         self.wait(10)
 
 
@@ -230,8 +239,11 @@ class CalibrateAhead(Callback):
         if plan:
             self.ahead = start(plan, sweep_folder(config))
             # Hydra runs the end hooks in reverse order and stops at an exit: the sweep's MLflow hook exits 1 after
-            # failed runs, before this one's, and a calibration kept loading the GPU after the sweep had ended.
-            atexit.register(self._stop)
+            # failed runs, before this one's, and a calibration kept loading the GPU after the sweep had ended. Among
+            # threading's exit hooks, which run before atexit's and in reverse: concurrent.futures' own (registered
+            # at its import) waits for the fork's pool, and so kept a stopped sweep (Ctrl-C) alive until the
+            # calibrations ended, the device loaded all the while.
+            threading._register_atexit(self._stop)  # type: ignore[attr-defined]
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """A sweep whose runs were all skipped (resume) never waited for it: stop it rather than leave it behind."""

@@ -25,19 +25,25 @@ PACKAGES = ("torch", "transformers", "torchao", "mlflow", "mlflow-skinny", "hydr
 # the shell's PWD and OLDPWD (directories).
 SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN|_PWD\b|PWD_", re.IGNORECASE)
 # The variables that change what a run measures: threads, kernels and math modes (NVIDIA_TF32_OVERRIDE,
-# CUBLAS_WORKSPACE_CONFIG), the compiler (TORCHINDUCTOR_MAX_AUTOTUNE), which GPU. eaq.diff compares them like any fact.
+# CUBLAS_WORKSPACE_CONFIG, ONEDNN_DEFAULT_FPMATH_MODE, ATEN_CPU_CAPABILITY), the compiler (TORCHINDUCTOR_MAX_AUTOTUNE),
+# which GPU, the allocator. By prefix; eaq.diff compares them like any fact.
 MEASURED_ENVIRON = ("CUDA_", "CUBLAS", "CUDNN_", "NVIDIA_", "NCCL_", "PYTORCH_", "TORCHDYNAMO_", "TORCHINDUCTOR_",
-                    "TORCH_COMPILE", "TORCH_CUDNN", "TORCH_BLAS", "TRITON_", "OMP_", "MKL_", "OPENBLAS_", "KMP_")
-# ... and those that say where and how it ran (paths, the interpreter's settings, the hub's offline switches, the
-# scheduler's job). Only these two lists' values are recorded; any other variable by its name alone: a secret's name
-# need not say so (AZURE_DEVOPS_EXT_PAT, DB_PW, a webhook URL that is itself the credential), and no list of names
-# or value shapes finds them all.
-CONTEXT_ENVIRON = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHON", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
-                   "HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "TRANSFORMERS_CACHE",
-                   "TOKENIZERS_PARALLELISM", "HYDRA_FULL_ERROR", "EAQ_", "SLURM_JOB_ID", "SLURM_JOB_NAME",
-                   "SLURM_JOB_PARTITION", "SLURM_NODELIST", "SLURM_JOB_NODELIST", "SLURM_CPUS", "SLURM_GPUS",
-                   "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID", "PWD", "OLDPWD", "HOME", "USER", "LANG", "LC_",
-                   "TZ", "SHELL", "HOSTNAME")
+                    "TORCH_COMPILE", "TORCH_CUDNN", "TORCH_BLAS", "TORCH_ALLOW_TF32", "TRITON_", "OMP_", "MKL_",
+                    "OPENBLAS_", "KMP_", "GOMP_", "ATEN_", "ONEDNN_", "DNNL_", "MALLOC_")
+# ... and those that say where and how it ran: these names exactly (a prefix would record USER_DB_PW), and the families
+# of CONTEXT_FAMILIES by prefix. Only these values are recorded; any other variable by its name alone: a secret's name
+# need not say so (AZURE_DEVOPS_EXT_PAT, DB_PW, a webhook URL that is itself the credential), and no list of names or
+# value shapes finds them all.
+CONTEXT_ENVIRON = frozenset({
+    "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONWARNINGS",
+    "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "HF_HOME", "HF_HUB_OFFLINE",
+    "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "TRANSFORMERS_CACHE", "TOKENIZERS_PARALLELISM", "HYDRA_FULL_ERROR",
+    "SLURM_JOB_ID", "SLURM_JOB_NAME", "SLURM_JOB_PARTITION", "SLURM_NODELIST", "SLURM_JOB_NODELIST",
+    "SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE", "SLURM_GPUS", "SLURM_GPUS_ON_NODE", "SLURM_NTASKS", "SLURM_PROCID",
+    "SLURM_LOCALID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "PWD", "OLDPWD", "HOME", "USER", "LANG", "TZ",
+    "SHELL", "HOSTNAME",
+})
+CONTEXT_FAMILIES = ("EAQ_", "LC_")
 # In env.json in place of a value not recorded.
 NOT_RECORDED = "<not recorded>"
 
@@ -116,7 +122,7 @@ def _recorded(name: str, value: str) -> str:
     it holds a secret blanked; any other variable's value not recorded."""
     if SECRET_NAME.search(name):
         return REDACTED
-    if name.upper().startswith(MEASURED_ENVIRON + CONTEXT_ENVIRON):
+    if name in CONTEXT_ENVIRON or name.upper().startswith(MEASURED_ENVIRON + CONTEXT_FAMILIES):
         return redact(value)
     return NOT_RECORDED
 

@@ -115,14 +115,21 @@ def check_generation(config: PretrainedConfig, seq_len: int, new_tokens: int, st
             f"at most {positions + 1}."
         )
     if static:
-        layers = StaticCache(config=config, max_cache_len=seq_len + new_tokens).layers  # allocates on first use only
         # GPT-Neo names its local layers in attention_layers (window_size), which the cache does not read: its static
-        # cache held every position and the compiled step attended over the wrong keys (tokens 58% unlike eager's).
-        local = "local" in (getattr(config, "attention_layers", None) or ())
-        if local or any(getattr(layer, "is_sliding", False) for layer in layers):
-            window = getattr(config, "window_size", None) if local else getattr(config, "sliding_window", None)
+        # cache held every position and the compiled step attended over keys eager generation masks (tokens 58% unlike
+        # eager's), once the sequence outgrows the window.
+        window = getattr(config, "window_size", None)
+        if "local" in (getattr(config, "attention_layers", None) or ()) and window is not None and used > window:
             raise ConfigError(
-                f"this model has sliding-window attention layers ({'window_size' if local else 'sliding_window'}={window}): "
+                f"this model's local attention layers (config.attention_layers, window_size={window}) attend over the last "
+                f"{window} positions, a window the static KV cache compile=true decodes over does not apply, and this "
+                f"generation feeds {used}: keep seq_len + workload.new_tokens at most {window + 1}, or measure this "
+                "model's generation with compile=false (a dynamic cache)."
+            )
+        layers = StaticCache(config=config, max_cache_len=seq_len + new_tokens).layers  # allocates on first use only
+        if any(getattr(layer, "is_sliding", False) for layer in layers):
+            raise ConfigError(
+                f"this model has sliding-window attention layers (sliding_window={getattr(config, 'sliding_window', None)}): "
                 "their static KV cache, which compile=true decodes over, rolls once full and counts its length on the host, "
                 "so eaq cannot restart it from the prompt's state between measured sequences. Measure this model's "
                 "generation with compile=false (a dynamic cache)."
