@@ -63,6 +63,11 @@ def test_a_hub_id_where_the_hub_cannot_be_reached_is_read_from_the_local_cache_a
             "from here and the local cache does not have it") in missing.stderr
     # The retries alone took 50 s; a run that stops at once takes less than one that measured (under the same load).
     assert time.monotonic() - started < cached_s + 20
+    # Offline mode asks nothing of the hub: it is said, not guessed at (a gated model was the guess).
+    offline = run_eaq(out, *FAST, "model=hub", "model.name_or_path=some-org/not-cached", "model.name=x",
+                      environ=environ | {"HF_HUB_OFFLINE": "1"})
+    assert offline.returncode == 2 and ("could not load 'some-org/not-cached': it is not a local folder and offline mode "
+                                        "is on (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set)") in offline.stderr, offline.stderr[-2000:]
 
 
 @pytest.mark.parametrize("head", ["sequence_classification", "causal_lm"])
@@ -421,6 +426,10 @@ def test_the_position_limit_is_the_tables_rows_less_robertas_padding_offset() ->
     assert position_limit(roberta) == 512
     assert position_limit(BertModel(BertConfig(vocab_size=100, hidden_size=32, max_position_embeddings=64, **small))) == 64
     assert position_limit(GPT2Model(GPT2Config(vocab_size=100, n_embd=32, n_layer=1, n_head=2, n_positions=40))) == 40
+    # OpenAI GPT's table is named positions_embed: read as none, seq_len past it reached torch's size mismatch mid-run.
+    from transformers import OpenAIGPTConfig, OpenAIGPTModel
+
+    assert position_limit(OpenAIGPTModel(OpenAIGPTConfig(vocab_size=100, n_embd=32, n_layer=1, n_head=2, n_positions=40))) == 40
 
 
 def test_opts_position_table_limits_its_tokens_past_its_offset_rows() -> None:
@@ -454,6 +463,13 @@ def test_a_model_type_this_transformers_does_not_know_is_one_sentence(saved_mode
         model_config(ModelConfig(name="untyped", name_or_path=str(folder)))
     with pytest.raises(ModelLoadError, match=r"model_type 'gpt-2', .* does not know \(close: gpt2\); upgrade"):
         model_config(ModelConfig(name="typo", weights="random", architecture={"model_type": "gpt-2"}))
+    # A checkpoint that brings its own code (auto_map): transformers asked on the terminal, which a run's process cannot
+    # answer, then eaq advised an upgrade of transformers.
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "my_bert",
+                                                    "auto_map": {"AutoConfig": "configuration_my.MyConfig"}}))
+    done = run_eaq(out, *FAST, "model=hub", f"model.name_or_path={folder}")
+    assert done.returncode == 2 and "Do you wish to run the custom code" not in done.stdout + done.stderr, done.stderr[-3000:]
+    assert "needs its own Python code (its config.json's auto_map names it" in done.stderr, done.stderr[-3000:]
 
 
 def test_a_head_the_architecture_lacks_is_refused_naming_the_heads_it_has(saved_model: Path) -> None:

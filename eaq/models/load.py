@@ -176,8 +176,10 @@ def _hub_unreachable() -> str | None:
 
 
 def _hub_options(location: str) -> dict[str, bool]:
-    """``from_pretrained``'s options for ``location``: the local cache alone for a hub id where the hub is unreachable."""
-    return {"local_files_only": True} if not _looks_local(location) and _hub_unreachable() else {}
+    """``from_pretrained``'s options for ``location``: the local cache alone for a hub id where the hub is unreachable;
+    never a checkpoint's own Python code (``trust_remote_code``: left unset, transformers asked on the terminal, which a
+    run's process cannot answer, and the code ran where it was answered)."""
+    return {"trust_remote_code": False} | ({"local_files_only": True} if not _looks_local(location) and _hub_unreachable() else {})
 
 
 def _not_found(location: str, error: OSError, setting: str = "model.name_or_path", what: str = "model") -> str:
@@ -191,9 +193,13 @@ def _not_found(location: str, error: OSError, setting: str = "model.name_or_path
         return (f"could not load {setting}={location!r}: {said}; pass a folder with the {what} saved by save_pretrained "
                 f"({saved}), or a hub id.")
     host = _hub_unreachable()
-    why = (f"the hub ({host}) cannot be reached from here and the local cache does not have it" if host else
-           "the hub is unreachable, does not have it, or does not give it to you (a gated model: accept its terms "
-           "and log in with `hf auth login`)")
+    if hub_constants.HF_HUB_OFFLINE:  # no request was made: nothing to guess about the hub
+        why = "offline mode is on (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set) and the local cache does not have it"
+    elif host:
+        why = f"the hub ({host}) cannot be reached from here and the local cache does not have it"
+    else:
+        why = ("the hub is unreachable, does not have it, or does not give it to you (a gated model: accept its terms "
+               "and log in with `hf auth login`)")
     return (
         f"could not load {location!r}: it is not a local folder and {why} (transformers: {said}); "
         f"download it where there is internet (`hf download {location} --local-dir DIR`) and pass {setting}=DIR."
@@ -238,8 +244,13 @@ def model_config(cfg: ModelConfig, location: str | None = None) -> PretrainedCon
         config = AutoConfig.from_pretrained(location, **_hub_options(location))
     except OSError as exc:
         raise ModelLoadError(_not_found(cfg.name_or_path, exc)) from exc
-    except ValueError as exc:  # the config read, its model_type missing or unknown to this transformers
-        model_type = PretrainedConfig.get_config_dict(location, **_hub_options(location))[0].get("model_type")
+    except ValueError as exc:  # the config read: its own code asked for, its model_type missing or unknown
+        read = PretrainedConfig.get_config_dict(location, **_hub_options(location))[0]
+        if "auto_map" in read:
+            raise ModelLoadError(f"model.name_or_path={cfg.name_or_path!r} needs its own Python code (its config.json's "
+                                 "auto_map names it: a trust_remote_code checkpoint), which eaq does not run; pass a model "
+                                 "whose architecture transformers builds itself.") from exc
+        model_type = read.get("model_type")
         if model_type is None:
             raise ModelLoadError(f"model.name_or_path={cfg.name_or_path!r}: its config.json names no model_type, which "
                                  "transformers builds the architecture by; save the model with save_pretrained, or add "
@@ -435,8 +446,8 @@ def model_skeleton(cfg: ModelConfig) -> torch.nn.Module:
 
 
 # The names transformers gives a learned absolute position table (BERT's, RoBERTa's, DistilBERT's; GPT-2's; OPT's,
-# BART's, Whisper's).
-POSITION_TABLES = ("position_embeddings", "wpe", "embed_positions")
+# BART's, Whisper's; OpenAI GPT's).
+POSITION_TABLES = ("position_embeddings", "wpe", "embed_positions", "positions_embed")
 
 
 def position_limit(model: torch.nn.Module) -> int | None:
