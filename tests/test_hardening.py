@@ -538,6 +538,18 @@ def test_a_password_in_the_artifact_location_is_refused_before_any_record(out: P
     assert not (out / "mlflow.db").exists() or all_runs(out) == []
 
 
+def test_an_artifact_store_the_run_cannot_write_to_is_one_sentence_before_it_measures(out: Path) -> None:
+    """The store client's traceback (ftplib's connection refused, or s3:// without boto3) named neither the store nor
+    the setting."""
+    location = f"ftp://127.0.0.1:{free_port()}/art"
+    result = run_eaq(out, *FAST, "sampler=none", f"tracking.artifact_location={location}")
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert f"error: the run's artifacts cannot be stored at {location}/" in result.stderr, result.stderr[-3000:]
+    assert "ms/batch" not in result.stdout + result.stderr  # stopped at its config, before measuring
+    (run,) = all_runs(out)
+    assert run.info.status == "FAILED" and "artifacts cannot be stored" in run.data.tags["eaq.error"]
+
+
 def test_an_artifact_folder_is_made_absolute_and_created(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     client, experiment = open_store(f"sqlite:///{tmp_path}/mlflow.db", "eaq", "arts")

@@ -11,13 +11,17 @@ parent, so no credential reaches the store by another path.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from mlflow.entities import Metric, Param, Run, RunTag
+from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, RESOURCE_DOES_NOT_EXIST, ErrorCode
 from mlflow.tracking import MlflowClient
 
+from eaq.errors import EaqError, first_line
 from eaq.tracking.redact import redact, redact_file, redact_folder, redact_tree
 
 PARENT_TAG = "mlflow.parentRunId"
@@ -121,12 +125,29 @@ class TrackedRun:
     def log_artifact(self, file: Path) -> None:
         """Redacts a text file in place first, so the job folder's copy is the store's."""
         redact_file(file)
-        self.client.log_artifact(self.run_id, str(file))
+        with self._storing():
+            self.client.log_artifact(self.run_id, str(file))
 
     def log_artifacts(self, folder: Path, artifact_path: str) -> None:
         if folder.is_dir():
             redact_folder(folder)
-            self.client.log_artifacts(self.run_id, str(folder), artifact_path)
+            with self._storing():
+                self.client.log_artifacts(self.run_id, str(folder), artifact_path)
+
+    @contextmanager
+    def _storing(self) -> Iterator[None]:
+        """An artifact store this process cannot write to (s3:// without boto3, an ftp:// host down) is one sentence
+        naming where the run's artifacts go: it was the store client's traceback, naming neither (a run's first
+        artifact, its config, is logged before it measures)."""
+        try:
+            yield
+        except (ImportError, OSError, MlflowException) as exc:
+            raise EaqError(
+                f"the run's artifacts cannot be stored at {redact(self.run.info.artifact_uri)} "
+                f"({redact(first_line(exc))}); that is tracking.artifact_location's (or, for an experiment that existed "
+                "before, the location it was created with): install what that store needs (boto3 for s3://), make it "
+                "reachable, or use a folder (tracking.artifact_location=PATH with a new tracking.experiment)."
+            ) from exc
 
     @property
     def ended(self) -> bool:
