@@ -197,34 +197,24 @@ def workload_mismatch(argv: Sequence[str]) -> str | None:
 
 # An environment variable an override's value reads, with no default (``${oc.env:NAME,default}`` has one).
 ENV_READ = re.compile(r"\$\{oc\.env:([A-Za-z_]\w*)\}")
+# An interpolation of another setting by its absolute key (``${precision.name}``); resolvers (``${oc.env:X}``,
+# ``${hydra:...}``) have a colon, relative keys a leading dot.
+SETTING_READ = re.compile(r"\$\{([A-Za-z_][\w]*(?:\.[\w]+)*)\}")
 
 
-def unset_variable(argv: Sequence[str]) -> str | None:
-    """The error sentence for an override reading an environment variable that is not set, else None.
+def unresolvable(argv: Sequence[str]) -> str | None:
+    """The error sentence for an override whose value reads what is not there, else None: an environment variable
+    that is not set, or a setting no config has (``run_name=x-${precison.name}``).
 
     Hydra resolves the run's name and folder before eaq sees the config: ``trial=${oc.env:SLURM_ARRAY_TASK_ID}``
-    outside a SLURM array ended in a 40-line traceback of Hydra's blaming ``hydra.run.dir`` (in a sweep, after its
-    parent run had opened)."""
+    outside a SLURM array, or a misspelt key in the run's name, ended in a 40-line traceback of Hydra's blaming
+    ``hydra.run.dir`` (in a sweep, after its parent run had opened)."""
     last = dict(override.lstrip("+~").partition("=")[::2] for override in _hydra_args(argv).overrides)
     for key, value in last.items():  # the last of a key's overrides is its value (eaq.rerun gives one again after)
         for name in ENV_READ.findall(value):
             if name not in os.environ:
                 return (f"{key}={value} reads the environment variable {name}, which is not set: export it, or give "
                         f"{key}=<value>.")
-    return None
-
-
-# An interpolation of another setting by its absolute key (``${precision.name}``); resolvers (``${oc.env:X}``,
-# ``${hydra:...}``) have a colon, relative keys a leading dot.
-SETTING_READ = re.compile(r"\$\{([A-Za-z_][\w]*(?:\.[\w]+)*)\}")
-
-
-def missing_reference(argv: Sequence[str]) -> str | None:
-    """The error sentence for an override reading a setting that no config has (``run_name=x-${precison.name}``),
-    else None: as for an unset environment variable (unset_variable), Hydra resolves the run's name and folder first,
-    and stopped in its traceback blaming ``hydra.run.dir``."""
-    last = dict(override.lstrip("+~").partition("=")[::2] for override in _hydra_args(argv).overrides)
-    for key, value in last.items():
         for name in SETTING_READ.findall(value):
             if name != "hydra" and not name.startswith("hydra.") and (wrong := unknown_setting(name)):
                 return (f"{key}={value} reads the setting {name}, which no config has: {wrong} is not a setting; name "

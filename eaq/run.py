@@ -56,8 +56,8 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from eaq.config import register_schemas  # noqa: E402
 from eaq.group_choices import (  # noqa: E402
-    missing_reference, unknown_architecture_key, unknown_choice, unknown_config_name, unknown_key, unknown_launcher,
-    unset_variable, workload_mismatch, wrong_type,
+    unknown_architecture_key, unknown_choice, unknown_config_name, unknown_key, unknown_launcher, unresolvable,
+    workload_mismatch, wrong_type,
 )
 from eaq.slots import slot_count  # noqa: E402
 
@@ -82,7 +82,7 @@ def main(cfg: DictConfig) -> str:
 if __name__ == "__main__":
     if error := (unknown_choice(sys.argv[1:]) or unknown_launcher(sys.argv[1:]) or unknown_config_name(sys.argv[1:])
                  or unknown_key(sys.argv[1:]) or unknown_architecture_key(sys.argv[1:]) or wrong_type(sys.argv[1:])
-                 or workload_mismatch(sys.argv[1:]) or unset_variable(sys.argv[1:]) or missing_reference(sys.argv[1:])):
+                 or workload_mismatch(sys.argv[1:]) or unresolvable(sys.argv[1:])):
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
     stop_on_terminate()
