@@ -221,7 +221,7 @@ def test_a_mistyped_baseline_is_refused_naming_the_precisions(tmp_path: Path) ->
     _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1"}, {"latency_mean_ms": 1.0})
     build(uri, tmp_path / "report", experiment="eaq")
     before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "report").rglob("*"))
-    with pytest.raises(EaqError, match=r"--baseline bf61 is not a precision of these runs \(bf16\)"):
+    with pytest.raises(EaqError, match=r"--baseline bf61 is not a precision of these runs. benchmarks \(bf16\)"):
         build(uri, tmp_path / "report", experiment="eaq", baseline="bf61")
     # Refused before the earlier report in the folder was cleared: it was left half deleted.
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "report").rglob("*")) == before
@@ -1286,3 +1286,97 @@ def test_the_aggregates_table_says_failed_where_no_run_counted(tmp_path: Path) -
     (fp32,) = [row for row in rows if "<td>fp32</td>" in row]
     assert "not measured" not in failed and failed.count("<td>failed</td>") >= 3
     assert "<td>one trial</td>" in fp32 and "<td>2</td>" in fp32
+
+
+def test_the_default_baseline_and_its_check_read_the_benchmark_runs_not_a_layer_analysis(tmp_path: Path) -> None:
+    """A layer analysis in fp32 beside benchmarks of fp16 and int8 made fp32 the default baseline (every ratio empty,
+    "no counted run of fp32: not run for this model and shape") and let --baseline fp32 through."""
+    uri, client, experiment = _store(tmp_path)
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": trial},
+             {"layers_time_capture_ratio": 0.99}, tags={"eaq.kind": "layers"})
+        for precision, latency in (("fp16", 10.0), ("int8", 12.0)):
+            _log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": trial},
+                 {"latency_mean_ms": latency + int(trial)})
+    ratio = pd.read_csv(build(uri, tmp_path / "report", experiment="eaq").out / "ratios.csv")
+    int8 = ratio[(ratio["precision"] == "int8") & (ratio["metric"] == "latency_mean_ms")]
+    assert int8["baseline"].tolist() == ["fp16"] and int8["ratio"].round(4).tolist() == [round(13.5 / 11.5, 4)]
+    with pytest.raises(EaqError, match=r"--baseline fp32 is not a precision of these runs. benchmarks \(fp16, int8\)"):
+        build(uri, tmp_path / "report", experiment="eaq", baseline="fp32")
+
+
+def test_a_report_logged_again_onto_a_run_leaves_none_of_the_earlier_reports_files_there(tmp_path: Path) -> None:
+    """--log onto the same run (a resumed sweep's parent) uploaded this report's files beside the earlier one's: its
+    front.csv and figures stayed on the run though this report has none (every run now flagged invalid)."""
+    from eaq.report.build import log as log_report, written
+
+    uri, client, experiment = _store(tmp_path)
+    runs = [_log(client, experiment, {**BASE, "model.name": "m", "precision.name": precision, "trial": trial},
+                 {"latency_mean_ms": latency + int(trial), "quality_accuracy": accuracy})
+            for trial in ("1", "2") for precision, latency, accuracy in (("fp32", 10.0, 0.9), ("int8", 8.0, 0.8))]
+    summary = client.create_run(experiment, tags={"eaq.kind": "report"}).info.run_id
+
+    def on_run() -> set[str]:
+        return {f.path for folder in ("report", "report/figures") for f in client.list_artifacts(summary, folder)
+                if not f.is_dir}
+
+    first = build(uri, tmp_path / "first", experiment="eaq")
+    log_report(client, summary, first)
+    assert {"report/front.csv", "report/figures/overview_m.png"} <= on_run()
+    for run in runs:
+        client.set_tag(run, "eaq.valid", "false")
+    second = build(uri, tmp_path / "second", experiment="eaq")
+    log_report(client, summary, second)
+    assert on_run() == {f"report/{f.relative_to(second.out).as_posix()}" for f in written(second.out)}
+    assert "report/front.csv" not in on_run()
+
+
+def test_the_reports_command_prints_a_layer_analysis_capture_table_as_the_sweeps_end_does(tmp_path: Path, capsys) -> None:
+    """On a sweep of layer analyses alone it printed an empty line where the sweep's end printed the capture ratios."""
+    from eaq.report.__main__ import main as report_main
+
+    uri, client, experiment = _store(tmp_path)
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": trial},
+             {"layers_time_capture_ratio": 0.97 + int(trial) / 100}, tags={"eaq.kind": "layers"})
+    assert report_main(["--uri", uri, "--experiment", "eaq", "--out", str(tmp_path / "report")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("layer analysis: capture ratio per method"), out
+    assert "0.985 ± " in out
+
+
+def test_a_generation_whose_runs_all_failed_reads_failed_under_its_own_figures_and_blank_under_the_forwards(
+        tmp_path: Path) -> None:
+    """A generation configuration none of whose runs logged a figure was a row under latency_mean_ms (a forward
+    pass's), and beside forward runs each workload's rows read "not measured" under the other's figures."""
+    uri, client, experiment = _store(tmp_path)
+    generate = {**BASE, "model.name": "lm", "workload.name": "generate", "workload.new_tokens": "4"}
+    for trial in ("1", "2"):
+        _log(client, experiment, {**generate, "precision.name": "fp32", "trial": trial}, {}, "FAILED")
+    table = aggregate(load(uri, experiment="eaq"))
+    assert table["metric"].tolist() == ["time_per_output_token_mean_ms"]
+    assert compact(table)[["trials", "time_per_output_token_mean_ms"]].values.tolist() == [["0/2", "failed"]]
+    frame = load(uri, experiment="eaq")
+    assert ratios(frame, "fp32", ("latency_mean_ms", "time_per_output_token_mean_ms"))["metric"].tolist() == [
+        "time_per_output_token_mean_ms"]
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "lm", "precision.name": "fp32", "trial": trial},
+             {"latency_mean_ms": 2.0 + int(trial)})
+        _log(client, experiment, {**generate, "precision.name": "bf16", "trial": trial},
+             {"time_per_output_token_mean_ms": 1.0 + int(trial)})
+    summary = compact(aggregate(load(uri, experiment="eaq"))).set_index("configuration")
+    assert summary.loc["lm-fp32-b8-s32", "time_per_output_token_mean_ms"] == ""
+    assert summary.loc["lm-bf16-b8-s32-gen4", "latency_mean_ms"] == ""
+    assert summary.loc["lm-bf16-b8-s32-gen4", "energy_per_sample_mj"] == ""
+    assert summary.loc["lm-fp32-b8-s32", "energy_per_sample_mj"] == "not measured"  # its own figure, no sensor
+    assert summary.loc["lm-fp32-b8-s32-gen4", "time_per_output_token_mean_ms"] == "failed"
+
+
+def test_the_html_says_energy_was_measured_on_no_run_where_none_had_a_sensor(tmp_path: Path) -> None:
+    uri, client, experiment = _store(tmp_path)
+    runs = {trial: _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": trial},
+                        {"latency_mean_ms": 1.0}, tags={"eaq.energy.reason": "no energy sensor: a CPU"})
+            for trial in ("1", "2")}
+    assert "Energy not measured on any run: no energy sensor" in build(uri, tmp_path / "r", experiment="eaq").html.read_text()
+    client.log_metric(runs["1"], "energy_per_sample_mj", 3.0)
+    assert "Energy not measured on some runs: no energy sensor" in build(uri, tmp_path / "r", experiment="eaq").html.read_text()

@@ -15,8 +15,7 @@ import sys
 
 from mlflow.tracking import MlflowClient
 
-from eaq.report.aggregate import compact
-from eaq.report.build import build, log
+from eaq.report.build import build, log, screen
 from eaq.tracking.failures import reported
 from eaq.tracking.find import find_sweep
 from eaq.tracking.redact import redact, remember
@@ -38,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     remember(args.uri)  # its password is redacted from what the report writes and logs, whatever its characters
     report = build(args.uri, args.out, args.sweep, args.experiment, args.baseline, args.trace_run)
-    print(compact(report.table).to_markdown(index=False))
+    if shown := screen(report):
+        print(shown)
     for figure in report.figures:
         if figure.note:
             print(f"left out: {figure.title}: {figure.note}")

@@ -29,6 +29,13 @@ QUALITY = ("quality_accuracy", "quality_perplexity", "quality_cosine_to_fp32_mea
 # A generation run's figures, where a forward run has latency and energy per sample.
 GENERATION = ("time_to_first_token_mean_ms", "time_per_output_token_mean_ms", "decode_tokens_per_s",
               "decode_energy_per_token_mj", "prefill_energy_per_prefill_mj")
+# The figures of one workload alone (per batch and sample for a forward pass, per prefill and output token for
+# generation), and the one a configuration whose runs logged nothing (every one failed before its window) is still a
+# row of, with its counts: a failed generation read "failed" under a forward pass's latency.
+WORKLOAD_FIGURES = {"forward": ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj",
+                                "energy_net_per_sample_mj"),
+                    "generate": (*GENERATION, "decode_energy_net_per_token_mj")}
+HEADLINE = {"forward": "latency_mean_ms", "generate": "time_per_output_token_mean_ms"}
 # n: the valid finished trials the figures are of; logged: the runs that logged the metric at all, whatever their
 # verdict (0: a figure the configuration's workload does not give, or every run failed before its window).
 STATS = ("n", "mean", "std", "ci_low", "ci_high", "cv", "runs", "invalid", "failed", "running", "logged")
@@ -61,12 +68,27 @@ def benchmark_runs(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[(frame["kind"] == "benchmark") & frame["model"].notna() & frame["precision"].notna()]
 
 
+def workload_kind(workload: object) -> str:
+    """``generate`` for a generation configuration (``generate<new tokens>``), else ``forward``."""
+    return "generate" if str(workload).startswith("generate") else "forward"
+
+
+def _logged(runs: pd.DataFrame, metrics: tuple[str, ...], workloads: pd.Series | None = None) -> list[str]:
+    """The metrics of ``metrics`` some run of ``runs`` logged, and for each workload (of ``workloads``, default the
+    runs') none of whose figures any run logged (every run failed before its window), its HEADLINE, unmeasured: each
+    configuration's counts of runs, failed and running ones are still a row, under its own workload's figure."""
+    present = [m for m in metrics if m in runs.columns and runs[m].notna().any()]
+    workloads = runs["workload"] if workloads is None else workloads
+    kinds = sorted(set(workloads.map(workload_kind))) if len(workloads) else ["forward"]
+    headlines = [HEADLINE[k] for k in kinds if HEADLINE[k] in metrics and not set(present) & set(WORKLOAD_FIGURES[k])]
+    return [m for m in metrics if m in present or m in headlines] or list(metrics[:1])
+
+
 def aggregate(frame: pd.DataFrame, metrics: tuple[str, ...] = METRICS) -> pd.DataFrame:
-    """Long table: configuration keys, ``metric`` and STATS; only metrics some run logged, and where no run logged
-    any (every run failed before its window), the first of ``metrics``, unmeasured, so that each configuration's
-    counts of runs, failed and running ones are still a row."""
+    """Long table: configuration keys, ``metric`` and STATS; only metrics some run logged, and each workload's
+    headline figure where no run logged any of its figures (``_logged``)."""
     runs = benchmark_runs(frame)
-    present = [m for m in metrics if m in runs.columns and runs[m].notna().any()] or list(metrics[:1])
+    present = _logged(runs, metrics)
     rows = []
     for key, group in runs.groupby(list(CONFIG_KEYS), sort=True, dropna=False):
         finished = group[group["status"] == "FINISHED"]
@@ -212,8 +234,9 @@ def ratios(frame: pd.DataFrame, baseline: str, metrics: tuple[str, ...]) -> pd.D
     for key, group in runs.groupby(same, sort=True, dropna=False):
         kept = counted(group)
         # The metrics this model and shape measured: those of its counted runs, whichever precision has them.
-        # None (no precision of it counted): the first, so the shape still has its rows and notes.
-        measured = [m for m in metrics if m in kept.columns and kept[m].notna().any()] or list(metrics[:1])
+        # None (no precision of it counted): its workload's headline, so the shape still has its rows and notes.
+        measured = ([m for m in metrics if m in kept.columns and kept[m].notna().any()]
+                    or _logged(group.iloc[:0], metrics, group["workload"]))
         base = kept[kept["precision"] == baseline]
         for precision, runs_p in group.groupby("precision", sort=True):
             mine = counted(runs_p)
@@ -351,10 +374,13 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
         # on a machine without a sensor).
         none = "" if trials else uncounted(first["running"], first["invalid"])
         scope = tuple(config[k] for k in shape)
+        other = {m for kind, figures in WORKLOAD_FIGURES.items() if kind != workload_kind(config["workload"]) for m in figures}
         for metric in shown:
             if metric in QUALITY and metric != quality[scope]:
                 continue  # another scope's figure: blank, not "not measured"
             stat = by_metric.loc[metric] if metric in by_metric.index else None
+            if metric in other and (stat is None or not stat["logged"]):
+                continue  # the other workload's figure (a generation's latency per batch): blank, not "not measured"
             digits = QUALITY_DIGITS if metric in QUALITY else 4
             row[metric] = none or format_ci(*(stat[["mean", "ci_low", "ci_high"]] if stat is not None else (math.nan,) * 3),
                                             digits)

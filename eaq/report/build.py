@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import hashlib
+import logging
 import math
 from pathlib import Path
 import shlex
 import time
 
 from mlflow.entities import Metric as MlflowMetric
+from mlflow.exceptions import MlflowException
+from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 from mlflow.tracking import MlflowClient
 import pandas as pd
 
@@ -47,6 +50,17 @@ class Report:
     capture: pd.DataFrame | str
 
 
+def screen(report: Report) -> str:
+    """What a sweep's end and ``python -m eaq.report`` print of a report, the same: the compact table (none for layer
+    analyses alone, which have no benchmark figure) and the layer analysis' capture ratios."""
+    summary = aggregate.compact(report.table)
+    parts = [] if summary.empty else [summary.to_markdown(index=False)]
+    if not isinstance(report.capture, str):
+        parts += ["layer analysis: capture ratio per method, components only and with blocks (mean ± 95% CI half-width)",
+                  report.capture.to_markdown(index=False)]
+    return "\n".join(parts)
+
+
 def report_command(uri: str, sweep: str | None, experiment: str | None, out: Path) -> str:
     """The command line that builds this report again, printed by a sweep and written into the HTML."""
     scope = ["--sweep", sweep] if sweep else ["--experiment", experiment or "eaq"]
@@ -64,6 +78,7 @@ def _commands(client: MlflowClient, frame: pd.DataFrame) -> list[str]:
             lines.append(f"# {run['run_name']}: overrides not recorded ({type(error).__name__})")
     return lines
 
+_logger = logging.getLogger(__name__)  # not ``log``: that is the function logging a report onto a run
 
 # What a report writes under its folder: a figure or table of an earlier report that this one does not write (another
 # model's overview, a front) must not pass for this one's, in the folder and in what --log uploads.
@@ -102,9 +117,11 @@ def build(uri: str, out: Path, sweep: str | None = None, experiment: str | None 
     client = MlflowClient(tracking_uri=uri)
     if trace_run is not None and trace_run not in set(frame["run_id"]):
         raise EaqError(f"--trace-run {trace_run} is not one of the reported runs; pick a run id from runs.csv.")
-    precisions = sorted(frame["precision"].dropna().unique())
+    # Of the benchmark runs, which the ratios compare: a layer analysis' fp32 is no baseline for them.
+    precisions = sorted(aggregate.benchmark_runs(frame)["precision"].unique())
     if baseline is not None and precisions and baseline not in precisions:  # before the earlier report is cleared
-        raise EaqError(f"--baseline {baseline} is not a precision of these runs ({', '.join(precisions)}); choose one of them.")
+        raise EaqError(f"--baseline {baseline} is not a precision of these runs' benchmarks ({', '.join(precisions)}); "
+                       "choose one of them.")
     _clear(out)
     frames.export(frame, out)
     table = aggregate.aggregate(frame)
@@ -183,6 +200,25 @@ def log(client: MlflowClient, run_id: str, report: Report) -> None:
     metrics = [MlflowMetric(name, value, now, 0) for name, value in figures_now.items()]
     for start in range(0, len(metrics), 1000):  # MLflow's batch limit
         client.log_batch(run_id, metrics=metrics[start:start + 1000])
-    for file in written(report.out):
+    files = {f"report/{file.relative_to(report.out).as_posix()}": file for file in written(report.out)}
+    _drop_stale(client, run_id, set(files))
+    for name, file in files.items():
         redact_file(file)  # runs.csv holds artifact URIs, the HTML the runs' errors: as every record, redacted
-        client.log_artifact(run_id, str(file), "report" if file.parent == report.out else "report/figures")
+        client.log_artifact(run_id, str(file), name.rpartition("/")[0])
+
+
+def _drop_stale(client: MlflowClient, run_id: str, keep: set[str]) -> None:
+    """Delete the files under the run's ``report/`` that this report does not write (``keep``: artifact paths): an
+    earlier report's ``front.csv`` or figures, logged onto the same run (a resumed sweep's parent, ``--log`` again),
+    had stood beside this report as its own. Where the artifact store cannot delete, a warning names them."""
+    stale = [f.path for folder in ("report", "report/figures") for f in client.list_artifacts(run_id, folder)
+             if not f.is_dir and f.path not in keep]
+    if not stale:
+        return
+    repository = get_artifact_repository(client.get_run(run_id).info.artifact_uri, tracking_uri=client.tracking_uri)
+    try:
+        for path in stale:
+            repository.delete_artifacts(path)
+    except (NotImplementedError, MlflowException, OSError) as error:
+        _logger.warning("an earlier report's files stay on run %s beside this one's, its artifact store refused to delete "
+                    "them (%s): %s", run_id, redact(str(error)), ", ".join(stale))

@@ -33,10 +33,9 @@ def _report_api() -> tuple[Any, ...]:
     """
     from mlflow.tracking import MlflowClient
 
-    from eaq.report.aggregate import compact
-    from eaq.report.build import build, log, report_command
+    from eaq.report.build import build, log, report_command, screen
 
-    return MlflowClient, compact, build, log, report_command
+    return MlflowClient, screen, build, log, report_command
 
 
 class SweepReportCallback(Callback):
@@ -53,7 +52,7 @@ class SweepReportCallback(Callback):
         logged, and the sweep's summary and its parent's status (mlflow_sweep, after this) must
         still come; ``python -m eaq.report`` builds it again from the store.
         """
-        MlflowClient, compact, build, log, report_command = _report_api()  # noqa: N806
+        MlflowClient, screen, build, log, report_command = _report_api()  # noqa: N806
         folder = sweep_dir(HydraConfig.get())
         parent = parent_run_id(folder)
         if parent is None:  # the sweep never opened a parent run (mlflow_sweep not registered): nothing to report on
@@ -73,11 +72,7 @@ class SweepReportCallback(Callback):
                 print(redacted_traceback(error), end="", file=sys.stderr)  # MLflow's quote URLs
             print(f"sweep report: not built: {redact(str(error))}", file=sys.stderr)
             return
-        summary = compact(report.table)
-        if not summary.empty:  # a sweep of layers runs alone has no benchmark figure: no empty table
-            print(summary.to_markdown(index=False))
-        if not isinstance(report.capture, str):
-            print("layer analysis: capture ratio per method, components only and with blocks (mean ± 95% CI half-width)")
-            print(report.capture.to_markdown(index=False))
+        if shown := screen(report):
+            print(shown)
         print(f"sweep report: {report.html} (also on the parent run's artifacts, report/report.html)")
         print(f"full report again: {report_command(uri, parent, None, Path(config.paths.output_dir) / 'report')}")

@@ -13,7 +13,7 @@ from html import escape
 
 import pandas as pd
 
-from eaq.report.aggregate import QUALITY, QUALITY_DIGITS, none_counted
+from eaq.report.aggregate import ENERGY, QUALITY, QUALITY_DIGITS, none_counted
 from eaq.report.figures import Figure
 from eaq.report.frame import UNDER_WAY
 
@@ -118,7 +118,9 @@ def render(title: str, scope: str, frame: pd.DataFrame, sections: dict[str, pd.D
         "intervals (Student t); invalid, failed and still running runs are counted, not averaged.</p>",
     ]
     if energy_notes:
-        parts.append('<p class="note">Energy not measured on some runs: ' + escape("; ".join(energy_notes)) + "</p>")
+        some = any(m in frame and frame[m].notna().any() for m in ENERGY)  # on a CPU without a sensor: on none
+        parts.append(f'<p class="note">Energy not measured on {"some runs" if some else "any run"}: '
+                     + escape("; ".join(energy_notes)) + "</p>")
     for heading, table in sections.items():
         parts += [f"<h2>{escape(heading)}</h2>",
                   f'<p class="note">Left out: {escape(table)}</p>' if isinstance(table, str) else _table(table)]
