@@ -1004,6 +1004,19 @@ def test_in_a_terminal_the_bar_counts_what_jobs_in_other_processes_record(tmp_pa
     assert "<" not in drawn and "/run" not in drawn and "run/s" not in drawn, drawn
 
 
+def test_with_stdout_redirected_the_run_lines_stay_in_its_file_under_a_terminals_bar(tmp_path: Path, monkeypatch) -> None:
+    """``python -m eaq.run -m ... > sweep.log`` from a terminal: the bar (on stderr, the terminal) sent every line
+    logged to stdout to the terminal too, the runs' result lines lost from the file. Both terminals: they go above it."""
+    for stdout_is_terminal in (False, True):
+        stdout = _Terminal() if stdout_is_terminal else io.StringIO()
+        monkeypatch.setattr(sys, "stdout", stdout)
+        progress = SweepProgress(_Terminal())
+        progress.on_multirun_start(_joblib_config(tmp_path))
+        assert (sys.stdout is stdout) != stdout_is_terminal
+        progress.on_multirun_end(_joblib_config(tmp_path))
+        assert sys.stdout is stdout
+
+
 def test_the_time_left_is_told_by_the_runs_that_finished_not_by_refusals() -> None:
     """Two precisions the device refuses fail in under a second: counted in, they read "about 0s left" before the
     minutes of runs still to come."""

@@ -130,9 +130,11 @@ class SweepProgress(Callback):
             if here:
                 self.line = tqdm(bar_format="{desc}", file=self.stream, position=1, dynamic_ncols=True)
             # Hydra's log handlers write to sys.stdout as it is when it configures them (for
-            # every job): through this proxy their lines land above the bars, on the bars' stream.
-            self._stdout = sys.stdout
-            sys.stdout = DummyTqdmFile(self.stream)  # type: ignore[assignment]
+            # every job): through this proxy their lines land above the bars, on the bars' stream. Only where stdout
+            # is a terminal too: redirected (``> sweep.log``, ``| tee``), the run lines belong in the file.
+            if sys.stdout is not None and sys.stdout.isatty():
+                self._stdout = sys.stdout
+                sys.stdout = DummyTqdmFile(self.stream)  # type: ignore[assignment]
         if self.records is not None:  # last: a record it reads finds the bar (or plain lines) ready
             self._poller = threading.Thread(target=self._poll_until_stopped, name="eaq-sweep-progress", daemon=True)
             self._poller.start()
