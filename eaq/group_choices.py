@@ -2,9 +2,9 @@
 Hydra starts.
 
 Hydra reports ``precision=int3`` as a multi-line "Could not find" block, and a misspelled key
-with advice to add it with ``+``; eaq's errors are one sentence naming what is valid. Only plain choices and comma lists (sweeps) of eaq's
-own groups are checked; anything else (Hydra's sweep functions, another config dir or
-search path) is left to Hydra. A config name (``-cn``, a named sweep) is looked for where
+with advice to add it with ``+``; eaq's errors are one sentence naming what is valid. Plain choices, comma lists and
+``choice()``/``shuffle()``/``sort()`` lists (sweeps) of eaq's own groups are checked; anything else (``glob()``, another
+config dir or search path) is left to Hydra. A config name (``-cn``, a named sweep) is looked for where
 Hydra looks: the ``-cd`` folder, then ``conf/``.
 """
 
@@ -24,6 +24,7 @@ from eaq.config import GROUPS, WORKLOADS, unknown_setting
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 CHOICE = re.compile(rf"^\+?({'|'.join(GROUPS)})=([\w.,-]+)$")
+GROUP = re.compile(rf"^\+?({'|'.join(GROUPS)})=")
 SEARCH_PATH = re.compile(r"^\+{0,2}hydra\.searchpath=")
 # An override of a key (no ``~`` or group path): ``model.name=x``; ``++`` sets it as well (or adds it), and ``+`` adds
 # it, which eaq.config.validate then refused in every job of a sweep (a FAILED run each): said before anything runs.
@@ -54,20 +55,39 @@ def unknown_choice(argv: Sequence[str], conf: Path = CONF) -> str | None:
     if _own_config(_hydra_args(argv)):
         return None
     for arg in argv:
-        match = CHOICE.match(arg)
+        match = GROUP.match(arg)
         if not match:
             continue
-        group, values = match.groups()
+        group = match.group(1)
         if arg.startswith("+"):
             return f"{arg}: every run has a {group} (the default's); choose another with {arg[1:]}, without the +."
         valid = sorted(p.stem for p in (conf / group).glob("*.yaml"))
-        for value in values.split(","):
+        for value in _chosen(arg):
             if value not in valid:
                 return (
                     f"{group}={value} is not an option of the {group} group; valid: {', '.join(valid)} "
                     f"(or add conf/{group}/{value}.yaml)."
                 )
     return None
+
+
+def _chosen(override: str) -> list[str]:
+    """The choices a group's override names: a plain value, a comma list, or ``choice(...)``'s (Hydra read an unknown
+    one of those at its job, in its words: its traceback's lines, exit 1, and an empty FAILED parent run); none for
+    ``glob(...)``, which picks among the files there are, or what Hydra cannot parse (its error says so)."""
+    if match := CHOICE.match(override):
+        return match.group(2).split(",")
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep
+
+    try:
+        parsed = OverridesParser.create().parse_override(override)
+    except Exception:  # noqa: BLE001  (Hydra's own parse error says what is wrong, in its words)
+        return []
+    value = parsed.value()
+    if isinstance(value, ChoiceSweep):
+        return [str(choice) for choice in value.list]
+    return [] if parsed.is_sweep_override() or "${" in str(value) else [str(value)]  # an interpolation: Hydra's
 
 
 def unknown_launcher(argv: Sequence[str], conf: Path = CONF) -> str | None:

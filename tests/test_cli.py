@@ -322,11 +322,14 @@ def test_failing_job_in_sweep_leaves_others_finished_and_exits_non_zero(out: Pat
     # An override holding an interpolation only a job resolves: the sweep's planning read it resolved, and every such
     # sweep stopped at its start ("HydraConfig was not set"), calibrate_ahead=false or not.
     here = "dataset.path=${hydra:runtime.cwd}/eaq/data/sample_sentences.txt"
-    result = run_eaq(out, "-m", "batch_size=0,4", *FAST[:2], "seq_len=32", here)
+    result = run_eaq(out, "-m", "batch_size=0,4", "trial=1,2", *FAST[:2], "seq_len=32", here)
     assert result.returncode != 0
-    assert "sweep: 1 of 2 runs finished" in result.stdout, result.stderr[-2000:]
+    assert "sweep: 2 of 4 runs finished" in result.stdout, result.stderr[-2000:]
     statuses = sorted(r.info.status for r in all_runs(out) if r.data.tags.get("eaq.kind") == "benchmark")
-    assert statuses == ["FAILED", "FINISHED"]
+    assert statuses == ["FAILED", "FAILED", "FINISHED", "FINISHED"]
+    # The summary lists the failures in the order the jobs ran (the store's newest first put t2 before t1).
+    failures = [line.split(":")[1].strip() for line in result.stderr.splitlines() if line.startswith("  FAILED: ")]
+    assert [name.rsplit("-", 1)[1] for name in failures] == ["t1", "t2"], failures
     assert not any(r.info.status == "RUNNING" for r in all_runs(out))
 
 

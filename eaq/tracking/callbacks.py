@@ -272,7 +272,8 @@ class MlflowSweepCallback(Callback):
         client = self.parent.client
         children = every_run(client, every_experiment(client), f"tags.`{PARENT_TAG}` = '{self.parent.run_id}'")
         children = [r for r in children if SUPERSEDED_TAG not in r.data.tags]  # a job's start that a later one replaced
-        failed = [r for r in children if r.info.status != "FINISHED"]
+        # In the order the runs started (the store lists the newest first): t1's error before t2's, as the jobs ran.
+        failed = sorted((r for r in children if r.info.status != "FINISHED"), key=lambda r: r.info.start_time)
         skipped = len(skipped_runs(sweep_dir(HydraConfig.get())))
         # A job whose run the store never created (it refused) left nothing to count above: the jobs launched tell.
         # Counted before the parent ends: a sweep of such jobs alone was recorded FINISHED with no run failed.
