@@ -173,6 +173,9 @@ PLAN_SAVINGS = ("assumed", "measured", "compiled")
 # The float formats a layers run's model can start from (a plan's base, eaq.precision.mixed.BASES): components are
 # lowered from one of them to layers.target; a quantized or autocast model has no float components to lower.
 LAYER_BASES = ("fp32", "fp16", "bf16")
+# What one component can be lowered to (layers.target): a format stored in its layers (eaq.precision.mixed.LAYER_FORMATS,
+# held equal by a test), or a float cast (a plan's base, eaq.precision.mixed.BASES).
+LAYER_TARGETS = ("int8", "int8_weight_only", "fp8", "int4_weight_only", *LAYER_BASES)
 
 
 @dataclass
@@ -333,6 +336,8 @@ def _validate_workload(obj: EaqConfig) -> None:
     _one_of("workload", obj.workload.name, WORKLOADS)
     if obj.workload.name != "generate":
         return
+    if obj.task != "benchmark":  # first: no model or data makes it work (a data refusal first sent users round)
+        raise ConfigError(f"workload=generate is measured by task=benchmark, not task={obj.task}: drop task or use workload=forward.")
     if obj.model.head != "causal_lm":
         raise ConfigError(
             f"workload=generate needs a causal LM and model={obj.model.name} has head={obj.model.head}: pick a causal LM "
@@ -344,8 +349,6 @@ def _validate_workload(obj: EaqConfig) -> None:
             "pads short texts: use dataset=wikitext2 (real text; your own as one stream: dataset=wikitext2 dataset.path=FILE) "
             "or dataset=synthetic (random ids)."
         )
-    if obj.task != "benchmark":
-        raise ConfigError(f"workload=generate is measured by task=benchmark, not task={obj.task}: drop task or use workload=forward.")
     if obj.workload.new_tokens < 2:
         raise ConfigError(
             f"workload.new_tokens={obj.workload.new_tokens} leaves no decode step to measure (the first token comes from "
@@ -535,7 +538,12 @@ def validate(
             f"{'layers.impact=true' if not obj.layers.impact else 'layers.plan=true'}."
         )
     if obj.task == "layers" and obj.layers.impact:
-        _one_of("layers.target", obj.layers.target, PRECISIONS[:-1])  # a plan's own format is no target
+        if obj.layers.target not in LAYER_TARGETS:  # a plan's own format is no target either
+            raise ConfigError(
+                f"layers.target={obj.layers.target} cannot lower one component alone ({obj.layers.target} is an autocast "
+                "region or a matmul setting over the whole model, or a plan): use a format stored in a component's "
+                f"layers, {', '.join(LAYER_TARGETS[:-len(LAYER_BASES)])}, or a float cast, {', '.join(LAYER_BASES)}."
+            )
     if obj.task == "layers" and obj.layers.impact and obj.layers.plan:
         if obj.layers.budget is not None:
             _one_of("layers.budget", obj.layers.budget, BUDGET_KINDS)

@@ -282,11 +282,28 @@ def test_every_preset_has_only_keys_of_the_schema() -> None:
             assert not _unknown_keys(cfg), (group.name, option.stem, _unknown_keys(cfg))
 
 
-def test_layers_bases_are_the_plans_bases() -> None:
-    from eaq.config import LAYER_BASES
-    from eaq.precision.mixed import BASES
+def test_layers_bases_are_the_plans_bases_and_its_targets_what_one_component_can_be_lowered_to() -> None:
+    from eaq.config import LAYER_BASES, LAYER_TARGETS
+    from eaq.precision.mixed import BASES, LAYER_FORMATS
 
     assert set(LAYER_BASES) == set(BASES)
+    assert set(LAYER_TARGETS) == set(LAYER_FORMATS) | set(BASES)
+
+
+@pytest.mark.parametrize("target", ["amp_bf16", "amp_fp16", "tf32", "mixed"])
+def test_a_layers_target_no_component_can_be_lowered_to_is_refused_before_any_model_loads(target: str) -> None:
+    """amp_bf16 passed, then failed after the model loaded ("sensitivity target 'amp_bf16' cannot lower one component",
+    naming no setting), and the plan's refusal had advised layers.plan=false, which led there."""
+    with pytest.raises(ConfigError, match=rf"^layers.target={target} cannot lower one component alone .*: use a format "
+                                          r"stored in a component's layers, int8, int8_weight_only, fp8, int4_weight_only, "
+                                          r"or a float cast, fp32, fp16, bf16\.$"):
+        validate(_compose("paths.root=/x", "task=layers", f"layers.target={target}", "layers.plan=false"))
+
+
+def test_a_generation_under_task_layers_is_refused_for_the_task_before_its_data() -> None:
+    """It was refused for dataset=sample first, then, on dataset=synthetic, for the task: the user was sent round."""
+    with pytest.raises(ConfigError, match=r"^workload=generate is measured by task=benchmark, not task=layers"):
+        validate(_compose("paths.root=/x", "task=layers", "workload=generate", "model=gpt2_tiny_random", "dataset=sample"))
 
 
 @pytest.mark.parametrize(("overrides", "kind"), [

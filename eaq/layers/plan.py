@@ -181,7 +181,7 @@ def choose_plan(
     unknown = sum(1 for c in able if saving is not None and math.isnan(saving.get(c, 0.0)))
     how = ("assumed proportional to cost" if saving is None else
            f"measured ({basis}): cost in {base} minus cost in {target}; {len(candidates)} of {len(able)} lowerable components cheaper in {target}"
-           + (f" ({unknown} not told apart from the base's drift: not lowered)" if unknown else ""))
+           + (f" ({unknown} not told apart from the measurements' noise: not lowered)" if unknown else ""))
 
     # Plans measured, by their components (a set: the same components are the same plan); one-component plans
     # are the sensitivities already measured.

@@ -32,8 +32,7 @@ from eaq.layers.plan import NEEDS, REQUIRES, Budget, choose_plan, default_budget
 from eaq.layers.tables import (
     COMPONENT_COLUMNS, CORRELATION_COLUMNS, OUTSIDE_COLUMNS, SAVING_COLUMNS, TYPE_COLUMNS, TYPE_SAVING_COLUMNS, Impacts,
     component_costs, component_rows, correlation_rows, energy_shares, outside_rows, saving_rows, type_metrics, type_rows,
-    type_saving_rows,
-    write_csv,
+    told_apart, type_saving_rows, write_csv,
 )
 from eaq.measure.phases import Phases
 from eaq.measure.samplers import Sampler, measures_energy, select_sampler
@@ -71,10 +70,12 @@ def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
         else Budget(kind, limit)
     if budget.kind in REQUIRES:
         head, kind = REQUIRES[budget.kind]
-        if cfg.model.head != head or (kind == "labelled" and not labelled) or (kind == "raw" and cfg.dataset.kind != "raw"):
+        lacks = (" (no labels)" if kind == "labelled" and not labelled else
+                 f" (kind {cfg.dataset.kind}, not raw text)" if kind == "raw" and cfg.dataset.kind != "raw" else "")
+        if cfg.model.head != head or lacks:
             raise ConfigError(
                 f"the plan's budget is in {budget.kind}, which needs {NEEDS[budget.kind]}; this run has "
-                f"model.head={cfg.model.head} and dataset={cfg.dataset.name}{'' if labelled else ' (no labels)'}. "
+                f"model.head={cfg.model.head} and dataset={cfg.dataset.name}{lacks}. "
                 "Use layers.budget=impact layers.budget_limit=0.01, or layers.plan=false."
             )
     return budget
@@ -312,8 +313,9 @@ def _measured_saving(
     cost, cost_target = both
     tags |= {f"eaq.layers.saving.{key.removeprefix('eaq.')}": value for key, value in lowered.tags.items()
              if key in ("eaq.energy", "eaq.valid", "eaq.valid.reasons", "eaq.valid.notes", "eaq.layers.cuda_graphs")}
-    write_csv(folder / "plan_saving.csv", SAVING_COLUMNS, saving_rows(components, layers, cost, cost_target, basis))
-    return cost, {name: cost[name] - cost_target[name] for name in cost}, basis
+    saving, noise = told_apart(layers, {name: cost[name] - cost_target[name] for name in cost})
+    write_csv(folder / "plan_saving.csv", SAVING_COLUMNS, saving_rows(components, layers, cost, cost_target, basis, noise))
+    return cost, saving, basis
 
 
 def _compiled_saving(
