@@ -25,6 +25,7 @@ from eaq.report import aggregate, figures, frame as frames, front, html, layers
 from eaq.rerun import logged_command
 from eaq.tracking.redact import redact, redact_file
 
+_logger = logging.getLogger(__name__)  # not ``log``: that is the function logging a report onto a run
 # The aggregates logged on a sweep's parent run, named <metric>/<configuration>/<stat>: the MLflow UI (3.17)
 # groups a run's charts by the part before the last "/", one section per metric and configuration holding
 # mean, ci95_low, ci95_high and n; the Overview tab's metrics table lists them sorted, so a metric's rows sit together.
@@ -78,7 +79,6 @@ def _commands(client: MlflowClient, frame: pd.DataFrame) -> list[str]:
             lines.append(f"# {run['run_name']}: overrides not recorded ({type(error).__name__})")
     return lines
 
-_logger = logging.getLogger(__name__)  # not ``log``: that is the function logging a report onto a run
 
 # What a report writes under its folder: a figure or table of an earlier report that this one does not write (another
 # model's overview, a front) must not pass for this one's, in the folder and in what --log uploads.
@@ -220,5 +220,5 @@ def _drop_stale(client: MlflowClient, run_id: str, keep: set[str]) -> None:
         for path in stale:
             repository.delete_artifacts(path)
     except (NotImplementedError, MlflowException, OSError) as error:
-        _logger.warning("an earlier report's files stay on run %s beside this one's, its artifact store refused to delete "
-                    "them (%s): %s", run_id, redact(str(error)), ", ".join(stale))
+        _logger.warning("an earlier report's files stay on run %s beside this one's, its artifact store refused to "
+                        "delete them (%s): %s", run_id, redact(str(error)), ", ".join(stale))
