@@ -8,6 +8,7 @@ would land in another file than the sweep's parent run.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -74,14 +75,18 @@ PASSWORD = "S3cretPw"
 
 class _Forward(BaseHTTPRequestHandler):
     """Passes each request on to a real MLflow server, but answers 503 (its retries used up: a server gone away after
-    ``/health`` answered) to those the server's ``refuse`` picks by path and body."""
+    ``/health`` answered) to those the server's ``refuse`` picks by path and body; where it says "gone", the server
+    then stops listening (a server stopped mid-sweep: every later connection refused)."""
 
     server: _FlakyServer
 
     def _forward(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.server.refuse(self.path, body):
+        if refused := self.server.refuse(self.path, body):
             status, answer = 503, b'{"error_code": "TEMPORARILY_UNAVAILABLE", "message": "down"}'
+            if refused == "gone":  # shut down, not only closed: the serving thread's poll held it open till its next turn
+                self.server.socket.shutdown(socket.SHUT_RDWR)
+                self.server.socket.close()
         else:
             request = urllib.request.Request(self.server.target + self.path, data=body or None, method=self.command,
                                              headers={"Content-Type": self.headers.get("Content-Type", "application/json")})
@@ -103,13 +108,13 @@ class _Forward(BaseHTTPRequestHandler):
 
 
 class _FlakyServer(ThreadingHTTPServer):
-    def __init__(self, target: str, refuse: Callable[[str, bytes], bool]) -> None:
+    def __init__(self, target: str, refuse: Callable[[str, bytes], bool | str]) -> None:
         super().__init__(("127.0.0.1", 0), _Forward)
         self.target, self.refuse = target, refuse
 
 
 @contextmanager
-def flaky_store(tmp_path: Path, refuse: Callable[[str, bytes], bool]) -> Iterator[tuple[str, MlflowClient]]:
+def flaky_store(tmp_path: Path, refuse: Callable[[str, bytes], bool | str]) -> Iterator[tuple[str, MlflowClient]]:
     """A real MLflow server behind ``_FlakyServer``: the URI a sweep is given (with a password, which the server
     ignores) and a client of the server itself, to read back what was recorded."""
     with mlflow_server_on(f"sqlite:///{tmp_path}/server.db", tmp_path / "artifacts") as port:
@@ -172,3 +177,21 @@ def test_a_run_whose_last_metrics_the_store_refuses_ends_failed_and_says_why_red
     for run in jobs:
         assert run.data.tags["eaq.error"].startswith("EaqError: the MLflow tracking store tracking.uri=http://alice:<redacted>@")
         assert PASSWORD not in run.data.tags["eaq.error"]
+
+
+def test_a_store_gone_mid_sweep_is_said_once_and_nothing_more_is_asked_of_it(tmp_path: Path, out: Path) -> None:
+    """A server stopped mid-sweep: each closing record after it (the run's FAILED, the search for the runs under way, the
+    parent's) waited out MLflow's retries, about 4 minutes a request (SIGTERM's KILLED record too: a stopped sweep lived
+    on for 7 minutes), and the sweep's exit ended in a traceback of its exit hook."""
+    with flaky_store(tmp_path, lambda path, body: "gone" if path.endswith("/runs/log-batch") and b"run_wall_s" in body
+                     else False) as (uri, client):
+        result = _sweep(out, uri, "trial=1,2")
+        runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    printed = result.stdout + result.stderr
+    assert PASSWORD not in printed and "Traceback" not in printed, printed[-3000:]
+    assert result.returncode == 2, printed[-3000:]  # the next job found no store: the sweep stops, as at its start
+    # The first run's end, said at once, then the sweep's: once each, and the records as the store last had them.
+    assert printed.count("the run's FAILED record could not be written, it stays RUNNING in the store: the MLflow server "
+                         "tracking.uri=http://alice:<redacted>@127.0.0.1:") == 1, printed[-3000:]
+    assert printed.count("and its runs under way stay as they are in the store (RUNNING): the MLflow server") == 1, printed[-3000:]
+    assert {r.info.status for r in runs} == {"RUNNING"}, [(r.info.run_name, r.info.status) for r in runs]

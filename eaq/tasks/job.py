@@ -35,7 +35,7 @@ from eaq.tasks.isolation import run_in_process, run_isolated, start_server
 from eaq.tracking.failures import store_failed
 from eaq.tracking.flatten import config_hash, flatten, read_files, resolved_config
 from eaq.tracking.run_logger import PARENT_TAG, SUPERSEDED_TAG, TrackedRun, end_run
-from eaq.tracking.store import open_store
+from eaq.tracking.store import open_store, unanswered
 from eaq.tracking.callbacks import parent_run_id, record_skip, skipped_runs, sweep_dir
 from eaq.tracking.environment import capture, cpu_model, device_name, summary_tags
 from eaq.tracking.progress import leave_record, output_sink, show_phase
@@ -124,9 +124,15 @@ def scheduler_ended(exc: BaseException, hydra_cfg: Any) -> JobEndedError | None:
 
 
 def _end(run: TrackedRun, status: str, error: BaseException, uri: str, debug: bool) -> None:
-    """End a job's run as ``status``, ``error`` its reason. A store that fails to take it (``uri``) is said, redacted,
+    """End a job's run as ``status``, ``error`` its reason. A store that fails to take it (``uri``: its setting, as the
+    message names it) is said, redacted,
     not raised: the job's own error is the one to report (an interrupt, to raise), and the sweep's summary counts a run
-    left RUNNING as not finished."""
+    left RUNNING as not finished. A store that has gone since (a server stopped mid-sweep) is said at once, not after
+    MLflow's retries (eaq.tracking.store.unanswered)."""
+    if (why := unanswered(run.client.tracking_uri)) is not None:
+        _report_error(EaqError(f"the run's {status} record could not be written, it stays RUNNING in the store: {why}"),
+                      debug)
+        return
     try:
         run.end(status, error)
     except MlflowException as failure:

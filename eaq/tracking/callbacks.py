@@ -191,6 +191,7 @@ def _redact_if_written(path: Path) -> None:
 class MlflowSweepCallback(Callback):
     def __init__(self) -> None:
         self.parent: TrackedRun | None = None
+        self._gone_said = False  # the store stopped answering, and the sweep has said so
         # Whether the sweep's jobs end with its process (the basic launcher's, joblib's workers under gpus), so that a
         # run of it still RUNNING at its exit is measuring no more; submitit's jobs may run on (SLURM's, elsewhere).
         self._jobs_end_with_sweep = False
@@ -250,7 +251,7 @@ class MlflowSweepCallback(Callback):
         stopped, but under hydra/launcher=gpus joblib kills its workers (and their runs' processes) at an interrupt
         before they can: their runs stayed RUNNING. submitit's launchers record the jobs they cancel themselves
         (hydra_plugins/eaq_launchers/submitit_collect.py), and a job they did not cancel may still be measuring."""
-        if self.parent is None or self.parent.ended:
+        if self.parent is None or self.parent.ended or self._store_gone():
             return
         from eaq.tracking.run_logger import PARENT_TAG, end_run, every_experiment, every_run
 
@@ -263,12 +264,29 @@ class MlflowSweepCallback(Callback):
         finally:
             self.parent.end("FAILED", RuntimeError("the sweep stopped before its end"))
 
+    def _store_gone(self) -> bool:
+        """Whether the store stopped answering since the sweep opened its parent run, said once, in a sentence: its
+        closing requests would each wait out MLflow's retries (eaq.tracking.store.unanswered)."""
+        from eaq.tracking.store import unanswered
+
+        assert self.parent is not None
+        if self._gone_said:
+            return True
+        why = unanswered(self.parent.client.tracking_uri)
+        if why is not None:
+            print(f"error: the sweep's parent run {self.parent.run_id} and its runs under way stay as they are in the "
+                  f"store (RUNNING): {why}", file=sys.stderr)
+            self._gone_said = True
+        return self._gone_said
+
     @fail_loudly("closing the sweep's MLflow parent run")
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from eaq.tracking.run_logger import PARENT_TAG, SUPERSEDED_TAG, every_experiment, every_run
 
         if self.parent is None:
             return
+        if self._store_gone():
+            sys.exit(1)
         client = self.parent.client
         children = every_run(client, every_experiment(client), f"tags.`{PARENT_TAG}` = '{self.parent.run_id}'")
         children = [r for r in children if SUPERSEDED_TAG not in r.data.tags]  # a job's start that a later one replaced

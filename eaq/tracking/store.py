@@ -80,6 +80,27 @@ def _check_reachable(uri: str, setting: str = "tracking.uri") -> None:
         ) from exc
 
 
+def check_store(uri: str, setting: str = "tracking.uri") -> None:
+    """A server or database store answers within seconds, or one redacted sentence (EaqError) says why not; a local
+    file store passes."""
+    if uri.startswith(("http://", "https://")):
+        _check_reachable(uri, setting)
+    _check_database(uri, setting)
+
+
+def unanswered(uri: str) -> str | None:
+    """Why the store ``uri`` does not answer now (check_store's sentence), or None.
+
+    Asked before a record is written where the store may have gone since it last answered (a server stopped
+    mid-sweep): each MLflow request to a dead server waits out its retries, about 4 minutes, and the runs' and the
+    sweep's closing records, several requests, kept a stopped sweep (SIGTERM, Ctrl-C) alive for 7 minutes."""
+    try:
+        check_store(uri)
+    except EaqError as error:
+        return str(error)
+    return None
+
+
 # Database stores checked first, and the name of the connection timeout each driver takes: connect_timeout for
 # psycopg (SQLAlchemy's default PostgreSQL driver is psycopg2), pymysql, mysqlclient and mysql-connector; pg8000's is
 # timeout (given connect_timeout it raised a TypeError: every run and read tool stopped in a traceback).
@@ -176,9 +197,7 @@ def read_store(uri: str) -> MlflowClient:
             f"--uri {redact(uri)} is a path, not a store URI: pass --uri sqlite:///<absolute path to the .db file> for a "
             "store file (a run writes outputs/mlflow.db), or http(s)://host:port for a tracking server."
         )
-    if uri.startswith(("http://", "https://")):
-        _check_reachable(uri, "--uri")
-    _check_database(uri, "--uri")
+    check_store(uri, "--uri")
     if uri.startswith("sqlite:///") and not (database := Path(uri.removeprefix("sqlite:///"))).is_file():
         raise EaqError(
             f"there is no MLflow store at {database.absolute()} (--uri {redact(uri)}): a run writes its store to "
@@ -199,9 +218,7 @@ def open_store(uri: str, experiment: str, artifact_location: str | None) -> tupl
     _credentials_kept_quiet(uri)
     _no_password_in(artifact_location)
     try:
-        if uri.startswith(("http://", "https://")):
-            _check_reachable(uri)
-        _check_database(uri)
+        check_store(uri)
         with creation_lock(uri):
             client = MlflowClient(tracking_uri=uri)
             found = client.get_experiment_by_name(experiment)
