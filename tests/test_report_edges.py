@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from pathlib import Path
 
 from mlflow.entities import Metric
@@ -258,6 +259,11 @@ def test_runs_of_two_protocols_are_two_configurations_and_two_plans_two_precisio
     trend = found[found["setting"] == "trials.warmup_rule=trend"].set_index("precision")["ratio"]
     assert trend.to_dict() == {"fp32": pytest.approx(1.0), "mixed-aaaa1111": pytest.approx(9.2 / 10.1),
                                "mixed-cccc3333": pytest.approx(7.0 / 10.1)}
+    # compare's --baseline takes a plan by the name its rows give it, as the report's does; "mixed" names no row.
+    from eaq.report.compare import main as compare_main
+
+    assert compare_main(["--uri", uri, "--baseline", "mixed-aaaa1111"]) == 0
+    assert compare_main(["--uri", uri, "--baseline", "mixed"]) == 2
 
 
 def test_two_architectures_under_one_model_name_are_two_configurations_and_the_gpu_index_none(tmp_path: Path) -> None:
@@ -1380,3 +1386,27 @@ def test_the_html_says_energy_was_measured_on_no_run_where_none_had_a_sensor(tmp
     assert "Energy not measured on any run: no energy sensor" in build(uri, tmp_path / "r", experiment="eaq").html.read_text()
     client.log_metric(runs["1"], "energy_per_sample_mj", 3.0)
     assert "Energy not measured on some runs: no energy sensor" in build(uri, tmp_path / "r", experiment="eaq").html.read_text()
+
+
+def test_a_deleted_experiment_is_said_with_the_command_restoring_it_in_its_store(tmp_path: Path, capsys) -> None:
+    """The read tools called its runs "none; run into it first" (which eaq.run then refused), and the restore command
+    eaq.run advised, run as written, opened the store of the folder it ran in (an empty mlflow.db there)."""
+    from eaq.report.compare import main as compare_main
+    from eaq.tracking.store import open_store
+
+    uri, client, experiment = _store(tmp_path)
+    parent = client.create_run(experiment, run_name="sweep-x", tags={"eaq.kind": "sweep"}).info.run_id
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1"}, {"latency_mean_ms": 1.0},
+         tags={"mlflow.parentRunId": parent})
+    client.delete_experiment(experiment)
+    restore = f"(MLFLOW_TRACKING_URI={uri} mlflow experiments restore --experiment-id {experiment})"
+    for scope in ({"experiment": "eaq"}, {"sweep": parent}):
+        with pytest.raises(EaqError, match=rf"^the experiment eaq is deleted in the store --uri={uri}; restore it "
+                                           rf"{re.escape(restore)} or pass another --"):
+            build(uri, tmp_path / "report", **scope)
+    assert compare_main(["--uri", uri, "--baseline", "fp32"]) == 2
+    assert f"is deleted in the store --uri={uri}; restore it {restore}" in capsys.readouterr().err
+    with pytest.raises(EaqError, match=re.escape(f"deleted in the store tracking.uri={uri}; restore it {restore} or pick")):
+        open_store(uri, "eaq", None)
+    client.restore_experiment(experiment)  # the advised command's effect: the runs are reported again
+    assert len(build(uri, tmp_path / "report", experiment="eaq").table) > 0

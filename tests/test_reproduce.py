@@ -169,6 +169,9 @@ def test_environment_is_captured_and_secrets_never_land(out: Path, monkeypatch) 
                                       "PYTHONPATH": f"https://u:{REDACTED}@host/x", "AZURE_DEVOPS_EXT_PAT": NOT_RECORDED,
                                       "DB_PW": NOT_RECORDED, "https_proxy": NOT_RECORDED, "USER_DB_PW": NOT_RECORDED,
                                       "PATH_WEBHOOK": NOT_RECORDED, "ONEDNN_DEFAULT_FPMATH_MODE": "BF16"}
+    # A context variable named exactly is recorded though its name holds TOKEN; a measured family's secret-named one not.
+    assert redacted_environ({"TOKENIZERS_PARALLELISM": "false", "TORCHINDUCTOR_API_KEY": "k"}) == {
+        "TOKENIZERS_PARALLELISM": "false", "TORCHINDUCTOR_API_KEY": REDACTED}
 
 
 def test_each_run_records_the_packages_installed_at_its_end(tmp_path: Path, monkeypatch) -> None:

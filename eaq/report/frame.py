@@ -24,7 +24,7 @@ from eaq.tracking.find import find_sweep
 from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, COMPILER_DEFAULTS, NOT_MEASUREMENT, reads_group
 from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import PARENT_TAG, SUPERSEDED_TAG, every_run, sweep_runs
-from eaq.tracking.store import read_store
+from eaq.tracking.store import check_active, read_store
 
 # The configuration of a run: what a row of an aggregate is keyed by (trial is what varies within one).
 # CUDA graphs, the compiler's settings (tuned or Inductor's defaults, its pattern matcher on or off) and
@@ -101,12 +101,15 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
             raise EaqError(f"--sweep {sweep} is no sweep's parent run (eaq.kind={kind}); pass a sweep's folder or its "
                            "parent run's id or name (tag eaq.kind=sweep), or --experiment NAME for every run of an experiment.")
         runs = sweep_runs(client, parent)
+        if not runs:  # a deleted experiment's runs are searched for by no one: its parent's own tells
+            check_active(client, client.get_experiment(parent.info.experiment_id).name, uri, "--uri", "pass another --sweep")
     else:
         name = experiment or "eaq"
         found = client.get_experiment_by_name(name)
         if found is None:
             names = ", ".join(e.name for e in client.search_experiments())
             raise EaqError(f"--experiment {name}: not in {redact(uri)}; experiments there: {names or 'none'}.")
+        check_active(client, name, uri, "--uri", "pass another --experiment NAME")
         runs = every_run(client, [found.experiment_id])
     return [r for r in runs if r.data.tags.get("eaq.kind") in KINDS and SUPERSEDED_TAG not in r.data.tags]
 

@@ -119,10 +119,13 @@ def _git(root: Path) -> dict[str, str]:
 def _recorded(name: str, value: str) -> str:
     """What env.json keeps of one variable: a measured or context one's value, credentials in it redacted (a
     ``PYTHONPATH`` or proxy may hold a ``user:password@`` URL: eaq.tracking.redact knows those shapes); a name saying
-    it holds a secret blanked; any other variable's value not recorded."""
+    it holds a secret blanked (but for a context variable named exactly, none a secret: TOKENIZERS_PARALLELISM's TOKEN
+    had blanked it); any other variable's value not recorded."""
+    if name in CONTEXT_ENVIRON:
+        return redact(value)
     if SECRET_NAME.search(name):
         return REDACTED
-    if name in CONTEXT_ENVIRON or name.upper().startswith(MEASURED_ENVIRON + CONTEXT_FAMILIES):
+    if name.upper().startswith(MEASURED_ENVIRON + CONTEXT_FAMILIES):
         return redact(value)
     return NOT_RECORDED
 
