@@ -107,6 +107,9 @@ def _replayable(logged: list[str], given: list[str]) -> list[str]:
     return kept
 
 
+DEFAULT_URI = "sqlite:///outputs/mlflow.db"
+
+
 def _into(uri: str) -> str:
     """The override that logs the rerun into the store its run was found in (a SQLite path made absolute: the run
     starts in this folder too, but a relative one would be read from eaq.run's). Without it the rerun went to the
@@ -123,12 +126,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("run", help="job folder, run id or run name")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides, applied after the logged ones")
-    parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking store")
+    parser.add_argument("--uri", help="MLflow tracking store a run id or name is found in, and the rerun logs into "
+                                      f"(default {DEFAULT_URI}); for a job folder, where the rerun logs (default: the "
+                                      "store the job was launched with)")
     args = parser.parse_intermixed_args(argv)  # overrides before or after --uri
-    # A job folder needs no store, and none is opened: a SQLite URI's client creates an empty one where none was.
+    # A job folder needs no store, and none is opened: a SQLite URI's client creates an empty one where none was. Its
+    # --uri, where given, is where the rerun goes (it was ignored: the rerun went to the store of the job's launch).
     folder = (Path(args.run) / OVERRIDES).exists()
-    given = args.overrides if folder else [_into(args.uri), *args.overrides]
-    recorded, where = logged_run(args.run, None if folder else read_store(args.uri))
+    uri = args.uri or DEFAULT_URI
+    into = args.uri if folder else uri  # None: a job folder's own store
+    given = [*([_into(into)] if into else []), *args.overrides]
+    recorded, where = logged_run(args.run, None if folder else read_store(uri))
     logged = _replayable(recorded, given)
     command = [sys.executable, "-m", "eaq.run", *logged, *given]
     remember([override.partition("=")[2] for override in args.overrides])  # a store URI passed again, its password

@@ -1400,13 +1400,14 @@ def test_a_deleted_experiment_is_said_with_the_command_restoring_it_in_its_store
          tags={"mlflow.parentRunId": parent})
     client.delete_experiment(experiment)
     restore = f"(MLFLOW_TRACKING_URI={uri} mlflow experiments restore --experiment-id {experiment})"
-    for scope in ({"experiment": "eaq"}, {"sweep": parent}):
-        with pytest.raises(EaqError, match=rf"^the experiment eaq is deleted in the store --uri={uri}; restore it "
+    for scope, named in (({"experiment": "eaq"}, "--experiment eaq"), ({"sweep": parent}, "eaq")):
+        with pytest.raises(EaqError, match=rf"^the experiment {named} is deleted in the store --uri={uri}; restore it "
                                            rf"{re.escape(restore)} or pass another --"):
             build(uri, tmp_path / "report", **scope)
     assert compare_main(["--uri", uri, "--baseline", "fp32"]) == 2
-    assert f"is deleted in the store --uri={uri}; restore it {restore}" in capsys.readouterr().err
-    with pytest.raises(EaqError, match=re.escape(f"deleted in the store tracking.uri={uri}; restore it {restore} or pick")):
+    assert f"--experiment eaq is deleted in the store --uri={uri}; restore it {restore}" in capsys.readouterr().err
+    with pytest.raises(EaqError, match=re.escape(f"tracking.experiment=eaq is deleted in the store tracking.uri={uri}; "
+                                                 f"restore it {restore} or pick")):
         open_store(uri, "eaq", None)
     client.restore_experiment(experiment)  # the advised command's effect: the runs are reported again
     assert len(build(uri, tmp_path / "report", experiment="eaq").table) > 0

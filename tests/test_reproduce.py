@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import psutil
 import pytest
+from mlflow.tracking import MlflowClient
 
 from conftest import FAST, REPO, all_runs, command_line, run_eaq, store
 from eaq.diff import main as diff_main
@@ -105,7 +106,14 @@ def test_a_run_found_by_uri_reruns_into_that_store_from_any_folder(tmp_path: Pat
     assert rerun.stdout.splitlines()[0].endswith(f"(in {first})")
     assert not list(elsewhere.iterdir()) and len(list((first / "outputs" / "runs").iterdir())) == 3
     assert [r.info.status for r in all_runs(first / "outputs")] == ["FINISHED"] * 3  # the store it was launched with
+    # ... or --uri's, where given (it was ignored, the rerun going to the store of the job's launch).
+    other = f"sqlite:///{tmp_path}/other.db"
+    rerun = subprocess.run([sys.executable, "-m", "eaq.rerun", "--uri", other, str(job)], cwd=elsewhere,
+                           capture_output=True, text=True, timeout=600, env=env)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    client = MlflowClient(tracking_uri=other)
     assert len(all_runs(first / "outputs")) == 3
+    assert len(client.search_runs([e.experiment_id for e in client.search_experiments()])) == 1
 
 
 def test_rerun_composes_a_run_of_ones_own_presets_through_its_search_path_again(out: Path, tmp_path: Path, capsys) -> None:
@@ -214,6 +222,12 @@ def test_the_tools_say_what_was_passed_wrong_not_that_the_store_failed(tmp_path:
         assert "is a report's run (python -m eaq.report --log), which ran no configuration" in capsys.readouterr().err
     assert diff_main(["--sweep", "out-of-time", "--uri", uri]) == 2
     assert "is no sweep's parent run (eaq.kind=benchmark)" in capsys.readouterr().err
+    # A sweep folder of another store: named as given (it was "'<the id in it>' is neither a job folder nor a run id").
+    folder = tmp_path / "sweep-of-another-store"
+    folder.mkdir()
+    (folder / "mlflow_parent_run_id.txt").write_text("f" * 32)
+    assert diff_main(["--sweep", str(folder), "--uri", uri]) == 2
+    assert f"error: --sweep {folder}: no such sweep folder, run id or run name in {uri}" in capsys.readouterr().err
     assert diff_main([run.run_id, "x", "--uri", str(tmp_path / "mlflow.db")]) == 2
     assert "is a path, not a store URI: pass --uri sqlite:///" in capsys.readouterr().err
 
@@ -635,7 +649,6 @@ def test_diff_tells_a_failed_runs_plan_from_another_by_the_files_it_recorded_at_
 def test_a_sweeps_folder_given_for_a_run_is_said_to_be_one(tmp_path: Path, capsys) -> None:
     """eaq.rerun of a sweep's folder read "neither a job folder nor a run id or run name"; of its parent run, it gave
     eaq.diff's advice alone."""
-    from mlflow.tracking import MlflowClient
 
     from eaq.rerun import main as rerun_main
     from eaq.tracking.callbacks import PARENT_ID_FILE

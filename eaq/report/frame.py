@@ -94,9 +94,7 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
     client = read_store(uri)
     if sweep is not None:
         # Its folder, parent run id or name, as eaq.diff --sweep takes them (the name is the one the MLflow UI lists).
-        parent = find_sweep(client, sweep, lambda ref: f"--sweep {ref}: no such sweep folder, run id or run name in "
-                            f"{redact(uri)}; pass a sweep's folder or its parent run's id or name (tag eaq.kind=sweep), "
-                            "or --experiment NAME.")
+        parent = find_sweep(client, sweep, ", or --experiment NAME")
         if (kind := parent.data.tags.get("eaq.kind")) != "sweep":  # it has no children: "no runs; run into it first"
             raise EaqError(f"--sweep {sweep} is no sweep's parent run (eaq.kind={kind}); pass a sweep's folder or its "
                            "parent run's id or name (tag eaq.kind=sweep), or --experiment NAME for every run of an experiment.")
@@ -109,7 +107,7 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
         if found is None:
             names = ", ".join(e.name for e in client.search_experiments())
             raise EaqError(f"--experiment {name}: not in {redact(uri)}; experiments there: {names or 'none'}.")
-        check_active(client, name, uri, "--uri", "pass another --experiment NAME")
+        check_active(client, name, uri, "--uri", "pass another --experiment NAME", "--experiment ")
         runs = every_run(client, [found.experiment_id])
     return [r for r in runs if r.data.tags.get("eaq.kind") in KINDS and SUPERSEDED_TAG not in r.data.tags]
 

@@ -77,7 +77,7 @@ def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str,
     found = []
     for uri in uris:
         client = read_store(uri)
-        check_active(client, experiment, uri, "--uri", "pass another --experiment NAME")
+        check_active(client, experiment, uri, "--uri", "pass another --experiment NAME", "--experiment ")
         mlflow.set_tracking_uri(uri)
         runs = mlflow.search_runs(experiment_names=[experiment], filter_string="tags.`eaq.kind` = 'benchmark'")
         if runs.empty:

@@ -49,11 +49,15 @@ def find_run(client: MlflowClient, ref: str, missing: Callable[[str], str] | Non
     return runs[0]
 
 
-def find_sweep(client: MlflowClient, ref: str, missing: Callable[[str], str] | None = None) -> Run:
+def find_sweep(client: MlflowClient, ref: str, instead: str = "") -> Run:
     """The sweep's parent run ``ref`` names: its folder (the parent's id its start left there), its id or its name
-    (the sweep folder's, as the MLflow UI lists it). Whether it is a sweep's is the caller's to check."""
+    (the sweep folder's, as the MLflow UI lists it). Whether it is a sweep's is the caller's to check. Not found: one
+    sentence naming ``ref`` as given, not the id its folder held (a folder of a sweep logged into another store was
+    called "neither a job folder nor a run id"), ``instead`` what else the tool takes."""
     in_folder = parent_run_id(ref) if Path(ref).is_dir() else None
-    return find_run(client, in_folder or ref, missing)
+    return find_run(client, in_folder or ref, lambda _: (
+        f"--sweep {ref}: no such sweep folder, run id or run name in {redact(client.tracking_uri)}; pass a sweep's folder "
+        f"or its parent run's id or name (tag eaq.kind=sweep){instead}."))
 
 
 __all__ = ["find_run", "find_sweep"]

@@ -237,18 +237,19 @@ def open_store(uri: str, experiment: str, artifact_location: str | None) -> tupl
             f"the MLflow tracking store tracking.uri={redact(uri)} could not be opened ({redact(first_line(exc))}); "
             f"pass a writable sqlite:///<absolute path>.db or a server URL."
         ) from exc
-    check_active(client, experiment, uri, "tracking.uri", "pick another tracking.experiment=NAME")
+    check_active(client, experiment, uri, "tracking.uri", "pick another tracking.experiment=NAME", "tracking.experiment=")
     return client, found.experiment_id
 
 
-def check_active(client: MlflowClient, experiment: str, uri: str, setting: str, instead: str) -> None:
-    """Refuse an experiment deleted in the store (``setting``: the option naming it), with the command that restores
+def check_active(client: MlflowClient, experiment: str, uri: str, setting: str, instead: str, option: str = "") -> None:
+    """Refuse an experiment deleted in the store (``setting``: the option naming the store; ``option``: the one naming
+    the experiment, "" where none did), with the command that restores
     it there: ``mlflow experiments restore`` alone opens the store of the folder it runs in (an empty ``mlflow.db``
     created there: "No Experiment with id=2 exists"). The read tools had called its runs "none; run into it first"."""
     found = client.get_experiment_by_name(experiment)
     if found is not None and found.lifecycle_stage != "active":
         raise EaqError(
-            f"the experiment {experiment} is deleted in the store {setting}={redact(uri)}; restore it "
+            f"the experiment {option}{experiment} is deleted in the store {setting}={redact(uri)}; restore it "
             f"(MLFLOW_TRACKING_URI={shlex.quote(redact(uri))} mlflow experiments restore --experiment-id "
             f"{found.experiment_id}) or {instead}."
         )
