@@ -92,6 +92,21 @@ def test_an_encoder_saved_without_its_pooler_loads_as_an_embedding_model(tmp_pat
                    with_tokenizer=False)
 
 
+@pytest.mark.parametrize(("model_type", "experts"), [
+    ("mixtral", {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    ("granitemoe", {"num_local_experts": 4, "num_experts_per_tok": 2}),
+])
+def test_a_causal_mixture_of_experts_loads_as_a_causal_lm(model_type: str, experts: dict[str, int]) -> None:
+    """Its experts' routing groups a pass's tokens, so the last token moves the first one's logits by rounding (2.7e-7
+    of them): exact equality refused Mixtral and GraniteMoE as "not causal" under model.head=causal_lm."""
+    torch.manual_seed(0)
+    architecture = {"model_type": model_type, "vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128,
+                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, **experts}
+    loaded = load_model(ModelConfig(name="moe", weights="random", architecture=architecture, head="causal_lm"),
+                        with_tokenizer=False)
+    assert type(loaded.model).__name__.endswith("ForCausalLM")
+
+
 def test_a_masked_lm_loaded_as_a_causal_lm_is_refused_naming_the_head_it_has(saved_model: Path, tmp_path: Path) -> None:
     """BertForMaskedLM holds every weight of BertLMHeadModel, which attends both ways unless its config says
     is_decoder: loaded with model.head=causal_lm, no weight was missing, and perplexity and next-token agreement were
