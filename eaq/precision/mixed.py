@@ -158,22 +158,22 @@ def check_plan(model: nn.Module, plan: Plan, device: torch.device) -> None:
     plan.validate()
     modules = dict(model.named_modules())
     tied = tied_linears(model)
-    problems = []
+    bases, layers = [], []  # the plan's base (its fix: another base), and its layers (their fix: the plan's layers)
     for fmt_name, fmt in _formats(plan, device).items():
         if reason := base_refusal(fmt_name, plan.base, device):
-            problems.append(f"{reason}; set base: {_base_name(fmt.base)}")
+            bases.append(f"{reason}; set base: {_base_name(fmt.base)}")
         for layer in plan.by_format()[fmt_name]:
             if layer not in modules:
-                problems.append(f"layer {layer} does not exist in this model")
+                layers.append(f"layer {layer} does not exist in this model")
                 continue
             reason = fmt.refusal(modules[layer]) or ("its weight is the token table's (a tied LM head): quantized, it would "
                                                       "be untied, the float table kept beside the copy" if layer in tied else None)
             if reason:
-                problems.append(f"layer {layer} cannot run {fmt_name}: {reason}")
-    if problems:
+                layers.append(f"layer {layer} cannot run {fmt_name}: {reason}")
+    if bases or layers:
         raise UnsupportedPrecisionError(
-            f"precision=mixed cannot run this plan ({'; '.join(problems)}); "
-            "remove those layers from the plan or give them another format."
+            f"precision=mixed cannot run this plan ({'; '.join(bases + layers)})"
+            + ("; remove those layers from the plan or give them another format." if layers else ".")
         )
 
 
