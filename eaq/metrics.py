@@ -87,7 +87,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("energy_net_per_sample_mj", "mJ", "energy_net_j per sample."),
     Metric("valid", "0/1", "1 when every validity check passed; else 0 and tag eaq.valid.reasons lists what failed."),
     *WINDOW_FACTS,
-    Metric("forward_flops_per_batch", "FLOP", "FLOPs of one forward pass over one batch, counted by torch's FlopCounterMode on the fp32 model."),
+    Metric("forward_flops_per_batch", "FLOP", "FLOPs of one forward pass over one batch, counted by torch's FlopCounterMode on the fp32 model; "
+           "for the roofline figures, so logged by a forward run that measures energy with trials.roofline on."),
     Metric("achieved_flop_per_j", "FLOP/J", "forward_flops_per_batch x window_iterations / energy_total_j."),
     Metric("peak_flop_per_j", "FLOP/J", "The device's measured peak: a large matmul in the precision's format, in a metered window (task=calibrate, cached)."),
     Metric("peak_tflops", "TFLOP/s", "Throughput of that calibration matmul."),
