@@ -538,6 +538,8 @@ def validate(
             f"{'layers.impact=true' if not obj.layers.impact else 'layers.plan=true'}."
         )
     if obj.task == "layers" and obj.layers.impact:
+        if obj.layers.target not in PRECISIONS:
+            _one_of("layers.target", obj.layers.target, LAYER_TARGETS)
         if obj.layers.target not in LAYER_TARGETS:  # a plan's own format is no target either
             raise ConfigError(
                 f"layers.target={obj.layers.target} cannot lower one component alone ({obj.layers.target} is an autocast "

@@ -1179,7 +1179,8 @@ def test_task_layers_refuses_a_compiled_model_before_loading(out: Path) -> None:
         # The format components are lowered to must run for real here, as the run's own precision must.
         # Named by the setting the user wrote, not as "precision=fp8".
         (["layers.target=fp8"], "layers.target=fp8: precision=fp8 runs on cuda"),
-        (["layers.target=int9"], "layers.target='int9' is not valid: use one of fp32, tf32,"),
+        (["layers.target=int9"], "layers.target='int9' is not valid: use one of int8, int8_weight_only, fp8, "
+                                 "int4_weight_only, fp32, fp16, bf16."),
         # int8 on the CPU computes with fp32 activations: its layers cannot sit in a bf16 model.
         (["layers.base=bf16"], "int8 on cpu computes with activations in float32, not the base bf16; set layers.base=fp32."),
         # It was accepted and did nothing.

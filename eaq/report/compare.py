@@ -259,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no benchmark runs in experiment {args.experiment!r} at {redact(' '.join(args.uri))}", file=sys.stderr)
         return 1
     # As the table names them: each of several mixed plans is a precision of its own (mixed-<hash>).
-    found = sorted(plan_names(runs["precision.name"], runs["eaq.precision.plan_sha256"]).unique())
+    plans = runs.get("eaq.precision.plan_sha256", pd.Series(index=runs.index, dtype=object))  # none: no mixed run
+    found = sorted(plan_names(runs["precision.name"], plans).unique())
     if args.baseline not in found:
         print(f"--baseline {args.baseline} has no runs in these stores; precisions found: {', '.join(found)}.", file=sys.stderr)
         return 2
