@@ -223,7 +223,7 @@ def test_named_sweep_composes(out: Path) -> None:
         ("batch_size=0", "batch_size=0 is out of range: it must be a number of at least 1.", False),
         # Typos of a value were refused only once the run had opened: a FAILED run of each.
         ("sampler.name=nvlm", "sampler.name='nvlm' is not valid: use one of auto, nvml, nvidia_smi, rapl, none.", False),
-        ("task=layers layers.target=int3", "layers.target='int3' is not valid: use one of fp32,", False),
+        ("task=layers layers.target=int3", "layers.target='int3' is not valid: use one of int8, int8_weight_only,", False),
         ("task=layers layers.budget=points layers.budget_limit=1", "layers.budget='points' is not valid: use one of accuracy_points", False),
         ("precision.name=int3", "precision.name=int3 is no precision eaq has: use one of fp32,", False),
         # Read by nothing under the forward workload; and generation named as forward passes (no -gen<N>).
