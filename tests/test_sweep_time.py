@@ -504,6 +504,24 @@ def test_a_peak_or_bandwidth_with_no_room_beside_the_runs_model_costs_the_run_th
     assert "task=calibrate precision=bf16" in tags["eaq.roofline.bandwidth"]
 
 
+@pytest.mark.parametrize("beside", ["slurm_local", "cpu_slots", None])
+def test_a_calibration_beside_other_jobs_is_logged_but_not_cached(tmp_path: Path, monkeypatch, beside: str | None) -> None:
+    """A slurm_local sweep of three calibrations cached 4.3 GB/s for a CPU that copies 17-18 GB/s alone (each job ran
+    beside the others), and the valid runs after it read their decode roofline from that; under CPU slots its run was
+    not even flagged (it logged no eaq.device, which the shared-CPU check reads)."""
+    cfg = _config(tmp_path)
+    cfg.device, cfg.sampler.name = "cpu", "none"
+    if beside == "slurm_local":
+        monkeypatch.setenv("SUBMITIT_LOCAL_JOB_ID", "1")
+    elif beside == "cpu_slots":
+        cfg.gpu_slots.enabled, cfg.gpu_slots.count = True, 2
+    result = roofline.run_calibration(cfg, tmp_path)
+    assert result.tags["eaq.device"] == "cpu" and result.metrics["peak_bandwidth_gb_per_s"] > 0
+    cached = list((tmp_path / "cache").rglob("bandwidth-*.json"))
+    assert bool(cached) == (beside is None)
+    assert ("eaq.calibration.cached" in result.tags) == (beside is not None)
+
+
 def test_the_process_ahead_is_stopped_when_the_sweep_exits_before_its_end_hook(tmp_path: Path) -> None:
     """Hydra runs the end hooks in reverse order and stops at an exit: the sweep's MLflow hook exits 1 after failed
     runs, before this one's, and the calibrating process went on loading the device after the sweep had ended."""

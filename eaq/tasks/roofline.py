@@ -36,6 +36,7 @@ from eaq.models import model_skeleton
 from eaq.precision import get_precision
 from eaq.precision.mixed import MixedPrecision
 from eaq.precision.base import set_tf32
+from eaq.slots import local_executor
 from eaq.tasks import peaks
 from eaq.tasks.isolation import phase_listener
 from eaq.tasks.result import TaskResult
@@ -43,7 +44,7 @@ from eaq.tasks.result import TaskResult
 log = logging.getLogger(__name__)
 
 
-def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool) -> Calibration | None:
+def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool, keep: bool = True) -> Calibration | None:
     """The cached peak (``reuse``) or a new measurement, cached; None when no sampler measures energy.
 
     Under a lock per device: two runs that need a peak at the same moment measure it once
@@ -64,6 +65,8 @@ def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool)
             calibration = calibrate(device, matmul, sampler, cfg.trials.roofline_window_s, size=size)
             if calibration is None:
                 return None
+            if not keep:
+                return calibration
             save_calibration(path, calibration)
         peaks.remember(cfg, path)
         return calibration
@@ -74,16 +77,30 @@ def _copies(bandwidth: Bandwidth) -> str:
     return f"copies of a {bandwidth.bytes_per_copy / 2 / 2**30:.2f} GiB buffer (read and written) on {bandwidth.device_name}"
 
 
-def _bandwidth(cfg: EaqConfig, device: torch.device, reuse: bool) -> Bandwidth:
-    """The cached memory bandwidth (``reuse``) or a new measurement, cached; under a lock like the FLOP/J peak."""
+def _bandwidth(cfg: EaqConfig, device: torch.device, reuse: bool, keep: bool = True) -> Bandwidth:
+    """The cached memory bandwidth (``reuse``) or a new measurement, cached (where ``keep``); under a lock like the
+    FLOP/J peak."""
     path = bandwidth_path(cfg.paths.cache_dir, device_key(device))
     with exclusive(path.with_suffix(".lock")):
         if reuse and (cached := load_bandwidth(path)) is not None:
             return cached
         # 1 GiB per buffer on a GPU (far past its 50 MB L2); 256 MiB on a CPU, past any L3.
         bandwidth = measure_bandwidth(device, 2**30 if device.type == "cuda" else 2**28)
-        save_calibration(path, bandwidth)
+        if keep:
+            save_calibration(path, bandwidth)
         return bandwidth
+
+
+def _beside_others(cfg: EaqConfig, device: torch.device) -> str | None:
+    """Why a calibration here measures other jobs too, or None: submitit's local executor starts every job of a sweep
+    at once on this host, and CPU slots (hydra/launcher=gpus on a CPU) run several on one CPU. Such a calibration is
+    logged (its run flagged invalid by its job) and not cached: a slurm_local sweep of three had cached 4.3 GB/s for a
+    CPU that copies 17-18 GB/s alone, and the valid runs after it read their roofline from that."""
+    if local_executor():
+        return "it ran under submitit's local executor, beside the sweep's other jobs"
+    if device.type == "cpu" and cfg.gpu_slots.enabled and cfg.gpu_slots.count != 1:
+        return "it ran on the CPU under GPU slots, beside the other slots' jobs"
+    return None
 
 
 def decode_roofline_metrics(
@@ -172,9 +189,9 @@ def ensure_calibration(cfg: EaqConfig) -> str:
     return f"{matmul} {how}: {calibration.flop_per_j / 1e12:.4f} TFLOP/J"
 
 
-def _measured(bandwidth: Bandwidth) -> str:
+def _measured(bandwidth: Bandwidth, cached: bool) -> str:
     """The bandwidth as a sentence for the log (its dataclass printed whole read as a Python dump)."""
-    return f"memory bandwidth {bandwidth.gb_per_s:.1f} GB/s by {_copies(bandwidth)}, measured and cached"
+    return f"memory bandwidth {bandwidth.gb_per_s:.1f} GB/s by {_copies(bandwidth)}, measured{' and cached' * cached}"
 
 
 def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
@@ -185,22 +202,28 @@ def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     phases = Phases(phase_listener())  # so that its phases add up to the run's wall time, as every task's do
     with phases("calibrate"):
         device = resolve_device(cfg.device)
-        calibration = _calibration(cfg, device, _matmul(cfg, device), reuse=False)
+        crowd = _beside_others(cfg, device)
+        calibration = _calibration(cfg, device, _matmul(cfg, device), reuse=False, keep=crowd is None)
     with phases("bandwidth"):
-        bandwidth = _bandwidth(cfg, device, reuse=False)
+        bandwidth = _bandwidth(cfg, device, reuse=False, keep=crowd is None)
+    if crowd is not None:
+        log.warning("calibration: not cached, %s: a calibration measures the device alone (the basic launcher)", crowd)
     metrics = {"peak_bandwidth_gb_per_s": bandwidth.gb_per_s, **phases.metrics()}
     if calibration is None:
         unavailable = (f"unavailable: sampler={cfg.sampler.name} measures no energy on {device}; a GPU with sampler=nvml "
                        "(or a CPU with readable RAPL and sampler=rapl) measures it")
-        log.warning("calibration: the peak FLOP/J is %s; %s", unavailable, _measured(bandwidth))
+        log.warning("calibration: the peak FLOP/J is %s; %s", unavailable, _measured(bandwidth, crowd is None))
         tags = {"eaq.calibration.flop_per_j": unavailable}
     else:
         metrics |= {"peak_flop_per_j": calibration.flop_per_j, "peak_tflops": calibration.tflops,
                     "power_mean_w": calibration.power_mean_w}
         tags = {f"eaq.calibration.{k}": str(v) for k, v in asdict(calibration).items()}
         log.info("calibration: %.1f TFLOP/s, %.3g FLOP/J (%s, %d^3, %.0f W); %s", calibration.tflops, calibration.flop_per_j,
-                 calibration.matmul, calibration.size, calibration.power_mean_w, _measured(bandwidth))
-    return TaskResult(metrics=metrics, tags={"eaq.kind": "calibrate", **tags}, device=describe_device(device), files=[])
+                 calibration.matmul, calibration.size, calibration.power_mean_w, _measured(bandwidth, crowd is None))
+    if crowd is not None:
+        tags["eaq.calibration.cached"] = f"false: {crowd}"
+    return TaskResult(metrics=metrics, tags={"eaq.kind": "calibrate", "eaq.device": str(device), **tags},
+                      device=describe_device(device), files=[])
 
 
 __all__ = ["decode_roofline_metrics", "ensure_calibration", "roofline_metrics", "run_calibration"]
