@@ -1017,6 +1017,22 @@ def test_with_stdout_redirected_the_run_lines_stay_in_its_file_under_a_terminals
         assert sys.stdout is stdout
 
 
+def test_a_terminal_that_reports_no_width_gets_the_plain_lines(tmp_path: Path) -> None:
+    """A pty with no size (script's, docker exec -t's) drew neither the bar nor the plain lines: nothing at all."""
+    import os
+
+    master, slave = os.openpty()  # a new pty reports 0 columns until someone sets its size
+    with open(slave, "w", closefd=True) as terminal:
+        assert terminal.isatty() and os.get_terminal_size(slave).columns == 0
+        progress = SweepProgress(terminal)
+        progress.on_multirun_start(_joblib_config(tmp_path))
+        progress._ended("a-fp32", "finished", 1.0)
+        progress.on_multirun_end(_joblib_config(tmp_path))
+    drawn = os.read(master, 65536).decode()
+    os.close(master)
+    assert "[sweep 1/2] a-fp32 finished in 1s" in drawn, drawn
+
+
 def test_the_time_left_is_told_by_the_runs_that_finished_not_by_refusals() -> None:
     """Two precisions the device refuses fail in under a second: counted in, they read "about 0s left" before the
     minutes of runs still to come."""

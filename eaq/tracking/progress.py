@@ -26,6 +26,7 @@ side the time left is the sweep's wall time so far per run that ran, times those
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import threading
@@ -65,6 +66,18 @@ def show_phase(phase: str) -> None:
 def output_sink() -> Callable[[str], None] | None:
     """Where a forked run's printed output should go: above the progress bars, when they are drawn."""
     return _active.write if _active is not None and _active.bar is not None else None
+
+
+def _drawable(stream: TextIO) -> bool:
+    """Whether the bars can be drawn on ``stream``: a terminal that reports a width. One that reports none (a pty with
+    no size set: ``script``, ``docker exec -t`` or ``ssh -tt`` from a script) showed nothing, neither bar nor plain
+    lines. A stream with no file behind it (a test's) is taken at its word."""
+    if not stream.isatty():
+        return False
+    try:
+        return os.get_terminal_size(stream.fileno()).columns > 0
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        return True
 
 
 def _duration(seconds: float) -> str:
@@ -122,7 +135,7 @@ class SweepProgress(Callback):
         else:  # jobs run in other processes (joblib, submitit): their records in the sweep folder say how they ended
             self.records = sweep_folder(config) / RECORDS_DIR
             shutil.rmtree(self.records, ignore_errors=True)  # left by an earlier sweep in this folder
-        if self.stream.isatty():
+        if _drawable(self.stream):
             # Without tqdm's own remaining time and rate: they count failed and skipped runs, which take no time, so
             # the bar showed two time-left figures that disagreed; the postfix's (_counts) is the one.
             self.bar = tqdm(total=self.total, desc="sweep", unit="run", file=self.stream, position=0, dynamic_ncols=True,
