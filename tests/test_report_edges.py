@@ -655,6 +655,14 @@ def test_one_gpu_against_two_from_stores_shows_measured_means_and_says_why_agree
         uris.append(uri)
     assert main(["--one", uris[2], "--two", uris[3], "--one-wall-s", "10", "--two-wall-s", "6"]) == 0
     assert "energy: not measured (no energy sensor in these runs)" in capsys.readouterr().out
+    # A wall time of 0 divided by zero, a negative one "met" the bar; a store not there was named by a --uri it lacks.
+    for wall in ("0", "-1"):
+        with pytest.raises(SystemExit) as stopped:
+            main(["--one", uris[2], "--two", uris[3], "--one-wall-s", wall, "--two-wall-s", "6"])
+        assert stopped.value.code == 2 and f"argument --one-wall-s: {wall} is no wall time" in capsys.readouterr().err
+    missing = f"sqlite:///{tmp_path}/none.db"
+    assert main(["--one", missing, "--two", uris[3], "--one-wall-s", "10", "--two-wall-s", "6"]) == 2
+    assert f"(--one {missing}): a run writes its store" in capsys.readouterr().err
 
 
 def _live_run(client: MlflowClient, experiment: str, parent: str, params: dict[str, str]) -> str:

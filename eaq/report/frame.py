@@ -88,10 +88,10 @@ REPORTED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj
             "decode_energy_net_per_token_mj", "prefill_energy_per_prefill_mj")
 
 
-def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None) -> list:
+def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None, option: str = "--uri") -> list:
     """The benchmark and layer-analysis runs of one sweep (its parent run id: its children and the runs it reused)
-    or of one experiment."""
-    client = read_store(uri)
+    or of one experiment; ``option``: the tool's option naming the store (eaq.tracking.store.read_store)."""
+    client = read_store(uri, option)
     if sweep is not None:
         # Its folder, parent run id or name, as eaq.diff --sweep takes them (the name is the one the MLflow UI lists).
         parent = find_sweep(client, sweep, ", or --experiment NAME")
@@ -264,12 +264,13 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
     return frame.sort_values([*CONFIG_KEYS, "trial"], na_position="last").reset_index(drop=True)
 
 
-def load(uri: str, experiment: str | None = None, sweep: str | None = None, ended: frozenset[str] = frozenset()) -> pd.DataFrame:
+def load(uri: str, experiment: str | None = None, sweep: str | None = None, ended: frozenset[str] = frozenset(),
+         option: str = "--uri") -> pd.DataFrame:
     """``runs_frame(fetch_runs(...))``, failing with what to do when there is nothing to report.
 
     ``ended``: sweeps known to have ended though their parent is still open: the sweep's own report at its end
     (every job has returned, and a run left under way by a killed worker is failed, not running)."""
-    runs = fetch_runs(uri, experiment, sweep)
+    runs = fetch_runs(uri, experiment, sweep, option)
     frame = runs_frame(runs, ended_sweeps(MlflowClient(tracking_uri=uri), runs) | ended)
     if frame.empty:
         scope = f"sweep {sweep}" if sweep else f"experiment {experiment or 'eaq'}"

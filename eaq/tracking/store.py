@@ -185,24 +185,25 @@ def _credentials_kept_quiet(uri: str) -> None:
         os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
 
 
-def read_store(uri: str) -> MlflowClient:
+def read_store(uri: str, option: str = "--uri") -> MlflowClient:
     """A client for reading a store that must already exist (the report, diff and rerun tools).
 
     A dead server fails in seconds, not after MLflow's minutes of retries; a SQLite file that is not there is said,
-    not created empty (the tools' default, ``outputs/mlflow.db``, is relative to the folder they run in).
+    not created empty (the tools' default, ``outputs/mlflow.db``, is relative to the folder they run in). ``option``:
+    the tool's option that named the store, as its messages quote it.
     """
     _credentials_kept_quiet(uri)
     if len(urllib.parse.urlsplit(uri).scheme) <= 1:  # a path (a Windows drive's letter is no scheme), read by MLflow
         # as a file store that it refuses with advice on migrating one
         raise EaqError(
-            f"--uri {redact(uri)} is a path, not a store URI: pass --uri sqlite:///<absolute path to the .db file> for a "
+            f"{option} {redact(uri)} is a path, not a store URI: pass {option} sqlite:///<absolute path to the .db file> for a "
             "store file (a run writes outputs/mlflow.db), or http(s)://host:port for a tracking server."
         )
-    check_store(uri, "--uri")
+    check_store(uri, option)
     if uri.startswith("sqlite:///") and not (database := Path(uri.removeprefix("sqlite:///"))).is_file():
         raise EaqError(
-            f"there is no MLflow store at {database.absolute()} (--uri {redact(uri)}): a run writes its store to "
-            "outputs/mlflow.db under the folder it was launched from; pass --uri sqlite:///<absolute path to that file>."
+            f"there is no MLflow store at {database.absolute()} ({option} {redact(uri)}): a run writes its store to "
+            f"outputs/mlflow.db under the folder it was launched from; pass {option} sqlite:///<absolute path to that file>."
         )
     return MlflowClient(tracking_uri=uri)
 
