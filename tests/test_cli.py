@@ -15,6 +15,7 @@ import time
 import pytest
 
 from conftest import FAST, REPO, all_runs, run_eaq
+from eaq.errors import EaqError
 from eaq.measure.rapl import find_zones
 from eaq.metrics import METRIC_NAMES, documented_tag
 from eaq.report.compare import COLUMNS as COMPARE_COLUMNS, compare, main as compare_main
@@ -386,6 +387,13 @@ def test_a_calibration_without_an_energy_sensor_measures_the_bandwidth_and_says_
     swept = run_eaq(out, "-m", *FAST, "task=calibrate", "sampler=none", f"paths.cache_dir={out / 'fresh'}")
     assert swept.returncode == 0 and "1 finished, 0 failed, 0 skipped" in swept.stderr, swept.stderr[-2000:]
     assert "sweep report: none for task=calibrate" in swept.stderr and "not built" not in swept.stderr
+    # The report asked for it says the same, not "no runs; run python -m eaq.run -m ... into it first".
+    from eaq.report.__main__ import main as report_main
+    from eaq.tracking.callbacks import parent_run_id
+
+    folder = next(p.parent for p in (out / "multirun").rglob("mlflow_parent_run_id.txt"))
+    with pytest.raises(EaqError, match=r"ran calibrations alone, so there is no report: task=calibrate measures the device"):
+        report_main.__wrapped__(["--uri", f"sqlite:///{out}/mlflow.db", "--sweep", parent_run_id(folder), "--out", str(out / "r")])
     assert list((out / "fresh").rglob("bandwidth-*.json"))
 
 

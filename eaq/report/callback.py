@@ -58,9 +58,9 @@ class SweepReportCallback(Callback):
         if parent is None:  # the sweep never opened a parent run (mlflow_sweep not registered): nothing to report on
             return
         if config.get("task") == "calibrate":  # every job a calibration (a task swept over values reads as its default)
-            print("sweep report: none for task=calibrate, which measures the device, not a model: each run has its peaks "
-                  "(peak_flop_per_j, peak_bandwidth_gb_per_s), and paths.cache_dir keeps them for the runs that use them",
-                  file=sys.stderr)
+            from eaq.report.frame import CALIBRATIONS_ONLY
+
+            print(f"sweep report: none for task=calibrate: {CALIBRATIONS_ONLY}", file=sys.stderr)
             return
         uri = config.tracking.uri
         try:

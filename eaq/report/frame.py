@@ -88,6 +88,12 @@ REPORTED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj
             "decode_energy_net_per_token_mj", "prefill_energy_per_prefill_mj")
 
 
+# Why a sweep of calibrations alone has no report (its end says so, and so does the report asked for it).
+CALIBRATIONS_ONLY = ("task=calibrate measures the device, not a model: each run logged the peaks it measured "
+                     "(peak_bandwidth_gb_per_s, and peak_flop_per_j where a sensor measures energy), and paths.cache_dir "
+                     "keeps them for the runs that use them")
+
+
 def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None, option: str = "--uri") -> list:
     """The benchmark and layer-analysis runs of one sweep (its parent run id: its children and the runs it reused)
     or of one experiment; ``option``: the tool's option naming the store (eaq.tracking.store.read_store)."""
@@ -99,6 +105,8 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
             raise EaqError(f"--sweep {sweep} is no sweep's parent run (eaq.kind={kind}); pass a sweep's folder or its "
                            "parent run's id or name (tag eaq.kind=sweep), or --experiment NAME for every run of an experiment.")
         runs = sweep_runs(client, parent)
+        if runs and all(r.data.tags.get("eaq.kind") == "calibrate" for r in runs):  # "no runs; run into it first" read wrong
+            raise EaqError(f"--sweep {sweep} ran calibrations alone, so there is no report: {CALIBRATIONS_ONLY}.")
         if not runs:  # a deleted experiment's runs are searched for by no one: its parent's own tells
             check_active(client, client.get_experiment(parent.info.experiment_id).name, uri, "--uri", "pass another --sweep")
     else:
