@@ -222,12 +222,13 @@ def test_the_tools_say_what_was_passed_wrong_not_that_the_store_failed(tmp_path:
         assert "is a report's run (python -m eaq.report --log), which ran no configuration" in capsys.readouterr().err
     assert diff_main(["--sweep", "out-of-time", "--uri", uri]) == 2
     assert "is no sweep's parent run (eaq.kind=benchmark)" in capsys.readouterr().err
-    # A sweep folder of another store: named as given (it was "'<the id in it>' is neither a job folder nor a run id").
+    # A sweep folder of another store: said so (it was "'<the id in it>' is neither a job folder nor a run id").
     folder = tmp_path / "sweep-of-another-store"
     folder.mkdir()
     (folder / "mlflow_parent_run_id.txt").write_text("f" * 32)
     assert diff_main(["--sweep", str(folder), "--uri", uri]) == 2
-    assert f"error: --sweep {folder}: no such sweep folder, run id or run name in {uri}" in capsys.readouterr().err
+    assert (f"error: --sweep {folder}: the sweep folder's parent run {'f' * 32} is not in {uri}: its sweep logged to "
+            "another store; pass that one's --uri") in capsys.readouterr().err
     assert diff_main([run.run_id, "x", "--uri", str(tmp_path / "mlflow.db")]) == 2
     assert "is a path, not a store URI: pass --uri sqlite:///" in capsys.readouterr().err
 

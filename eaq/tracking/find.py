@@ -55,9 +55,12 @@ def find_sweep(client: MlflowClient, ref: str, instead: str = "") -> Run:
     sentence naming ``ref`` as given, not the id its folder held (a folder of a sweep logged into another store was
     called "neither a job folder nor a run id"), ``instead`` what else the tool takes."""
     in_folder = parent_run_id(ref) if Path(ref).is_dir() else None
+    where = redact(client.tracking_uri)
     return find_run(client, in_folder or ref, lambda _: (
-        f"--sweep {ref}: no such sweep folder, run id or run name in {redact(client.tracking_uri)}; pass a sweep's folder "
-        f"or its parent run's id or name (tag eaq.kind=sweep){instead}."))
+        f"--sweep {ref}: the sweep folder's parent run {in_folder} is not in {where}: its sweep logged to another store; "
+        "pass that one's --uri (the tracking.uri in the folder's multirun.yaml)." if in_folder else
+        f"--sweep {ref}: no such sweep folder, run id or run name in {where}; pass a sweep's folder or its parent run's "
+        f"id or name (tag eaq.kind=sweep){instead}."))
 
 
 __all__ = ["find_run", "find_sweep"]
