@@ -392,8 +392,10 @@ def test_a_calibration_without_an_energy_sensor_measures_the_bandwidth_and_says_
     from eaq.tracking.callbacks import parent_run_id
 
     folder = next(p.parent for p in (out / "multirun").rglob("mlflow_parent_run_id.txt"))
-    with pytest.raises(EaqError, match=r"ran calibrations alone, so there is no report: task=calibrate measures the device"):
+    with pytest.raises(EaqError, match=r"holds calibrations alone, so there is no report: task=calibrate measures the device"):
         report_main.__wrapped__(["--uri", f"sqlite:///{out}/mlflow.db", "--sweep", parent_run_id(folder), "--out", str(out / "r")])
+    with pytest.raises(EaqError, match=r"^--experiment eaq holds calibrations alone"):  # the store's whole experiment too
+        report_main.__wrapped__(["--uri", f"sqlite:///{out}/mlflow.db", "--out", str(out / "r")])
     assert list((out / "fresh").rglob("bandwidth-*.json"))
 
 

@@ -656,7 +656,7 @@ def test_one_gpu_against_two_from_stores_shows_measured_means_and_says_why_agree
     assert main(["--one", uris[2], "--two", uris[3], "--one-wall-s", "10", "--two-wall-s", "6"]) == 0
     assert "energy: not measured (no energy sensor in these runs)" in capsys.readouterr().out
     # A wall time of 0 divided by zero, a negative one "met" the bar; a store not there was named by a --uri it lacks.
-    for wall in ("0", "-1"):
+    for wall in ("0", "-1", "inf", "abc"):
         with pytest.raises(SystemExit) as stopped:
             main(["--one", uris[2], "--two", uris[3], "--one-wall-s", wall, "--two-wall-s", "6"])
         assert stopped.value.code == 2 and f"argument --one-wall-s: {wall} is no wall time" in capsys.readouterr().err

@@ -228,7 +228,7 @@ def test_the_tools_say_what_was_passed_wrong_not_that_the_store_failed(tmp_path:
     (folder / "mlflow_parent_run_id.txt").write_text("f" * 32)
     assert diff_main(["--sweep", str(folder), "--uri", uri]) == 2
     assert (f"error: --sweep {folder}: the sweep folder's parent run {'f' * 32} is not in {uri}: its sweep logged to "
-            "another store; pass that one's --uri") in capsys.readouterr().err
+            "another store; pass that one as --uri") in capsys.readouterr().err
     assert diff_main([run.run_id, "x", "--uri", str(tmp_path / "mlflow.db")]) == 2
     assert "is a path, not a store URI: pass --uri sqlite:///" in capsys.readouterr().err
 

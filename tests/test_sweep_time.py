@@ -520,6 +520,9 @@ def test_a_calibration_beside_other_jobs_is_logged_but_not_cached(tmp_path: Path
     cached = list((tmp_path / "cache").rglob("bandwidth-*.json"))
     assert bool(cached) == (beside is None)
     assert ("eaq.calibration.cached" in result.tags) == (beside is not None)
+    # Nor does a generation's bandwidth, measured on first need, land in the cache from beside other jobs.
+    metrics, _ = roofline.decode_roofline_metrics(cfg, torch.device("cpu"), 2e9, 0.002)
+    assert metrics["peak_bandwidth_gb_per_s"] > 0 and bool(list((tmp_path / "cache").rglob("bandwidth-*.json"))) == (beside is None)
 
 
 def test_the_process_ahead_is_stopped_when_the_sweep_exits_before_its_end_hook(tmp_path: Path) -> None:

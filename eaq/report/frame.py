@@ -91,7 +91,8 @@ REPORTED = ("latency_mean_ms", "throughput_samples_per_s", "energy_per_sample_mj
 # Why a sweep of calibrations alone has no report (its end says so, and so does the report asked for it).
 CALIBRATIONS_ONLY = ("task=calibrate measures the device, not a model: each run logged the peaks it measured "
                      "(peak_bandwidth_gb_per_s, and peak_flop_per_j where a sensor measures energy), and paths.cache_dir "
-                     "keeps them for the runs that use them")
+                     "keeps them for the runs that use them, but those measured beside other jobs (tag "
+                     "eaq.calibration.cached says why)")
 
 
 def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None, option: str = "--uri") -> list:
@@ -105,18 +106,20 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
             raise EaqError(f"--sweep {sweep} is no sweep's parent run (eaq.kind={kind}); pass a sweep's folder or its "
                            "parent run's id or name (tag eaq.kind=sweep), or --experiment NAME for every run of an experiment.")
         runs = sweep_runs(client, parent)
-        if runs and all(r.data.tags.get("eaq.kind") == "calibrate" for r in runs):  # "no runs; run into it first" read wrong
-            raise EaqError(f"--sweep {sweep} ran calibrations alone, so there is no report: {CALIBRATIONS_ONLY}.")
         if not runs:  # a deleted experiment's runs are searched for by no one: its parent's own tells
-            check_active(client, client.get_experiment(parent.info.experiment_id).name, uri, "--uri", "pass another --sweep")
+            check_active(client, client.get_experiment(parent.info.experiment_id).name, uri, option, "pass another --sweep")
     else:
         name = experiment or "eaq"
         found = client.get_experiment_by_name(name)
         if found is None:
             names = ", ".join(e.name for e in client.search_experiments())
             raise EaqError(f"--experiment {name}: not in {redact(uri)}; experiments there: {names or 'none'}.")
-        check_active(client, name, uri, "--uri", "pass another --experiment NAME", "--experiment ")
+        check_active(client, name, uri, option, "pass another --experiment NAME", "--experiment ")
         runs = every_run(client, [found.experiment_id])
+    measured = [r for r in runs if r.data.tags.get("eaq.kind") not in ("sweep", "report")]  # their parents and reports
+    if measured and all(r.data.tags.get("eaq.kind") == "calibrate" for r in measured):  # "no runs; run into it" read wrong
+        scope = f"--sweep {sweep}" if sweep is not None else f"--experiment {experiment or 'eaq'}"
+        raise EaqError(f"{scope} holds calibrations alone, so there is no report: {CALIBRATIONS_ONLY}.")
     return [r for r in runs if r.data.tags.get("eaq.kind") in KINDS and SUPERSEDED_TAG not in r.data.tags]
 
 

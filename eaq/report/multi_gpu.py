@@ -48,10 +48,14 @@ def side_by_side(one: pd.DataFrame, two: pd.DataFrame, metrics: tuple[str, ...] 
 
 
 def _seconds(text: str) -> float:
-    """A wall time: a positive number of seconds (0 divided the ratio by zero, a negative one "met" the bar)."""
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} is no wall time: give the sweep's seconds, more than 0")
+    """A wall time: a finite positive number of seconds (0 divided the ratio by zero, a negative or infinite one "met"
+    the bar)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text} is no wall time: give the sweep's seconds, a number more than 0")
     return value
 
 
@@ -63,11 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one-wall-s", type=_seconds, required=True, help="wall time of the sweep on one GPU, seconds")
     parser.add_argument("--two-wall-s", type=_seconds, required=True, help="wall time of the sweep on two GPUs, seconds")
     parser.add_argument("--max-ratio", type=float, default=0.55, help="the wall-time ratio two/one to meet (default 0.55)")
+    parser.add_argument("--experiment", default="eaq", help="the experiment of both stores' runs (default eaq)")
     args = parser.parse_args(argv)
     ratio = args.two_wall_s / args.one_wall_s
     print(f"wall time: one GPU {args.one_wall_s:.1f} s, two GPUs {args.two_wall_s:.1f} s, ratio {ratio:.3f} "
           f"({'meets' if ratio <= args.max_ratio else 'misses'} <= {args.max_ratio})")
-    table = side_by_side(load(args.one, option="--one"), load(args.two, option="--two"))
+    table = side_by_side(load(args.one, args.experiment, option="--one"), load(args.two, args.experiment, option="--two"))
     if table[["one_mean", "two_mean"]].isna().all().all():
         print("energy: not measured (no energy sensor in these runs)")
         return 0

@@ -44,14 +44,14 @@ from eaq.tasks.result import TaskResult
 log = logging.getLogger(__name__)
 
 
-def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool, keep: bool = True) -> Calibration | None:
+def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool) -> Calibration | None:
     """The cached peak (``reuse``) or a new measurement, cached; None when no sampler measures energy.
 
     Under a lock per device: two runs that need a peak at the same moment measure it once
     (the second reads the first's), and never while the other's matmul loads the same device,
     which would halve both peaks. A peak is kept per sampler (``calibration_path``). A peak
     found or made is recorded for ``cfg``'s settings (eaq.tasks.peaks), so a sweep's process
-    finds it without torch.
+    finds it without torch. One measured beside other jobs (``_beside_others``) is not cached.
     """
     sampler = select_sampler(cfg.sampler.name, device, cfg.sampler.interval_ms / 1e3)
     if not measures_energy(sampler):
@@ -65,7 +65,7 @@ def _calibration(cfg: EaqConfig, device: torch.device, matmul: str, reuse: bool,
             calibration = calibrate(device, matmul, sampler, cfg.trials.roofline_window_s, size=size)
             if calibration is None:
                 return None
-            if not keep:
+            if _beside_others(cfg, device) is not None:
                 return calibration
             save_calibration(path, calibration)
         peaks.remember(cfg, path)
@@ -77,29 +77,30 @@ def _copies(bandwidth: Bandwidth) -> str:
     return f"copies of a {bandwidth.bytes_per_copy / 2 / 2**30:.2f} GiB buffer (read and written) on {bandwidth.device_name}"
 
 
-def _bandwidth(cfg: EaqConfig, device: torch.device, reuse: bool, keep: bool = True) -> Bandwidth:
-    """The cached memory bandwidth (``reuse``) or a new measurement, cached (where ``keep``); under a lock like the
-    FLOP/J peak."""
+def _bandwidth(cfg: EaqConfig, device: torch.device, reuse: bool) -> Bandwidth:
+    """The cached memory bandwidth (``reuse``) or a new measurement, cached unless measured beside other jobs
+    (``_beside_others``); under a lock like the FLOP/J peak."""
     path = bandwidth_path(cfg.paths.cache_dir, device_key(device))
     with exclusive(path.with_suffix(".lock")):
         if reuse and (cached := load_bandwidth(path)) is not None:
             return cached
         # 1 GiB per buffer on a GPU (far past its 50 MB L2); 256 MiB on a CPU, past any L3.
         bandwidth = measure_bandwidth(device, 2**30 if device.type == "cuda" else 2**28)
-        if keep:
+        if _beside_others(cfg, device) is None:
             save_calibration(path, bandwidth)
         return bandwidth
 
 
 def _beside_others(cfg: EaqConfig, device: torch.device) -> str | None:
-    """Why a calibration here measures other jobs too, or None: submitit's local executor starts every job of a sweep
-    at once on this host, and CPU slots (hydra/launcher=gpus on a CPU) run several on one CPU. Such a calibration is
-    logged (its run flagged invalid by its job) and not cached: a slurm_local sweep of three had cached 4.3 GB/s for a
-    CPU that copies 17-18 GB/s alone, and the valid runs after it read their roofline from that."""
+    """Why a calibration here may measure other jobs too, or None: submitit's local executor starts every job of a
+    sweep at once on this host, and CPU slots (hydra/launcher=gpus on a CPU) run several on one CPU (whether one did is
+    known only after: the shared-CPU check flags the run then). Such a calibration (task=calibrate's, or one a run makes
+    on first need) is logged and not cached: a slurm_local sweep of three had cached 4.3 GB/s for a CPU that copies
+    17-18 GB/s alone, and the valid runs after it read their roofline from that."""
     if local_executor():
         return "it ran under submitit's local executor, beside the sweep's other jobs"
     if device.type == "cpu" and cfg.gpu_slots.enabled and cfg.gpu_slots.count != 1:
-        return "it ran on the CPU under GPU slots, beside the other slots' jobs"
+        return f"it ran on the CPU under {cfg.gpu_slots.count or 'several'} GPU slots, where other jobs may run beside it"
     return None
 
 
@@ -203,9 +204,9 @@ def run_calibration(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
     with phases("calibrate"):
         device = resolve_device(cfg.device)
         crowd = _beside_others(cfg, device)
-        calibration = _calibration(cfg, device, _matmul(cfg, device), reuse=False, keep=crowd is None)
+        calibration = _calibration(cfg, device, _matmul(cfg, device), reuse=False)
     with phases("bandwidth"):
-        bandwidth = _bandwidth(cfg, device, reuse=False, keep=crowd is None)
+        bandwidth = _bandwidth(cfg, device, reuse=False)
     if crowd is not None:
         log.warning("calibration: not cached, %s: a calibration measures the device alone (the basic launcher)", crowd)
     metrics = {"peak_bandwidth_gb_per_s": bandwidth.gb_per_s, **phases.metrics()}

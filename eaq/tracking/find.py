@@ -58,7 +58,7 @@ def find_sweep(client: MlflowClient, ref: str, instead: str = "") -> Run:
     where = redact(client.tracking_uri)
     return find_run(client, in_folder or ref, lambda _: (
         f"--sweep {ref}: the sweep folder's parent run {in_folder} is not in {where}: its sweep logged to another store; "
-        "pass that one's --uri (the tracking.uri in the folder's multirun.yaml)." if in_folder else
+        "pass that one as --uri (by default sqlite:///<the folder it was launched from>/outputs/mlflow.db)." if in_folder else
         f"--sweep {ref}: no such sweep folder, run id or run name in {where}; pass a sweep's folder or its parent run's "
         f"id or name (tag eaq.kind=sweep){instead}."))
 
