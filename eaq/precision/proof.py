@@ -54,10 +54,11 @@ def stored_bytes_read(model: nn.Module, rows: int) -> int:
     (a tied LM head, as in GPT-2), and otherwise for ``rows`` rows: Llama's untied 32000-row input table is 6% of
     the 1.1B shape's bytes, of which a batch-1 step reads one row. A model that multiplies by a table's weight
     outside any module (``F.linear(h, self.wte.weight)``) would be counted for rows only: none of eaq's presets do.
+    A mixture of experts' routed experts count for the most a step's tokens can choose (``routed_experts_unread``).
     """
     if rows < 1:
         raise ValueError(f"rows is the most rows a pass looks up in a table, at least 1, not {rows}")
-    read = model_size_bytes(model)
+    read = model_size_bytes(model) - routed_experts_unread(model, rows)
     whole = {_storage_key(leaf) for module in model.modules() if not isinstance(module, nn.Embedding)
              for leaf in _leaves([*module.parameters(recurse=False), *module.buffers(recurse=False)])}
     looked_up: set[tuple[str, int]] = set()
@@ -71,6 +72,40 @@ def stored_bytes_read(model: nn.Module, rows: int) -> int:
         looked_up.add(key)
         read -= weight.nbytes - min(rows, table.num_embeddings) * weight[0].nbytes
     return read
+
+
+def routed_experts_unread(model: nn.Module, rows: int) -> int:
+    """Bytes of a mixture of experts' routed experts that a pass of ``rows`` tokens cannot read.
+
+    Each token runs ``num_experts_per_tok`` (k) of a layer's E experts, so a pass reads at most min(E, rows * k) of
+    them per layer (an upper bound at rows > 1, as an embedding's rows): at batch 1 a decode step of the H200 run's
+    Mixtral shape (8 experts of 2816, top 2; docs/results/2026-11-29-h200-session42) reads 384 MB of its weights,
+    where counting every expert made it 1215 MB. Hugging
+    Face names a layer's routed experts ``experts``: one module holding a 3-D tensor per projection whose first
+    dimension is the expert (transformers 5), or a list of E expert modules (transformers 4); a shared expert
+    (Qwen2-MoE's ``shared_expert``, DeepSeek's ``shared_experts``) runs for every token and is read whole. A model
+    whose config names no ``num_experts_per_tok`` (top-1 routers name it otherwise) counts its experts whole.
+    """
+    config = getattr(model, "config", None)
+    if hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    per_token = getattr(config, "num_experts_per_tok", None)
+    if not isinstance(per_token, int) or per_token < 1:
+        return 0
+    unread = 0
+    for name, module in model.named_modules():
+        if name.rpartition(".")[2] != "experts":
+            continue
+        if isinstance(module, nn.ModuleList):
+            experts, size = len(module), model_size_bytes(module)
+        else:
+            stacked = [t for t in module.parameters(recurse=False) if t.ndim >= 3]
+            if not stacked:
+                continue
+            experts = stacked[0].shape[0]
+            size = sum(leaf.untyped_storage().nbytes() for leaf in _leaves(stacked))
+        unread += size * (experts - min(experts, rows * per_token)) // experts
+    return unread
 
 
 def weight_dtypes(model: nn.Module) -> dict[str, int]:

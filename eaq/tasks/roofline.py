@@ -126,8 +126,10 @@ def decode_roofline_metrics(
     }
     return metrics, {
         "eaq.roofline.bandwidth": _copies(bandwidth),
-        # What decode_bytes_per_step_mb counts, recorded with it: runs before 2026-11-26 counted every table whole.
-        "eaq.roofline.decode_bytes": "stored weights less the embedding rows a step does not look up, plus the KV cache read",
+        # What decode_bytes_per_step_mb counts, recorded with it: runs before 2026-11-26 counted every table whole,
+        # before 2026-11-29 every routed expert.
+        "eaq.roofline.decode_bytes": ("stored weights less the embedding rows a step does not look up and the routed "
+                                      "experts its tokens cannot choose, plus the KV cache read"),
     }
 
 
