@@ -113,27 +113,41 @@ class _FlakyServer(ThreadingHTTPServer):
         self.target, self.refuse = target, refuse
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """One real MLflow server for this module's tests (each starts in ~8 s): each test sweeps into its own experiment."""
+    folder = tmp_path_factory.mktemp("server")
+    with mlflow_server_on(f"sqlite:///{folder}/server.db", folder / "artifacts") as port:
+        yield port
+
+
 @contextmanager
-def flaky_store(tmp_path: Path, refuse: Callable[[str, bytes], bool | str]) -> Iterator[tuple[str, MlflowClient]]:
-    """A real MLflow server behind ``_FlakyServer``: the URI a sweep is given (with a password, which the server
+def flaky_store(server: int, refuse: Callable[[str, bytes], bool | str]) -> Iterator[tuple[str, MlflowClient]]:
+    """The real MLflow server behind ``_FlakyServer``: the URI a sweep is given (with a password, which the server
     ignores) and a client of the server itself, to read back what was recorded."""
-    with mlflow_server_on(f"sqlite:///{tmp_path}/server.db", tmp_path / "artifacts") as port:
-        proxy = _FlakyServer(f"http://127.0.0.1:{port}", refuse)
-        thread = threading.Thread(target=proxy.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://alice:{PASSWORD}@127.0.0.1:{proxy.server_address[1]}", MlflowClient(f"http://127.0.0.1:{port}")
-        finally:
-            proxy.shutdown()
-            proxy.server_close()
+    proxy = _FlakyServer(f"http://127.0.0.1:{server}", refuse)
+    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://alice:{PASSWORD}@127.0.0.1:{proxy.server_address[1]}", MlflowClient(f"http://127.0.0.1:{server}")
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
 
 
-def _sweep(out: Path, uri: str, *overrides: str) -> subprocess.CompletedProcess[str]:
+def _sweep(out: Path, uri: str, experiment: str) -> subprocess.CompletedProcess[str]:
+    """Two trials into ``experiment`` (one per test: they share one server)."""
     environ = os.environ | {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "no_proxy": "127.0.0.1,localhost"}
-    return run_eaq(out, "-m", *FAST, "isolate=false", f"tracking.uri={uri}", *overrides, environ=environ)
+    return run_eaq(out, "-m", *FAST, "isolate=false", f"tracking.uri={uri}", f"tracking.experiment={experiment}",
+                   "trial=1,2", environ=environ)
 
 
-def test_a_job_whose_run_the_store_refuses_is_said_redacted_and_the_sweep_goes_on(tmp_path: Path, out: Path) -> None:
+def _runs(client: MlflowClient, experiment: str) -> list:
+    """Every run of ``experiment`` (the sweep's parent included)."""
+    return client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+
+
+def test_a_job_whose_run_the_store_refuses_is_said_redacted_and_the_sweep_goes_on(server: int, out: Path) -> None:
     """The store failing a job's run's creation (or resume's search, or its skip's tag) raised MLflow's exception
     out of the job: Hydra printed the job's overrides and MLflow's message, the password of both in clear, and
     stopped the sweep."""
@@ -145,9 +159,9 @@ def test_a_job_whose_run_the_store_refuses_is_said_redacted_and_the_sweep_goes_o
             return len(creates) > 1
         return False
 
-    with flaky_store(tmp_path, refuse_runs_but_the_sweeps) as (uri, client):
-        result = _sweep(out, uri, "trial=1,2")
-        (parent,) = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    with flaky_store(server, refuse_runs_but_the_sweeps) as (uri, client):
+        result = _sweep(out, uri, "refused-runs")
+        (parent,) = _runs(client, "refused-runs")
     printed = result.stdout + result.stderr
     assert PASSWORD not in printed, printed[-3000:]
     assert "Error executing job" not in printed and "Traceback" not in printed, printed[-3000:]
@@ -163,12 +177,12 @@ def test_a_job_whose_run_the_store_refuses_is_said_redacted_and_the_sweep_goes_o
     assert parent.data.metrics["sweep_jobs_unrecorded"] == 2 and parent.data.metrics["sweep_runs"] == 0
 
 
-def test_a_run_whose_last_metrics_the_store_refuses_ends_failed_and_says_why_redacted(tmp_path: Path, out: Path) -> None:
+def test_a_run_whose_last_metrics_the_store_refuses_ends_failed_and_says_why_redacted(server: int, out: Path) -> None:
     """The run's last metrics and its end were logged after the job's error handling: the store failing there left
     the run RUNNING, and MLflow's exception, password and all, stopped the sweep."""
-    with flaky_store(tmp_path, lambda path, body: path.endswith("/runs/log-batch") and b"run_wall_s" in body) as (uri, client):
-        result = _sweep(out, uri, "trial=1,2")
-        runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    with flaky_store(server, lambda path, body: path.endswith("/runs/log-batch") and b"run_wall_s" in body) as (uri, client):
+        result = _sweep(out, uri, "refused-metrics")
+        runs = _runs(client, "refused-metrics")
     printed = result.stdout + result.stderr
     assert PASSWORD not in printed and "Error executing job" not in printed, printed[-3000:]
     assert result.returncode == 1, printed[-3000:]  # the summary's: runs that did not finish
@@ -179,14 +193,14 @@ def test_a_run_whose_last_metrics_the_store_refuses_ends_failed_and_says_why_red
         assert PASSWORD not in run.data.tags["eaq.error"]
 
 
-def test_a_store_gone_mid_sweep_is_said_once_and_nothing_more_is_asked_of_it(tmp_path: Path, out: Path) -> None:
+def test_a_store_gone_mid_sweep_is_said_once_and_nothing_more_is_asked_of_it(server: int, out: Path) -> None:
     """A server stopped mid-sweep: each closing record after it (the run's FAILED, the search for the runs under way, the
     parent's) waited out MLflow's retries, about 4 minutes a request (SIGTERM's KILLED record too: a stopped sweep lived
     on for 7 minutes), and the sweep's exit ended in a traceback of its exit hook."""
-    with flaky_store(tmp_path, lambda path, body: "gone" if path.endswith("/runs/log-batch") and b"run_wall_s" in body
+    with flaky_store(server, lambda path, body: "gone" if path.endswith("/runs/log-batch") and b"run_wall_s" in body
                      else False) as (uri, client):
-        result = _sweep(out, uri, "trial=1,2")
-        runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+        result = _sweep(out, uri, "gone")
+        runs = _runs(client, "gone")
     printed = result.stdout + result.stderr
     assert PASSWORD not in printed and "Traceback" not in printed, printed[-3000:]
     assert result.returncode == 2, printed[-3000:]  # the next job found no store: the sweep stops, as at its start
