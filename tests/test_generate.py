@@ -26,7 +26,7 @@ from eaq.metrics import METRIC_NAMES, documented_tag
 from eaq.tasks.benchmark import energy_record
 from eaq.models import load_model
 from eaq.precision import get_precision
-from eaq.precision.proof import model_size_bytes, stored_bytes_read
+from eaq.precision.proof import decode_bytes_counted, model_size_bytes, routed_experts, stored_bytes_read
 from eaq.measure.phases import Phases
 from eaq.measure.samplers import wait_for_sample
 from eaq.tasks.compile import compile_model
@@ -86,23 +86,54 @@ def test_a_decode_step_reads_every_weight_but_the_embedding_rows_it_does_not_loo
         stored_bytes_read(model, 0)
 
 
-@pytest.mark.parametrize(("architecture", "shared"), [
-    ({"model_type": "mixtral", "num_local_experts": 4}, None),
-    ({"model_type": "qwen2_moe", "num_experts": 4, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64},
-     "shared_expert"),
+TINY_MOE = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "num_experts_per_tok": 1, "tie_word_embeddings": False}
+
+
+# (architecture, its own fields, which parameters are routed experts). Qwen2-MoE's shared expert runs for every
+# token; GPT-OSS's experts have biases, one row per expert; JetMoE's experts (in its FFN and its attention) are no
+# module named experts.
+@pytest.mark.parametrize(("architecture", "fields", "routed"), [
+    ("mixtral", {"num_local_experts": 4}, ".experts."),
+    ("qwen2_moe", {"num_experts": 4, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64}, ".experts."),
+    ("gpt_oss", {"num_local_experts": 4, "head_dim": 8, "layer_types": ["full_attention"] * 2}, ".experts."),
+    ("jetmoe", {"num_local_experts": 4, "kv_channels": 8}, "_linear."),
 ])
-def test_a_decode_step_reads_only_the_experts_its_tokens_can_choose(architecture: dict, shared: str | None) -> None:
+def test_a_decode_step_reads_only_the_experts_its_tokens_can_choose(architecture: str, fields: dict, routed: str) -> None:
     """A step of r tokens runs at most min(E, r * k) of a layer's E routed experts: counting all of them put a
     batch-1 step of the H200 run's Mixtral shape (8 experts, top 2) at 1216 MB where it reads 386 MB."""
-    model = preset("llama_1b_random", **(TINY_LLAMA | architecture | {"num_experts_per_tok": 1}))
-    experts = sum(p.nbytes for name, p in model.named_parameters() if ".experts." in name)
-    table = model.get_submodule("model.embed_tokens").weight
-    assert experts > 0 and (shared is None or any(f".{shared}." in name for name, _ in model.named_parameters()))
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(architecture, **(TINY_MOE | fields)))
+    experts = sum(p.nbytes for name, p in model.named_parameters() if routed in name)
+    table = model.get_input_embeddings().weight
+    assert 0 < experts < model_size_bytes(model) and architecture != "qwen2_moe" or any(
+        ".shared_expert." in name for name, _ in model.named_parameters())
     for rows, chosen in ((1, 1), (2, 2), (3, 3), (4, 4), (9, 4)):  # k=1 of 4 experts: min(4, rows) read
         expected = model_size_bytes(model) - table.nbytes + rows * table[0].nbytes - experts * (4 - chosen) // 4
         assert stored_bytes_read(model, rows) == expected
+    assert "(min(4, batch x 1) of 4 per layer read)" in decode_bytes_counted(model)
+    # amp wraps the model (fp32 weights, no config of its own): the same bytes, found through the model inside.
+    wrapped = get_precision("amp_bf16", CPU).apply(model, CPU)
+    assert stored_bytes_read(wrapped, 1) == stored_bytes_read(model, 1) and decode_bytes_counted(wrapped) == decode_bytes_counted(model)
     model.config.num_experts_per_tok = 2
     assert stored_bytes_read(model, 1) == model_size_bytes(model) - table.nbytes + table[0].nbytes - experts // 2
+    # A config naming no experts per token (transformers' own configs validate it as an int): every expert counts.
+    unknown = replace(routed_experts(model), per_token=None)
+    assert unknown.unread(1) == 0 and unknown.counted().startswith(" (every routed expert: the config names no experts per token")
+
+
+def test_experts_found_in_no_stacked_weights_are_read_whole_and_the_tag_says_so() -> None:
+    """DBRX keeps each projection's experts in one 2-D weight (E x its hidden size rows): nothing tells a step's
+    rows apart, so every byte counts, and the tag says why (not as a model whose experts were left out)."""
+    config = AutoConfig.for_model("dbrx", vocab_size=64, d_model=32, n_layers=1, n_heads=4,
+                                  attn_config={"kv_n_heads": 2, "rope_theta": 10000.0},
+                                  ffn_config={"ffn_hidden_size": 64, "moe_num_experts": 4, "moe_top_k": 1})
+    model = AutoModelForCausalLM.from_config(config)
+    table = model.get_input_embeddings().weight
+    assert stored_bytes_read(model, 1) == model_size_bytes(model) - table.nbytes + table[0].nbytes
+    assert "(every routed expert: the config names 4 per layer, but no weights stacked by expert were found)" in (
+        decode_bytes_counted(model))
+    dense = preset("llama_1b_random", **TINY_LLAMA)
+    assert decode_bytes_counted(dense) == "stored weights less the embedding rows a step does not look up, plus the KV cache read"
 
 
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic-cache", "static-cache"])

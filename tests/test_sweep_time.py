@@ -498,8 +498,9 @@ def test_a_peak_or_bandwidth_with_no_room_beside_the_runs_model_costs_the_run_th
     metrics, tags = roofline.roofline_metrics(cfg, torch.device("cpu"), "bfloat16", 10**9, 5.0, 10)
     assert metrics == {"forward_flops_per_batch": 1e9}
     assert tags["eaq.roofline.calibration"].startswith("none: measuring the peak FLOP/J ran out of device memory")
-    metrics, tags = roofline.decode_roofline_metrics(cfg, torch.device("cpu"), 2e9, 0.002)
+    metrics, tags = roofline.decode_roofline_metrics(cfg, torch.device("cpu"), 2e9, "what was counted", 0.002)
     assert metrics == {"decode_bytes_per_step_mb": 2000.0}
+    assert tags["eaq.roofline.decode_bytes"] == "what was counted"  # without it, the bytes read as an old run's
     assert "measuring the bandwidth ran out of device memory" in tags["eaq.roofline.bandwidth"]
     assert "task=calibrate precision=bf16" in tags["eaq.roofline.bandwidth"]
 
@@ -521,7 +522,7 @@ def test_a_calibration_beside_other_jobs_is_logged_but_not_cached(tmp_path: Path
     assert bool(cached) == (beside is None)
     assert ("eaq.calibration.cached" in result.tags) == (beside is not None)
     # Nor does a generation's bandwidth, measured on first need, land in the cache from beside other jobs.
-    metrics, _ = roofline.decode_roofline_metrics(cfg, torch.device("cpu"), 2e9, 0.002)
+    metrics, _ = roofline.decode_roofline_metrics(cfg, torch.device("cpu"), 2e9, "what was counted", 0.002)
     assert metrics["peak_bandwidth_gb_per_s"] > 0 and bool(list((tmp_path / "cache").rglob("bandwidth-*.json"))) == (beside is None)
 
 

@@ -10,7 +10,7 @@ from eaq.errors import UnsupportedPrecisionError
 from eaq.precision.base import Precision
 from eaq.precision.mixed import MIXED, mixed
 from eaq.precision.native import amp_bf16, amp_fp16, bf16, fp16, fp32, tf32
-from eaq.precision.proof import proof, stored_bytes_read
+from eaq.precision.proof import decode_bytes_counted, proof, stored_bytes_read
 from eaq.precision.torchao_quant import fp8, int4_weight_only, int8, int8_weight_only
 
 # Each factory builds the precision for one device (the base dtype of a quantized model
@@ -64,4 +64,4 @@ def require_runnable(precision: Precision, device: torch.device) -> Precision:
 
 
 __all__ = ["NAMES", "PRECISIONS", "Precision", "build_precision", "get_precision", "proof", "require_runnable", "runnable",
-           "stored_bytes_read"]
+           "stored_bytes_read", "decode_bytes_counted"]

@@ -4,6 +4,7 @@ ones a decode step reads (its memory bound)."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -54,11 +55,12 @@ def stored_bytes_read(model: nn.Module, rows: int) -> int:
     (a tied LM head, as in GPT-2), and otherwise for ``rows`` rows: Llama's untied 32000-row input table is 6% of
     the 1.1B shape's bytes, of which a batch-1 step reads one row. A model that multiplies by a table's weight
     outside any module (``F.linear(h, self.wte.weight)``) would be counted for rows only: none of eaq's presets do.
-    A mixture of experts' routed experts count for the most a step's tokens can choose (``routed_experts_unread``).
+    A mixture of experts' routed experts count for the most a step's tokens can choose (``RoutedExperts``).
     """
     if rows < 1:
         raise ValueError(f"rows is the most rows a pass looks up in a table, at least 1, not {rows}")
-    read = model_size_bytes(model) - routed_experts_unread(model, rows)
+    experts = routed_experts(model)
+    read = model_size_bytes(model) - (experts.unread(rows) if experts else 0)
     whole = {_storage_key(leaf) for module in model.modules() if not isinstance(module, nn.Embedding)
              for leaf in _leaves([*module.parameters(recurse=False), *module.buffers(recurse=False)])}
     looked_up: set[tuple[str, int]] = set()
@@ -74,38 +76,86 @@ def stored_bytes_read(model: nn.Module, rows: int) -> int:
     return read
 
 
-def routed_experts_unread(model: nn.Module, rows: int) -> int:
-    """Bytes of a mixture of experts' routed experts that a pass of ``rows`` tokens cannot read.
+# How Hugging Face configs name a mixture of experts' routed experts per layer (E) and per token (k); DBRX keeps both
+# in a sub-config (ffn_config: moe_num_experts, moe_top_k).
+EXPERT_COUNT = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+EXPERTS_PER_TOKEN = ("num_experts_per_tok", "moe_top_k")
 
-    Each token runs ``num_experts_per_tok`` (k) of a layer's E experts, so a pass reads at most min(E, rows * k) of
-    them per layer (an upper bound at rows > 1, as an embedding's rows): at batch 1 a decode step of the H200 run's
-    Mixtral shape (8 experts of 2816, top 2; docs/results/2026-11-29-h200-session42) reads 384 MB of its weights,
-    where counting every expert made it 1215 MB. Hugging
-    Face names a layer's routed experts ``experts``: one module holding a 3-D tensor per projection whose first
-    dimension is the expert (transformers 5), or a list of E expert modules (transformers 4); a shared expert
-    (Qwen2-MoE's ``shared_expert``, DeepSeek's ``shared_experts``) runs for every token and is read whole. A model
-    whose config names no ``num_experts_per_tok`` (top-1 routers name it otherwise) counts its experts whole.
+
+def _config_int(config: object, names: tuple[str, ...]) -> int | None:
+    """The first of ``names`` the config (or one of its sub-configs) sets to a positive int."""
+    subs = [v for v in vars(config).values() if hasattr(v, "to_dict")] if config is not None else []
+    for holder in (config, *subs):
+        for name in names:
+            value = getattr(holder, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
+
+
+@dataclass(frozen=True)
+class RoutedExperts:
+    """A mixture of experts' routed experts, as a pass reads them: each token runs k of a layer's E experts, so a
+    pass of r tokens reads at most min(E, r * k) of them per layer (an upper bound at r > 1, as an embedding's rows).
+
+    At batch 1 a decode step of the H200 run's Mixtral shape (8 experts of 2816, top 2;
+    docs/results/2026-11-29-h200-session42) reads 384 MB of its weights, where counting every expert made it 1215 MB.
     """
-    config = getattr(model, "config", None)
+
+    count: int  # E, from the config
+    per_token: int | None  # k, from the config (None: not named there, so every expert counts)
+    sizes: tuple[int, ...]  # bytes of each group of E experts found (one per layer and projection module)
+
+    def unread(self, rows: int) -> int:
+        """Bytes of the routed experts a pass of ``rows`` tokens cannot choose (0 where k is unknown)."""
+        if self.per_token is None:
+            return 0
+        chosen = min(self.count, rows * self.per_token)
+        return sum(size * (self.count - chosen) // self.count for size in self.sizes)
+
+    def counted(self) -> str:
+        """How a decode step's bytes count these experts, a clause of the tag eaq.roofline.decode_bytes."""
+        if not self.sizes:
+            return f" (every routed expert: the config names {self.count} per layer, but no weights stacked by expert were found)"
+        if self.per_token is None:
+            return f" (every routed expert: the config names no experts per token, {' or '.join(EXPERTS_PER_TOKEN)})"
+        return f" and the routed experts its tokens cannot choose (min({self.count}, batch x {self.per_token}) of {self.count} per layer read)"
+
+
+def routed_experts(model: nn.Module) -> RoutedExperts | None:
+    """The routed experts of a mixture of experts (None: the config names no expert count, a dense model).
+
+    Found by shape, not by name: a module holding tensors of three or more dimensions whose first is E (transformers
+    5 stacks each projection's experts so; GraniteMoE's and JetMoE's ``input_linear``/``output_linear`` too), its
+    other tensors of first dimension E with them (GPT-OSS's per-expert biases), or a list of E modules named
+    ``experts`` (transformers 4). A router's weight (E rows) sits in its own Linear layer and a shared expert
+    (Qwen2-MoE's ``shared_expert``, DeepSeek's ``shared_experts``) runs for every token: both are read whole.
+    """
+    # The config of the transformers model inside (amp's autocast wrapper has none of its own).
+    config = next((m.config for m in model.modules() if hasattr(getattr(m, "config", None), "to_dict")), None)
     if hasattr(config, "get_text_config"):
         config = config.get_text_config()
-    per_token = getattr(config, "num_experts_per_tok", None)
-    if not isinstance(per_token, int) or per_token < 1:
-        return 0
-    unread = 0
+    count = _config_int(config, EXPERT_COUNT)
+    if count is None or count < 2:
+        return None
+    sizes: list[int] = []
+    lists = [name for name, m in model.named_modules()
+             if isinstance(m, nn.ModuleList) and len(m) == count and name.rpartition(".")[2] == "experts"]
+    for name in lists:
+        sizes.append(model_size_bytes(model.get_submodule(name)))
     for name, module in model.named_modules():
-        if name.rpartition(".")[2] != "experts":
+        if isinstance(module, (*TABLES, nn.modules.conv._ConvNd)) or any(name.startswith(f"{held}.") for held in lists):
             continue
-        if isinstance(module, nn.ModuleList):
-            experts, size = len(module), model_size_bytes(module)
-        else:
-            stacked = [t for t in module.parameters(recurse=False) if t.ndim >= 3]
-            if not stacked:
-                continue
-            experts = stacked[0].shape[0]
-            size = sum(leaf.untyped_storage().nbytes() for leaf in _leaves(stacked))
-        unread += size * (experts - min(experts, rows * per_token)) // experts
-    return unread
+        own = list(module.parameters(recurse=False))
+        if any(t.ndim >= 3 and t.shape[0] == count for t in own):
+            sizes.append(sum(leaf.untyped_storage().nbytes() for leaf in _leaves([t for t in own if t.shape[0] == count])))
+    return RoutedExperts(count, _config_int(config, EXPERTS_PER_TOKEN), tuple(sizes))
+
+
+def decode_bytes_counted(model: nn.Module) -> str:
+    """What ``stored_bytes_read`` counts for this model, in words (the tag eaq.roofline.decode_bytes)."""
+    experts = routed_experts(model)
+    return f"stored weights less the embedding rows a step does not look up{experts.counted() if experts else ''}, plus the KV cache read"
 
 
 def weight_dtypes(model: nn.Module) -> dict[str, int]:

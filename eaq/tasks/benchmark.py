@@ -41,7 +41,7 @@ from eaq.measure.window import MeasurementWindow
 from eaq.measure.trace_export import write_csv, write_png
 from eaq.models import load_model, load_tokenizer, model_config, model_skeleton, position_limit
 from eaq.errors import ConfigError
-from eaq.precision import proof, stored_bytes_read
+from eaq.precision import decode_bytes_counted, proof, stored_bytes_read
 from eaq.precision.base import set_tf32
 from eaq.precision.kernel_check import check_kernels, host_copies, linear_calls
 from eaq.precision.mixed import MixedPrecision
@@ -365,10 +365,11 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             metrics |= extra_metrics
             tags |= extra_tags
         if measured is not None and cfg.trials.roofline:
-            # What a decode step reads: every stored weight byte but the embedding rows no token looks up,
-            # plus the KV cache it attends over.
+            # What a decode step reads: every stored weight byte but the embedding rows no token looks up and the
+            # routed experts no token can choose, plus the KV cache it attends over.
             read = stored_bytes_read(model, cfg.batch_size) + windows.decoder.kv_bytes_read_per_step()
-            extra_metrics, extra_tags = decode_roofline_metrics(cfg, device, read, metrics["time_per_output_token_mean_ms"] / 1e3)
+            extra_metrics, extra_tags = decode_roofline_metrics(cfg, device, read, decode_bytes_counted(model),
+                                                                metrics["time_per_output_token_mean_ms"] / 1e3)
             metrics |= extra_metrics
             tags |= extra_tags
         if cfg.trials.overhead_pairs and measuring:

@@ -105,17 +105,20 @@ def _beside_others(cfg: EaqConfig, device: torch.device) -> str | None:
 
 
 def decode_roofline_metrics(
-    cfg: EaqConfig, device: torch.device, bytes_per_step: float, step_s: float
+    cfg: EaqConfig, device: torch.device, bytes_per_step: float, counted: str, step_s: float
 ) -> tuple[dict[str, float], dict[str, str]]:
     """A decode step against the memory bound: the bytes it must read over the measured bandwidth.
 
     ``bytes_per_step``: the stored weights a step reads (``stored_bytes_read``) plus the KV cache it reads on average;
-    ``step_s``: the measured mean time of a decode step.
+    ``counted``: what those bytes count, in words (``decode_bytes_counted``), recorded with them (tag
+    eaq.roofline.decode_bytes: runs before 2026-11-26 counted every embedding table whole, runs before 2026-11-29
+    every routed expert, and a tag naming no experts); ``step_s``: the measured mean time of a decode step.
     """
+    tags = {"eaq.roofline.decode_bytes": counted}
     try:
         bandwidth = _bandwidth(cfg, device, reuse=True)
     except torch.OutOfMemoryError:
-        return {"decode_bytes_per_step_mb": bytes_per_step / 1e6}, {"eaq.roofline.bandwidth": _no_room(cfg, device, "bandwidth")}
+        return {"decode_bytes_per_step_mb": bytes_per_step / 1e6}, tags | {"eaq.roofline.bandwidth": _no_room(cfg, device, "bandwidth")}
     limit_s = bytes_per_step / (bandwidth.gb_per_s * 1e9)
     metrics = {
         "decode_bytes_per_step_mb": bytes_per_step / 1e6,
@@ -124,13 +127,7 @@ def decode_roofline_metrics(
         "decode_bandwidth_limit_ms": limit_s * 1e3,
         "decode_bandwidth_fraction": limit_s / step_s,
     }
-    return metrics, {
-        "eaq.roofline.bandwidth": _copies(bandwidth),
-        # What decode_bytes_per_step_mb counts, recorded with it: runs before 2026-11-26 counted every table whole,
-        # before 2026-11-29 every routed expert.
-        "eaq.roofline.decode_bytes": ("stored weights less the embedding rows a step does not look up and the routed "
-                                      "experts its tokens cannot choose, plus the KV cache read"),
-    }
+    return metrics, tags | {"eaq.roofline.bandwidth": _copies(bandwidth)}
 
 
 def _no_room(cfg: EaqConfig, device: torch.device, what: str) -> str:
