@@ -32,7 +32,7 @@ from eaq.measure.samplers import wait_for_sample
 from eaq.tasks.compile import compile_model
 from eaq.workloads.windows import generate_metrics, measure_generate
 from eaq.models import position_limit
-from eaq.workloads.generate import Decoder, Generator, check_generation
+from eaq.workloads.generate import Decoder, Generator, cache_argument, check_generation
 from fake_nvml import FakeNvml
 
 CPU = torch.device("cpu")
@@ -247,6 +247,19 @@ def test_a_model_with_layers_that_are_not_attention_is_refused_naming_them() -> 
         check_generation(config, PROMPT, NEW, static=False)
 
 
+@pytest.mark.parametrize(("architecture", "fields", "why"), [
+    ("rwkv", {"hidden_size": 32, "num_hidden_layers": 2}, r"its forward takes no KV cache \(past_key_values or cache\)"),
+    ("openai-gpt", {"n_embd": 32, "n_layer": 1, "n_head": 2}, r"its forward takes no KV cache"),
+    ("xlstm", {"hidden_size": 32, "num_hidden_layers": 1, "num_heads": 2}, r"it keeps its state in a cache of its own kind \('DynamicCache' object"),
+])
+def test_a_model_that_keeps_no_kv_cache_is_refused_not_decoded_without_context(architecture: str, fields: dict, why: str) -> None:
+    """RWKV and OpenAI-GPT took the cache through **kwargs and dropped it: every decode step ran its one token with no
+    prompt (RWKV's tokens matched generate's 31%), measured and logged as generation; xLSTM failed in its forward."""
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(architecture, vocab_size=64, **fields)).eval()
+    with pytest.raises(ConfigError, match=f"cannot be measured generating: {why}.*workload=forward"):
+        Generator(model, model, model.config, PROMPT, NEW, CPU).generate(prompts(model, batch=1))
+
+
 @torch.inference_mode()
 def test_eos_is_never_chosen_so_every_sequence_has_the_asked_length() -> None:
     model = preset("gpt2_tiny_random")
@@ -284,18 +297,19 @@ def test_generation_agreement_counts_matches_and_the_first_divergence() -> None:
     }
 
 
-class Recorder:
+class Recorder(torch.nn.Module):
     """Calls a model and records when each call started and ended (perf_counter, the windows' clock), and the type of
-    the KV cache it was given."""
+    the KV cache it was given: a wrapper, as amp's, whose model inside names the cache argument."""
 
     def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
         self.model, self.calls, self.caches = model, [], []
 
-    def __call__(self, **kwargs: object) -> object:
+    def forward(self, **kwargs: object) -> object:
         start = time.perf_counter()
         out = self.model(**kwargs)
         self.calls.append((start, time.perf_counter()))
-        self.caches.append(type(kwargs["past_key_values"]).__name__)
+        self.caches.append(type(kwargs[cache_argument(self.model)]).__name__)
         return out
 
 

@@ -161,13 +161,28 @@ def read_layers(cache: DynamicCache | StaticCache) -> list[object]:
     return read
 
 
+NO_KV_CACHE = ("{model} cannot be measured generating: {why}, and workload=generate decodes each token over the "
+               "prompt's attention KV cache. It measures causal LMs that keep one (GPT-2, Llama, Mistral, Qwen, ...); use "
+               "workload=forward for this model.")
+
+
+def inner_model(model: Callable[..., object]) -> Callable[..., object]:
+    """The transformers model inside ``model`` (a wrapper's forward, autocast's ``*args, **kwargs``, names nothing)."""
+    modules = model.modules() if isinstance(model, nn.Module) else ()
+    return next((m for m in modules if isinstance(m, PreTrainedModel)), model)
+
+
 def cache_argument(model: Callable[..., object]) -> str:
     """The name the model's forward takes its KV cache by: ``cache`` since transformers 5.2x, where ``past_key_values``
     warns on every call (and goes in 5.40); ``past_key_values`` before. Read from the transformers model inside
-    ``model``, as a model of its own code names it: a wrapper's forward (autocast's, ``*args, **kwargs``) names none."""
-    modules = model.modules() if isinstance(model, nn.Module) else ()
-    inner = next((m for m in modules if isinstance(m, PreTrainedModel)), model)
-    return "cache" if "cache" in inspect.signature(getattr(inner, "forward", inner)).parameters else "past_key_values"
+    ``model``, as a model of its own code names it."""
+    inner = inner_model(model)
+    named = [name for name in ("cache", "past_key_values") if name in inspect.signature(getattr(inner, "forward", inner)).parameters]
+    if not named:
+        # RWKV (its own state), XLNet (mems), Reformer, OpenAI-GPT (none) take **kwargs and dropped the cache: every
+        # decode step ran one token with no context, measured as generation.
+        raise ConfigError(NO_KV_CACHE.format(model=type(inner).__name__, why="its forward takes no KV cache (past_key_values or cache)"))
+    return named[0]
 
 
 class Generator:
@@ -208,13 +223,19 @@ class Generator:
         """Run the prompt into ``cache`` (a fresh DynamicCache if none, a static generator's too: the prefill window
         times an eager prefill as any run has it, where a fresh StaticCache also allocated and zeroed a whole-length
         buffer per layer each time) and return the first new token."""
-        out = self.model(
-            input_ids=input_ids,
-            **{self.cache_arg: cache if cache is not None else DynamicCache(config=self.config)},
-            cache_position=self.positions[: input_ids.shape[1]],
-            use_cache=True,
-            logits_to_keep=1,
-        )
+        try:
+            out = self.model(
+                input_ids=input_ids,
+                **{self.cache_arg: cache if cache is not None else DynamicCache(config=self.config)},
+                cache_position=self.positions[: input_ids.shape[1]],
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        except AttributeError as error:  # xLSTM: "'DynamicCache' object has no attribute 'rnn_state'"
+            if "Cache' object has no attribute" not in str(error):
+                raise
+            why = f"it keeps its state in a cache of its own kind ({error})"
+            raise ConfigError(NO_KV_CACHE.format(model=type(inner_model(self.model)).__name__, why=why)) from error
         return self.pick(out.logits)
 
     def generate(self, input_ids: torch.Tensor) -> torch.Tensor:
