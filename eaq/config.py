@@ -340,7 +340,7 @@ def _validate_workload(obj: EaqConfig) -> None:
         raise ConfigError(f"workload=generate is measured by task=benchmark, not task={obj.task}: drop task or use workload=forward.")
     if obj.model.head != "causal_lm":
         raise ConfigError(
-            f"workload=generate needs a causal LM and model={obj.model.name} has head={obj.model.head}: pick a causal LM "
+            f"workload=generate needs a causal LM and model.name={obj.model.name} has head={obj.model.head}: pick a causal LM "
             "(model=gpt2_tiny_random, gpt2_medium_random, llama_1b_random, or model.head=causal_lm for a hub LM), or use workload=forward."
         )
     if obj.dataset.kind not in ("raw", "synthetic"):
@@ -487,7 +487,7 @@ def validate(
     if not obj.model.name_or_path and (obj.model.weights != "random" or not obj.model.tokenizer):
         # Random weights read only their tokenizer from it, and model.tokenizer can name that instead.
         raise ConfigError(
-            f"model={obj.model.name} has no model.name_or_path: give a Hugging Face id or a folder saved with "
+            f"model.name={obj.model.name} has no model.name_or_path: give a Hugging Face id or a folder saved with "
             "save_pretrained, e.g. `model=hub model.name_or_path=gpt2 model.head=causal_lm model.name=gpt2`."
         )
     _positive("batch_size", obj.batch_size)
@@ -592,7 +592,7 @@ def validate(
         # Perplexity is scored on one stream of raw text by a causal LM; elsewhere the stride was accepted and did nothing.
         raise ConfigError(
             f"dataset.perplexity_stride={obj.dataset.perplexity_stride} spaces perplexity's windows, and perplexity is "
-            f"scored only for a causal LM (model.head=causal_lm; model={obj.model.name} has head={obj.model.head}) on raw "
+            f"scored only for a causal LM (model.head=causal_lm; model.name={obj.model.name} has head={obj.model.head}) on raw "
             f"text (dataset.kind=raw, as dataset=wikitext2; dataset={obj.dataset.name} is kind {obj.dataset.kind}): drop it, "
             "or measure a causal LM on raw text."
         )

