@@ -554,6 +554,14 @@ def validate(
                 f"layers.budget={obj.layers.budget} layers.budget_limit={obj.layers.budget_limit}: set both (e.g. "
                 "layers.budget=accuracy_points layers.budget_limit=0.5), or neither for the default."
             )
+    if obj.task != "benchmark" and obj.precision.kernel_check:
+        # It was accepted and did nothing.
+        does = {"layers": "records what each layer stores (stored dtypes, and a mixed plan's formats per layer)",
+                "calibrate": "measures the device's matmul peak and memory bandwidth, no model's pass,"}[obj.task]
+        raise ConfigError(
+            f"precision.kernel_check=true profiles a benchmark's whole pass after its window; task={obj.task} {does} but "
+            "checks no kernel: drop precision.kernel_check, or check the precision's kernels with task=benchmark."
+        )
     if obj.task == "layers" and obj.trials.overhead_pairs:
         raise ConfigError(
             f"trials.overhead_pairs={obj.trials.overhead_pairs} measures what sampling costs the benchmark's timed loop, "

@@ -240,12 +240,6 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
             "drop compile/cuda_graphs (task=benchmark measures the compiled whole model; task=layers captures its "
             "own CUDA graphs of the eager passes: layers.cuda_graphs, on by default)."
         )
-    if cfg.precision.kernel_check:
-        raise ConfigError(
-            "precision.kernel_check=true profiles a benchmark's whole pass after its window; task=layers records what "
-            "each layer stores (stored dtypes, and a mixed plan's formats per layer) but checks no kernel: drop "
-            "precision.kernel_check, or check the precision's kernels with task=benchmark."
-        )
     base = cfg.layers.base or FLOAT_NAMES[base_dtype(device)]
     _runs_here("layers.base", base, device)  # the impact model's format must run here too
     if cfg.layers.impact and cfg.layers.target == base:
