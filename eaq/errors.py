@@ -6,6 +6,9 @@ prints it without a traceback (``debug=true`` shows one) and exits non-zero.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+
 class EaqError(Exception):
     """A problem with the user's input or machine, as opposed to a bug in eaq."""
 
@@ -55,5 +58,6 @@ def first_line(error: BaseException) -> str:
 
 
 def missing_plan(path: object) -> str:
-    """The sentence for a plan file that is not there."""
-    return f"precision.plan={path} does not exist; give the path of a plan YAML (e.g. one task=layers wrote)."
+    """The sentence for a plan file that is not there (or a folder where the file should be)."""
+    what = "is a folder, not a file" if Path(str(path)).expanduser().is_dir() else "does not exist"
+    return f"precision.plan={path} {what}; give the path of a plan YAML (e.g. the layers/plan.yaml a task=layers run wrote)."

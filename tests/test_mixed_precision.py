@@ -52,6 +52,8 @@ def test_a_plan_file_round_trips(tmp_path: Path) -> None:
         ("base: [fp32\n", "is not valid YAML"),
         ("base: fp32\nlayers:\n  a: int8\n  a: fp8\n", "is not valid YAML .*given twice: a"),  # PyYAML keeps the last
         ("base: fp32\nlayers: {a: int8}\nLayers: {b: int8}\n", "has key Layers, which nothing reads"),  # b ran fp32
+        # Without 'layers' beside the misspelt key, the shape's sentence, which named no key, came first.
+        ("base: fp32\nlayer: {a: int8}\n", "has key layer, which nothing reads"),
         ("base: fp32\nlayers: {}\nmeta: 5\n", "'meta' must be a mapping"),  # a TypeError
     ],
 )
@@ -60,6 +62,11 @@ def test_a_malformed_plan_says_what_to_fix(tmp_path: Path, text: str, says: str)
     path.write_text(text)
     with pytest.raises(ConfigError, match=f"precision.plan={path}.*{says}"):
         load_plan(path)
+
+
+def test_a_folder_given_as_the_plan_is_said_to_be_one(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=f"precision.plan={tmp_path} is a folder, not a file; give the path of a plan YAML"):
+        load_plan(tmp_path)  # it said the folder "does not exist"
 
 
 def test_mixed_through_the_cli_applies_exactly_the_plan(out: Path, tmp_path: Path) -> None:
@@ -183,9 +190,24 @@ def test_a_plan_this_model_cannot_run_is_refused_before_the_model_loads(out: Pat
 
 def test_the_shape_rule_names_the_layer_and_its_shape() -> None:
     model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 2))
-    with pytest.raises(UnsupportedPrecisionError, match=r"layer 1 cannot run int8: its shape 64x2 is not in multiples of 16\); "
-                                                        r"remove those layers from the plan or give them another format\.$"):
+    # The shape rule holds for every format: no other format is offered (it advised "give them another format").
+    with pytest.raises(UnsupportedPrecisionError, match=r"layer 1 cannot run int8: its shape 64x2 is not in multiples of 16: "
+                                                        r"remove it \(no format takes it\)\)\.$"):
         apply_plan(model, CPU, Plan("fp32", {"0": "int8", "1": "int8"}))
+    # int4's group of 128 input features is its own: the formats that take the layer in this base, here, are named.
+    with pytest.raises(UnsupportedPrecisionError, match=r"layer 0 cannot run int4_weight_only: its 64 input features are not a "
+                                                        r"multiple of 128 \(int4_weight_only's group size\): give it int8 or "
+                                                        r"int8_weight_only, or remove it\)\.$"):
+        apply_plan(model, CPU, Plan("fp32", {"0": "int4_weight_only"}))
+
+
+def test_a_tied_lm_head_in_a_plan_is_refused_with_no_other_format_offered() -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=32, n_layer=1, n_head=2, n_positions=16))
+    with pytest.raises(UnsupportedPrecisionError, match=r"layer lm_head cannot run int8: its weight is the token table's "
+                                                        r"\(a tied LM head\).*: remove it\)\.$"):
+        apply_plan(model, CPU, Plan("fp32", {"lm_head": "int8"}))  # every format leaves it in the base
 
 
 def test_a_base_the_format_does_not_compute_in_is_refused() -> None:
@@ -201,7 +223,7 @@ def test_fp8_in_a_plan_is_refused_on_the_cpu_naming_what_runs(out: Path, tmp_pat
     assert result.returncode != 0
     assert (
         f"precision=mixed with plan {plan_file} uses fp8, and precision=fp8 runs on cuda, not on cpu; "
-        "on cpu these run for real: fp32, fp16, bf16, amp_fp16, amp_bf16, int8, int8_weight_only."
+        "a plan's layers can take int8, int8_weight_only on cpu."  # it listed amp_bf16 and others a plan refuses
     ) in result.stderr
 
 

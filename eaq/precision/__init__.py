@@ -8,7 +8,7 @@ import torch
 
 from eaq.errors import UnsupportedPrecisionError
 from eaq.precision.base import Precision
-from eaq.precision.mixed import MIXED, mixed
+from eaq.precision.mixed import MIXED, mixed, runnable_formats
 from eaq.precision.native import amp_bf16, amp_fp16, bf16, fp16, fp32, tf32
 from eaq.precision.proof import decode_bytes_counted, proof, stored_bytes_read
 from eaq.precision.torchao_quant import fp8, int4_weight_only, int8, int8_weight_only
@@ -59,7 +59,10 @@ def require_runnable(precision: Precision, device: torch.device) -> Precision:
     """``precision``, refused where it cannot run for real on ``device``: in one sentence naming what can."""
     reason = precision.requirements.unmet(precision.name, device)
     if reason:
-        raise UnsupportedPrecisionError(f"{reason}; on {device} these run for real: {', '.join(runnable(device))}.")
+        # A plan's layers take its layer formats alone: the uniform list named amp_bf16, which a plan refuses.
+        here = (f"a plan's layers can take {', '.join(runnable_formats(device))} on {device}" if precision.name == MIXED
+                else f"on {device} these run for real: {', '.join(runnable(device))}")
+        raise UnsupportedPrecisionError(f"{reason}; {here}.")
     return precision
 
 

@@ -79,6 +79,11 @@ class Plan:
                 )
 
 
+def runnable_formats(device: torch.device) -> list[str]:
+    """The layer formats a plan can give a layer that run for real on ``device``."""
+    return [name for name, make in LAYER_FORMATS.items() if make(device).requirements.unmet(name, device) is None]
+
+
 def plan_model(name: str, weights: str) -> dict[str, str]:
     """What a plan records of the model it was chosen on (its ``meta.model``): its name and its weights' identity
     (eaq.models.weights_identity)."""
@@ -132,15 +137,16 @@ def load_plan(path: str | Path) -> Plan:
         data = yaml.load(raw.decode(), Loader=_UniqueKeys)  # noqa: S506 (a safe loader)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"precision.plan={path} is not valid YAML ({exc}); fix the file.") from exc
+    if isinstance(data, dict) and (unknown := sorted(str(k) for k in data if k not in ("base", "layers", "meta"))):
+        # Layers under a misspelled key (``Layers:``, ``layer:``) would run in the base dtype without a word; named
+        # first, as the shape's sentence below cannot say which key was meant.
+        raise ConfigError(f"precision.plan={path} has key {', '.join(unknown)}, which nothing reads; a plan has 'base', "
+                          "'layers' and optionally 'meta': fix the name.")
     if not isinstance(data, dict) or not isinstance(data.get("base"), str) or not isinstance(data.get("layers"), dict):
         raise ConfigError(
             f"precision.plan={path} must be a mapping with 'base' (a float format) and 'layers' "
             "(Linear module name -> format); see eaq/precision/mixed.py."
         )
-    if unknown := sorted(str(k) for k in data if k not in ("base", "layers", "meta")):
-        # Layers under a misspelled key (``Layers:``) would run in the base dtype without a word.
-        raise ConfigError(f"precision.plan={path} has key {', '.join(unknown)}, which nothing reads; a plan has 'base', "
-                          "'layers' and optionally 'meta': fix the name.")
     if not isinstance(data.get("meta") or {}, dict):
         raise ConfigError(f"precision.plan={path}: 'meta' must be a mapping (notes kept with the plan), not {data['meta']!r}.")
     plan = Plan(data["base"], {str(k): str(v) for k, v in data["layers"].items()}, dict(data.get("meta") or {}),
@@ -158,23 +164,24 @@ def check_plan(model: nn.Module, plan: Plan, device: torch.device) -> None:
     plan.validate()
     modules = dict(model.named_modules())
     tied = tied_linears(model)
-    bases, layers = [], []  # the plan's base (its fix: another base), and its layers (their fix: the plan's layers)
+    refusals = []  # each with its own fix: another base, another format, or the layer out of the plan
     for fmt_name, fmt in _formats(plan, device).items():
         if reason := base_refusal(fmt_name, plan.base, device):
-            bases.append(f"{reason}; set base: {_base_name(fmt.base)}")
+            refusals.append(f"{reason}; set base: {_base_name(fmt.base)}")
         for layer in plan.by_format()[fmt_name]:
             if layer not in modules:
-                layers.append(f"layer {layer} does not exist in this model")
-                continue
-            reason = fmt.refusal(modules[layer]) or ("its weight is the token table's (a tied LM head): quantized, it would "
-                                                      "be untied, the float table kept beside the copy" if layer in tied else None)
-            if reason:
-                layers.append(f"layer {layer} cannot run {fmt_name}: {reason}")
-    if bases or layers:
-        raise UnsupportedPrecisionError(
-            f"precision=mixed cannot run this plan ({'; '.join(bases + layers)})"
-            + ("; remove those layers from the plan or give them another format." if layers else ".")
-        )
+                refusals.append(f"layer {layer} does not exist in this model: remove it")
+            elif layer in tied:  # every format leaves a tied head in the base
+                refusals.append(f"layer {layer} cannot run {fmt_name}: its weight is the token table's (a tied LM head), "
+                                "which quantized would be untied, the float table kept beside the copy: remove it")
+            elif reason := fmt.refusal(modules[layer]):
+                # Another format only where one takes this layer in this base here (the shape rule holds for all).
+                others = [other for other in runnable_formats(device) if other != fmt_name and base_refusal(
+                    other, plan.base, device) is None and LAYER_FORMATS[other](device).refusal(modules[layer]) is None]
+                fix = f"give it {' or '.join(others)}, or remove it" if others else "remove it (no format takes it)"
+                refusals.append(f"layer {layer} cannot run {fmt_name}: {reason}: {fix}")
+    if refusals:
+        raise UnsupportedPrecisionError(f"precision=mixed cannot run this plan ({'; '.join(refusals)}).")
 
 
 def base_refusal(fmt_name: str, base: str, device: torch.device) -> str | None:
