@@ -217,7 +217,8 @@ def test_layers_sharing_another_layers_kv_cache_count_its_bytes_in_a_steps_reads
     generator = Generator(model, model, model.config, PROMPT, NEW, CPU)
     decoder = Decoder(generator, ids)
     filled = [layer for layer in decoder.cache.layers if layer.keys is not None and layer.keys.shape[-2]]
-    assert len(decoder.cache.layers) == 6 and len(filled) == 4  # the last two share layers 2 and 3's
+    # The last two share layers 2 and 3's: held by the cache and never filled (transformers 5.2x), or not held (5.17).
+    assert len(decoder.cache.layers) in (4, 6) and len(filled) == 4
     per_position = filled[0].keys.numel() * filled[0].keys.element_size() * 2 / PROMPT  # every layer alike here
     steps = decoder.steps
     expected = 6 * per_position * sum(PROMPT + k + 1 for k in range(steps)) / steps  # the window (64) never binds
@@ -250,7 +251,9 @@ def test_a_model_with_layers_that_are_not_attention_is_refused_naming_them() -> 
 @pytest.mark.parametrize(("architecture", "fields", "why"), [
     ("rwkv", {"hidden_size": 32, "num_hidden_layers": 2}, r"its forward takes no KV cache \(past_key_values or cache\)"),
     ("openai-gpt", {"n_embd": 32, "n_layer": 1, "n_head": 2}, r"its forward takes no KV cache"),
-    ("xlstm", {"hidden_size": 32, "num_hidden_layers": 1, "num_heads": 2}, r"it keeps its state in a cache of its own kind \('DynamicCache' object"),
+    # Its forward takes cache_params before transformers 5.2x, a cache it expects of its own kind since.
+    ("xlstm", {"hidden_size": 32, "num_hidden_layers": 1, "num_heads": 2},
+     r"(its forward takes no KV cache|it keeps its state in a cache of its own kind \('DynamicCache' object)"),
 ])
 def test_a_model_that_keeps_no_kv_cache_is_refused_not_decoded_without_context(architecture: str, fields: dict, why: str) -> None:
     """RWKV and OpenAI-GPT took the cache through **kwargs and dropped it: every decode step ran its one token with no

@@ -146,15 +146,17 @@ def cache_bytes_of(layer: object) -> int:
     return sum(t.numel() * t.element_size() for t in (getattr(layer, "keys", None), getattr(layer, "values", None)) if t is not None)
 
 
-def read_layers(cache: DynamicCache | StaticCache) -> list[object]:
+def read_layers(cache: DynamicCache | StaticCache, config: PretrainedConfig) -> list[object]:
     """The cache layer each of the model's attention layers reads a step, after the prefill filled the cache. A layer
     that shares another's keys and values (Gemma 3n's last layers) holds none of its own and is never filled: it reads
     the last filled layer of its kind (sliding or full) before it, as transformers maps them; counted as none, its KV
-    traffic was left out of the roofline's bytes per step."""
+    traffic was left out of the roofline's bytes per step. Before transformers 5.2x such layers had no cache layer at
+    all (4 of Gemma 3n's 6 there): the kinds ``config.layer_types`` gives the layers past the cache's read alike."""
+    kinds = [kind == "sliding_attention" for kind in getattr(config, "layer_types", None) or ()]
+    layers = [(getattr(layer, "is_sliding", False), layer) for layer in cache.layers]
     read, last = [], {}
-    for layer in cache.layers:
-        sliding = getattr(layer, "is_sliding", False)
-        if getattr(layer, "keys", None) is not None and layer.keys.shape[-2]:
+    for sliding, layer in [*layers, *((kind, None) for kind in kinds[len(layers):])]:
+        if layer is not None and getattr(layer, "keys", None) is not None and layer.keys.shape[-2]:
             last[sliding] = layer
         if sliding in last:
             read.append(last[sliding])
@@ -274,7 +276,7 @@ class Decoder:
         # out of it, so restart sets the layer back to these (its updates make new tensors: they stay as they are).
         self._prefilled = [(layer, layer.keys, layer.values, layer.cumulative_length)
                            for layer in self.cache.layers if getattr(layer, "is_sliding", False)] if not generator.static else []
-        read = read_layers(self.cache)
+        read = read_layers(self.cache, generator.config)
         self._kv_read_static = sum(cache_bytes_of(layer) for layer in read)
         # Per layer read: bytes per cached position after the prompt, and the window it is held to (None: every one).
         self._kv_layers = [(cache_bytes_of(layer) / layer.keys.shape[-2], getattr(layer, "sliding_window", None)
