@@ -71,7 +71,7 @@ def test_a_folder_given_as_the_plan_is_said_to_be_one(tmp_path: Path) -> None:
 
 def test_mixed_through_the_cli_applies_exactly_the_plan(out: Path, tmp_path: Path) -> None:
     plan_file = save_plan(PLAN, tmp_path / "plan.yaml")
-    result = run_eaq(out, *FAST, "precision=mixed", f"precision.plan={plan_file}", "precision.kernel_check=true")
+    result = run_eaq(out, *FAST, "device=cpu", "precision=mixed", f"precision.plan={plan_file}", "precision.kernel_check=true")
     assert result.returncode == 0, result.stderr[-2000:]
     (run,) = all_runs(out)
     assert run.data.params["precision.name"] == "mixed" and run.data.params["precision.plan"] == str(plan_file)
@@ -98,7 +98,7 @@ def test_mixed_through_the_cli_applies_exactly_the_plan(out: Path, tmp_path: Pat
 def test_task_layers_on_a_plan_records_it_as_a_benchmark_does(out: Path, tmp_path: Path) -> None:
     # It had no plan hash (the report could not tell two plans apart), no formats per layer, no precision_layers.csv.
     plan_file = save_plan(PLAN, tmp_path / "plan.yaml")
-    result = run_eaq(out, *FAST, "task=layers", "layers.impact=false", "precision=mixed", f"precision.plan={plan_file}")
+    result = run_eaq(out, *FAST, "device=cpu", "task=layers", "layers.impact=false", "precision=mixed", f"precision.plan={plan_file}")
     assert result.returncode == 0, result.stderr[-2000:]
     (run,) = all_runs(out)
     assert run.data.tags["eaq.precision.plan_sha256"] == hashlib.sha256(plan_file.read_bytes()).hexdigest()[:16]
