@@ -12,7 +12,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 from torch.utils._python_dispatch import TorchDispatchMode
-from transformers import AutoConfig, AutoModelForCausalLM, GPTNeoConfig
+from transformers import AutoConfig, AutoModelForCausalLM, GPTNeoConfig, PretrainedConfig
 
 from conftest import CONF, all_runs, run_eaq
 from eaq.config import ModelConfig
@@ -118,7 +118,7 @@ def test_a_decode_step_reads_only_the_experts_its_tokens_can_choose(architecture
     assert stored_bytes_read(model, 1) == model_size_bytes(model) - table.nbytes + table[0].nbytes - experts // 2
     # A config naming no experts per token (transformers' own configs validate it as an int): every expert counts.
     unknown = replace(routed_experts(model), per_token=None)
-    assert unknown.unread(1) == 0 and unknown.counted().startswith(" (every routed expert: the config names no experts per token")
+    assert unknown.unread(1) == 0 and unknown.counted().startswith(" (every routed expert: the config names none of num_experts_per_tok, moe_top_k, moe_topk")
 
 
 def test_experts_found_in_no_stacked_weights_are_read_whole_and_the_tag_says_so() -> None:
@@ -246,6 +246,24 @@ def test_a_model_with_layers_that_are_not_attention_is_refused_naming_them() -> 
                                   num_attention_heads=4, num_key_value_heads=2, layer_types=["conv", "full_attention"])
     with pytest.raises(ConfigError, match=r"layers of kind conv \(config.layer_types\).*workload=forward"):
         check_generation(config, PROMPT, NEW, static=False)
+    # transformers 4 names a hybrid's attention layers "attention" (GraniteMoE-Hybrid): not named among the others.
+    with pytest.raises(ConfigError, match=r"layers of kind (mamba|linear_attention) \(config.layer_types\)"):
+        check_generation(PretrainedConfig(layer_types=["attention", "mamba"]), PROMPT, NEW, static=False)
+
+
+@torch.inference_mode()
+def test_a_causal_lm_whose_forward_keeps_all_logits_generates_as_generate_does() -> None:
+    """TrOCR's decoder names no logits_to_keep (it takes **kwargs and drops it); Bloom's and BART's under transformers 4
+    refused it, which prefill passed to every model: now only to a forward that names it."""
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(
+        "trocr", vocab_size=64, d_model=32, decoder_layers=1, decoder_attention_heads=2, decoder_ffn_dim=64)).eval()
+    ids = prompts(model)
+    expected = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW,
+                              min_new_tokens=NEW, pad_token_id=0)[:, PROMPT:]
+    generator = Generator(model, model, model.config, PROMPT, NEW, CPU, generation_config=model.generation_config)
+    assert generator.keep == {} and torch.equal(generator.generate(ids), expected)
+    gpt2 = preset("gpt2_tiny_random")
+    assert Generator(gpt2, gpt2, gpt2.config, PROMPT, NEW, CPU).keep == {"logits_to_keep": 1}  # the head scores one position
 
 
 @pytest.mark.parametrize(("architecture", "fields", "why"), [

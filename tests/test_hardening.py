@@ -605,7 +605,7 @@ def test_a_device_out_of_memory_is_one_sentence_naming_what_sets_the_memory_a_ru
     error = out_of_memory(pickle.loads(pickle.dumps(torch.OutOfMemoryError(said))), resolved)
     assert isinstance(error, EaqError)
     assert str(error) == (
-        "the device ran out of memory running model=llama-7b-random at batch_size=64, seq_len=2048, precision=bf16 (CUDA "
+        "the device ran out of memory running model.name=llama-7b-random at batch_size=64, seq_len=2048, precision=bf16 (CUDA "
         "out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 12.00 MiB is free); "
         "lower batch_size or seq_len, use a smaller model, or free the device of other processes (nvidia-smi lists them).")
     assert out_of_memory(RuntimeError("index out of range in self"), resolved) is None

@@ -53,7 +53,10 @@ def test_a_plan_file_round_trips(tmp_path: Path) -> None:
         ("base: fp32\nlayers:\n  a: int8\n  a: fp8\n", "is not valid YAML .*given twice: a"),  # PyYAML keeps the last
         ("base: fp32\nlayers: {a: int8}\nLayers: {b: int8}\n", "has key Layers, which nothing reads"),  # b ran fp32
         # Without 'layers' beside the misspelt key, the shape's sentence, which named no key, came first.
-        ("base: fp32\nlayer: {a: int8}\n", "has key layer, which nothing reads"),
+        ("base: fp32\nlayer: {a: int8}\n", "has no 'layers' and has key layer, which nothing reads"),
+        # Layer names beside 'base': the first three named, not a plan's worth of keys to "fix".
+        ("base: fp32\n" + "".join(f"l{i}: int8\n" for i in range(5)),
+         r"has no 'layers' and has key l0, l1, l2, \.\.\. \(5 in all\), which nothing reads: list the layers under 'layers:'"),
         ("base: fp32\nlayers: {}\nmeta: 5\n", "'meta' must be a mapping"),  # a TypeError
     ],
 )

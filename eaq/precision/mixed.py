@@ -140,8 +140,13 @@ def load_plan(path: str | Path) -> Plan:
     if isinstance(data, dict) and (unknown := sorted(str(k) for k in data if k not in ("base", "layers", "meta"))):
         # Layers under a misspelled key (``Layers:``, ``layer:``) would run in the base dtype without a word; named
         # first, as the shape's sentence below cannot say which key was meant.
-        raise ConfigError(f"precision.plan={path} has key {', '.join(unknown)}, which nothing reads; a plan has 'base', "
-                          "'layers' and optionally 'meta': fix the name.")
+        if isinstance(data.get("layers"), dict):
+            raise ConfigError(f"precision.plan={path} has key {', '.join(unknown)}, which nothing reads; a plan has "
+                              "'base', 'layers' and optionally 'meta': fix the name.")
+        # No 'layers': a misspelt one, or layer names written beside 'base' (hundreds, in a real model).
+        shown = ", ".join(unknown[:3]) + (f", ... ({len(unknown)} in all)" if len(unknown) > 3 else "")
+        raise ConfigError(f"precision.plan={path} has no 'layers' and has key {shown}, which nothing reads: list the "
+                          "layers under 'layers:' (Linear module name -> format), beside 'base' and optionally 'meta'.")
     if not isinstance(data, dict) or not isinstance(data.get("base"), str) or not isinstance(data.get("layers"), dict):
         raise ConfigError(
             f"precision.plan={path} must be a mapping with 'base' (a float format) and 'layers' "

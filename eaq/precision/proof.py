@@ -77,9 +77,9 @@ def stored_bytes_read(model: nn.Module, rows: int) -> int:
 
 
 # How Hugging Face configs name a mixture of experts' routed experts per layer (E) and per token (k); DBRX keeps both
-# in a sub-config (ffn_config: moe_num_experts, moe_top_k).
+# in a sub-config (ffn_config: moe_num_experts, moe_top_k), HunYuan-MoE's k is moe_topk under transformers 4.
 EXPERT_COUNT = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
-EXPERTS_PER_TOKEN = ("num_experts_per_tok", "moe_top_k")
+EXPERTS_PER_TOKEN = ("num_experts_per_tok", "moe_top_k", "moe_topk")
 
 
 def _config_int(config: object, names: tuple[str, ...]) -> int | None:
@@ -118,7 +118,7 @@ class RoutedExperts:
         if not self.sizes:
             return f" (every routed expert: the config names {self.count} per layer, but no weights stacked by expert were found)"
         if self.per_token is None:
-            return f" (every routed expert: the config names no experts per token, {' or '.join(EXPERTS_PER_TOKEN)})"
+            return f" (every routed expert: the config names none of {', '.join(EXPERTS_PER_TOKEN)}, its experts per token)"
         return f" and the routed experts its tokens cannot choose (min({self.count}, batch x {self.per_token}) of {self.count} per layer read)"
 
 

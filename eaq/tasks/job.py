@@ -93,7 +93,7 @@ def out_of_memory(exc: BaseException, resolved: dict[str, Any]) -> EaqError | No
     # torch's first three sentences: what it tried to allocate, of how much free (then a paragraph of allocator advice)
     said = ". ".join(str(exc).strip().split(". ")[:3]).rstrip(".") or "no detail"
     return EaqError(
-        f"the device ran out of memory running model={resolved['model']['name']} at batch_size={resolved['batch_size']}, "
+        f"the device ran out of memory running model.name={resolved['model']['name']} at batch_size={resolved['batch_size']}, "
         f"seq_len={resolved['seq_len']}, precision={resolved['precision']['name']} ({said}); lower batch_size or seq_len, "
         "use a smaller model, or free the device of other processes (nvidia-smi lists them)."
     )

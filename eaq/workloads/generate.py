@@ -83,7 +83,8 @@ def unapplied_settings(generation_config: object | None) -> list[str]:
 
 # Layers whose state is an attention KV cache; any other kind (convolution, linear attention, state-space) keeps a
 # state that Decoder.restart cannot rewind to the prompt's.
-ATTENTION_LAYERS = frozenset({"full_attention", "sliding_attention"})
+# "attention" is transformers 4's name in hybrids (GraniteMoE-Hybrid: mamba and attention).
+ATTENTION_LAYERS = frozenset({"full_attention", "sliding_attention", "attention"})
 
 
 def check_generation(config: PretrainedConfig, seq_len: int, new_tokens: int, static: bool, positions: int | None = None) -> None:
@@ -164,7 +165,7 @@ def read_layers(cache: DynamicCache | StaticCache, config: PretrainedConfig) -> 
 
 
 NO_KV_CACHE = ("{model} cannot be measured generating: {why}, and workload=generate decodes each token over the "
-               "prompt's attention KV cache. It measures causal LMs that keep one (GPT-2, Llama, Mistral, Qwen, ...); use "
+               "prompt's attention KV cache, as causal LMs that keep one do (GPT-2, Llama, Mistral, Qwen, ...); use "
                "workload=forward for this model.")
 
 
@@ -205,6 +206,10 @@ class Generator:
         check_generation(config, seq_len, new_tokens, static)
         self.model, self.runner, self.config = model, runner, config
         self.cache_arg = cache_argument(model)
+        # Only a forward that names it (transformers 4's Bloom and BART refused it): without it, prefill's head
+        # scores every prompt position, as that model's generate does.
+        named = inspect.signature(getattr(inner := inner_model(model), "forward", inner)).parameters
+        self.keep = {"logits_to_keep": 1} if "logits_to_keep" in named else {}
         self.seq_len, self.new_tokens, self.static = seq_len, new_tokens, static
         self.positions = torch.arange(seq_len + new_tokens, device=device)
         self.eos = torch.tensor(eos_ids(config.vocab_size, config, generation_config), dtype=torch.long, device=device)
@@ -231,7 +236,7 @@ class Generator:
                 **{self.cache_arg: cache if cache is not None else DynamicCache(config=self.config)},
                 cache_position=self.positions[: input_ids.shape[1]],
                 use_cache=True,
-                logits_to_keep=1,
+                **self.keep,
             )
         except AttributeError as error:  # xLSTM: "'DynamicCache' object has no attribute 'rnn_state'"
             if "Cache' object has no attribute" not in str(error):
