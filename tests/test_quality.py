@@ -87,6 +87,25 @@ def test_a_data_file_edited_under_the_same_path_gets_a_new_reference_and_new_fig
     assert first_run.data.tags["eaq.data.source"] == second_run.data.tags["eaq.data.source"] == str(data)
 
 
+def test_a_model_config_edited_in_place_gets_a_new_reference(out: Path, tmp_path: Path, saved_model: Path) -> None:
+    """The reference was keyed by the settings and the weights alone: with config.json's layer_norm_eps edited, the
+    fp32 run scored against the old model's reference (cosine 0.9991) or read the old figures back."""
+    import json
+    import shutil
+
+    folder = shutil.copytree(saved_model, tmp_path / "model")
+    common = ["model=hub", "model.name=mine", f"model.name_or_path={folder}", "trials=quick", "batch_size=4", "seq_len=32"]
+    assert run_eaq(out, *common).returncode == 0
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"layer_norm_eps": 100.0, "hidden_act": "relu"}))
+    second = run_eaq(out, *common)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "fp32 reference from cache" not in second.stdout + second.stderr
+    last = max(all_runs(out), key=lambda r: r.info.start_time)
+    assert last.data.tags["eaq.quality.source"] == "computed in this run"
+    assert last.data.metrics["quality_cosine_to_fp32_min"] == pytest.approx(1.0, abs=1e-6)  # fp32 against its own outputs
+
+
 def test_a_tokenizer_edited_under_the_same_path_gets_a_new_reference(out: Path, tmp_path: Path, capsys) -> None:
     """The fp32 reference is keyed by the token ids' own key (the tokenizer's vocabulary), not the tokenizer's path."""
     import json

@@ -177,8 +177,10 @@ def benchmark(cfg: EaqConfig, artifact_dir: Path) -> TaskResult:
             # Everything the fp32 outputs depend on: the examples themselves (a file edited under the same path), the
             # batch a row shares its GEMMs with, the device and the libraries computing them.
             # The rows and batch size are not the text's perplexity's: scored alone, it keys on the rest (below).
-            # The token ids' cache key holds the tokenizer's identity (its vocabulary, not only its path).
-            inputs = dict(model=asdict(cfg.model), weights=weights_fingerprint(model), dataset=asdict(cfg.dataset),
+            # The token ids' cache key holds the tokenizer's identity (its vocabulary, not only its path); the model's
+            # config is its own file (a folder's config.json edited in place: layer_norm_eps, hidden_act, rope_scaling).
+            inputs = dict(model=asdict(cfg.model), weights=weights_fingerprint(model), architecture=model.config.to_dict(),
+                          dataset=asdict(cfg.dataset),
                           **({"tokens": token_cache.path.stem} if token_cache is not None else {}),
                           seq_len=cfg.seq_len, device=arithmetic_key(device), torch=torch.__version__,
                           transformers=transformers.__version__,
