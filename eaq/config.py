@@ -636,6 +636,12 @@ def validate(
             f"model.architecture.{dtypes[0]} would build the random weights in that dtype and they are built in fp32, the "
             f"reference the precisions are judged against; drop it and choose the format with precision= (bf16, fp16, ...)."
         )
+    if obj.model.weights == "pretrained" and obj.model.seed != ModelConfig.seed:
+        # It seeded nothing and split one model's runs into configurations of their own (report rows, resume).
+        raise ConfigError(
+            f"model.seed={obj.model.seed} seeds random weights, and model.weights=pretrained reads {obj.model.name}'s own: "
+            "drop model.seed (trial=N repeats a measurement), or set model.weights=random to draw weights with it."
+        )
     if not DEVICE_PATTERN.match(obj.device):
         raise ConfigError(f"device={obj.device!r} is not valid: use auto, cpu, cuda or cuda:N.")
     _paths_from_launch_folder(obj, os.getcwd() if launched_from is None else launched_from)

@@ -80,6 +80,8 @@ def test_unknown_key_fails_at_composition() -> None:
         ("task=layers layers.impact=false layers.saving=measured layers.budget_limit=0.1",
          "layers.budget_limit=0.1, layers.saving=measured set how a plan is made, and layers.impact=false makes none"),
         ("task=layers trials.overhead_pairs=3", "trials.overhead_pairs=3 measures what sampling costs the benchmark's"),
+        # it seeded nothing, and its runs were a configuration of their own
+        ("model=minilm model.seed=5", "model.seed=5 seeds random weights, and model.weights=pretrained reads minilm's own"),
         # accepted by task=calibrate, which checked nothing and said nothing
         ("task=calibrate precision.kernel_check=true", "task=calibrate measures the device's matmul peak and memory bandwidth"),
         ("task=layers layers.plan=false layers.budget=nonsense",
