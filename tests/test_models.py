@@ -79,6 +79,27 @@ def test_a_checkpoint_without_the_heads_weights_is_refused_naming_the_head_it_ha
         load_model(ModelConfig(name="x", name_or_path=str(saved_model), head=head))
 
 
+def test_weights_of_other_shapes_than_the_config_gives_are_refused_in_a_sentence(saved_model: Path, tmp_path: Path) -> None:
+    """transformers 5 raised a RuntimeError advising ignore_mismatched_sizes, a setting eaq has not: a traceback."""
+    import json
+    import shutil
+
+    folder = shutil.copytree(saved_model, tmp_path / "model")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"intermediate_size": 2 * config["intermediate_size"]}))
+    with pytest.raises(ModelLoadError, match=r"weights do not have the shapes its config.json gives .*save the folder again"):
+        load_model(ModelConfig(name="x", name_or_path=str(folder)), with_tokenizer=False)
+
+
+@pytest.mark.parametrize("head", ["embedding", "sequence_classification"])
+def test_an_encoder_decoder_is_refused_before_it_is_built(head: str) -> None:
+    """T5, Pegasus and Marian failed mid-run (a pass of input ids alone does not run them); BART's embedding was its
+    decoder's output."""
+    architecture = {"model_type": "t5", "vocab_size": 64, "d_model": 32, "num_layers": 1, "num_heads": 2, "d_ff": 64, "d_kv": 16}
+    with pytest.raises(ModelLoadError, match=r"\(t5\) is an encoder-decoder, which eaq's .* pass \(input ids alone\) does not"):
+        load_model(ModelConfig(name="t5", weights="random", architecture=architecture, head=head), with_tokenizer=False)
+
+
 def test_an_encoder_saved_without_its_pooler_loads_as_an_embedding_model(tmp_path: Path) -> None:
     """roberta-base is saved for masked LM, without the pooler an embedding never reads (it mean-pools)."""
     from transformers import BertForMaskedLM

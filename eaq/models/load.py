@@ -286,6 +286,14 @@ def _auto_class(cfg: ModelConfig, config: PretrainedConfig) -> type:
             "config is within it); eaq measures a text model's inputs and outputs: pass its text model alone, saved "
             "with save_pretrained, or a text-only checkpoint of it."
         )
+    if getattr(config, "is_encoder_decoder", False) and cfg.head != "causal_lm":
+        # AutoModel builds the whole sequence-to-sequence model, which a pass of input ids alone does not run: T5,
+        # Pegasus and Marian failed mid-run, and BART's "embedding" was its decoder's output.
+        raise ModelLoadError(
+            f"{cfg.name}'s architecture ({config.model_type}) is an encoder-decoder, which eaq's {cfg.head} pass (input ids "
+            "alone) does not run as its users do: measure its decoder with model.head=causal_lm (where it has one), or "
+            "an encoder-only or decoder-only model."
+        )
     # An embedding encoder carrying a classifier head loads as the encoder, then is wrapped.
     auto_class = AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]
     if type(config) not in auto_class._model_mapping:
@@ -604,6 +612,13 @@ def load_model(
                                                         **_hub_options(location))
         except OSError as exc:
             raise ModelLoadError(_not_found(cfg.name_or_path, exc)) from exc
+        except RuntimeError as exc:
+            if "ignore_mismatched_sizes" not in str(exc) and "size mismatch" not in str(exc):
+                raise
+            raise ModelLoadError(
+                f"{cfg.name_or_path}'s weights do not have the shapes its config.json gives (transformers' report above "
+                "names each tensor): save the folder again with save_pretrained, or fix the config.json it was saved with."
+            ) from exc
         # An encoder's pooler, which a checkpoint saved for masked LM (roberta-base) lacks: embeddings and eaq's
         # classifier head mean-pool the last hidden states, and never read it.
         pooled = cfg.head == "embedding" or bool(cfg.classifier_head)
