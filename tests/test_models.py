@@ -79,6 +79,15 @@ def test_a_checkpoint_without_the_heads_weights_is_refused_naming_the_head_it_ha
         load_model(ModelConfig(name="x", name_or_path=str(saved_model), head=head))
 
 
+def test_a_file_given_as_a_model_or_tokenizer_folder_is_refused_at_once(saved_model: Path) -> None:
+    """A tokenizer.json given as model.tokenizer went to the hub as an id: ~45 s of retries offline, or an error."""
+    for setting, fields in (("the tokenizer folder", {"weights": "random", "architecture": {"model_type": "bert"},
+                                                      "tokenizer": str(saved_model / "tokenizer.json")}),
+                            ("model.name_or_path", {"name_or_path": str(saved_model / "config.json")})):
+        with pytest.raises(ModelLoadError, match=rf"{setting} '.*' is a file; pass the folder it was saved in \({saved_model}\)"):
+            load_model(ModelConfig(name="x", **fields))
+
+
 def test_weights_of_other_shapes_than_the_config_gives_are_refused_in_a_sentence(saved_model: Path, tmp_path: Path) -> None:
     """transformers 5 raised a RuntimeError advising ignore_mismatched_sizes, a setting eaq has not: a traceback."""
     import json

@@ -101,6 +101,8 @@ def _check_local(location: str, what: str) -> str:
     path = Path(location).expanduser()
     if not path.exists():
         raise ModelLoadError(f"{what} {location!r} does not exist; pass a folder saved with save_pretrained or a hub id.")
+    if path.is_file():  # transformers read a file's path as a hub id: refused after the hub library's retries
+        raise ModelLoadError(f"{what} {location!r} is a file; pass the folder it was saved in ({path.parent}).")
     if not (path / "config.json").exists() and what == "model.name_or_path":
         raise ModelLoadError(
             f"{location!r} is not a model folder (it has no config.json); pass a folder saved with save_pretrained."
