@@ -32,6 +32,8 @@ SETTING = re.compile(r"^(?:\+\+|\+)?([A-Za-z_][\w.]*)=")
 LAUNCHER = re.compile(r"^\+?hydra/launcher=([\w.-]+)$")
 # A key of a preset's architecture (a free-form dict: the schema cannot say which keys it has).
 ARCHITECTURE_KEY = re.compile(r"^model\.architecture\.(\w+)")
+# The whole architecture given as a dict, which Hydra merges into the preset's key by key.
+ARCHITECTURE_DICT = re.compile(r"^model\.architecture=(\{.*\})$")
 
 
 def _hydra_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -117,8 +119,14 @@ def unknown_architecture_key(argv: Sequence[str], conf: Path = CONF) -> str | No
     args = _hydra_args(argv)
     if _own_config(args):
         return None
-    keys = [(o, match.group(1)) for o in args.overrides
+    # (the override as the sentence names it, the key, how to add it where the preset lacks it)
+    keys = [(o.split("=")[0], match.group(1), f"add it with +{o}") for o in args.overrides
             if not o.startswith("+") and (match := ARCHITECTURE_KEY.match(o))]
+    for override in args.overrides:
+        if (match := ARCHITECTURE_DICT.match(override)) and isinstance(given := _dict_value(override), dict):
+            keys += [("model.architecture={...}", str(key), f"a dict there merges into the preset's: add it with "
+                      f"+model.architecture.{key}=..., or build your own from model=hub model.weights=random "
+                      "+model.architecture={...}") for key in given]
     if not keys:
         return None
     if any(arg.lstrip("+").startswith("model=") and not CHOICE.match(arg) for arg in argv):
@@ -135,21 +143,30 @@ def unknown_architecture_key(argv: Sequence[str], conf: Path = CONF) -> str | No
         architecture = fields.get("architecture") or {}
         weights = next((o.split("=", 1)[1] for o in args.overrides if o.lstrip("+").startswith("model.weights=")),
                        fields.get("weights", "pretrained"))
-        for override, key in keys:
+        for override, key, add in keys:
             if not architecture and weights == "pretrained":
-                return (f"{override.split('=')[0]}: model={name} loads pretrained weights, whose architecture is theirs; "
+                return (f"{override}: model={name} loads pretrained weights, whose architecture is theirs; "
                         "model.architecture builds random weights (model.weights=random, as the *_random presets).")
             if key not in architecture and (close := difflib.get_close_matches(key, architecture, n=1)):
                 # Most likely a misspelt key of its own, named first: adding a misspelt one with + was refused next, as
                 # no field of the model's config.
-                return (f"{override.split('=')[0]}: model={name}'s architecture has no key {key}: did you mean "
-                        f"model.architecture.{close[0]}? (A field of the model's config the preset leaves out is added "
-                        f"with +{override}.)")
+                return (f"{override}: model={name}'s architecture has no key {key}: did you mean "
+                        f"model.architecture.{close[0]}? (A field of the model's config the preset leaves out: {add}.)")
             if key not in architecture:
                 has = f"its keys: {', '.join(architecture)}" if architecture else "it has none yet"
-                return (f"{override.split('=')[0]}: model={name}'s architecture has no key {key} ({has}); add it with "
-                        f"+{override}, or fix the name.")
+                return f"{override}: model={name}'s architecture has no key {key} ({has}); {add}, or fix the name."
     return None
+
+
+def _dict_value(override: str) -> object:
+    """The value of a ``key={...}`` override as Hydra parses it (None where it does not parse: Hydra says why)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        return OverridesParser.create().parse_overrides([override])[0].value()
+    except HydraException:
+        return None
 
 
 def unknown_config_name(argv: Sequence[str], conf: Path = CONF) -> str | None:

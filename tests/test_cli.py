@@ -275,7 +275,7 @@ def test_a_value_of_the_wrong_type_gets_one_sentence_exit_2_before_anything_runs
     # A misspelt key of its own: the closest named first (adding the misspelt one with + was refused next).
     (["model=bert_tiny_random", "model.architecture.hiden_size=64"],
      "model.architecture.hiden_size: model=bert_tiny_random's architecture has no key hiden_size: did you mean "
-     "model.architecture.hidden_size? (A field of the model's config the preset leaves out is added with "
+     "model.architecture.hidden_size? (A field of the model's config the preset leaves out: add it with "
      "+model.architecture.hiden_size=64.)"),
     (["model=minilm", "model.architecture.num_hidden_layers=1"],
      "model.architecture.num_hidden_layers: model=minilm loads pretrained weights, whose architecture is theirs; "

@@ -200,6 +200,11 @@ def test_group_choices_are_checked_only_where_eaq_owns_the_config() -> None:
                                      "model.architecture.num_hidden_layers=1"]) is None
     assert "bert_tiny_random's architecture has no key n_layer" in (
         unknown_architecture_key(["model=bert_tiny_random", "model.architecture.n_layer=1"]) or "")
+    # The whole dict merges key by key: Hydra's "Key 'd_model' is not in struct", exit 1.
+    whole = unknown_architecture_key(["model=bert_tiny_random", "model.architecture={model_type:t5,d_model:32}"]) or ""
+    assert whole.startswith("model.architecture={...}: model=bert_tiny_random's architecture has no key d_model (its keys: ")
+    assert "add it with +model.architecture.d_model=..., or build your own from model=hub model.weights=random" in whole
+    assert unknown_architecture_key(["model=bert_tiny_random", "model.architecture={num_hidden_layers:1}"]) is None
 
 
 def test_model_hub_needs_a_name_or_path_only_where_it_is_read() -> None:
