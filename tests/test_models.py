@@ -393,7 +393,8 @@ def test_fit_head_with_no_training_file_names_its_flag_in_a_sentence(tmp_path: P
     missing = tmp_path / "train.tsv"
     done = subprocess.run([sys.executable, "-m", "eaq.models.fit_head", "--train", str(missing)], capture_output=True,
                           text=True, timeout=300, cwd=tmp_path, env=os.environ | {"PYTHONPATH": str(REPO)})
-    assert done.returncode == 2 and f"--train {missing} cannot be read" in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 2 and f"--train {missing} cannot be read (it is not a file)" in done.stderr, done.stderr[-2000:]
+    assert "dataset.path" not in done.stderr  # the run's setting, which this command does not have
     assert "Traceback" not in done.stderr and not (tmp_path / "minilm_sst2.safetensors").exists()
 
 

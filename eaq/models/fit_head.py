@@ -59,8 +59,9 @@ def main() -> None:
     args = parser.parse_args()
     try:
         examples = load_examples(DatasetConfig(name="train", kind="tsv", path=args.train))
-    except DataError as exc:  # its sentence names dataset.path, a run's setting: said here as this command's flag
-        parser.error(f"--train {args.train} cannot be read ({exc}); pass --train FILE, SST-2's train.tsv (or any TSV of "
+    except DataError as exc:  # its sentence names dataset.path, a run's setting: a missing file is said as this flag's
+        why = "it is not a file" if not Path(args.train).is_file() else str(exc)
+        parser.error(f"--train {args.train} cannot be read ({why}); pass --train FILE, SST-2's train.tsv (or any TSV of "
                      "sentence and label)")
     start = time.perf_counter()
     features = embed(examples.texts).clone()  # out of inference mode: the fit needs autograd
