@@ -108,7 +108,7 @@ def test_a_plan_refused_for_the_device_still_carries_its_hash(out: Path, tmp_pat
     # A format this CPU cannot run (fp8), refused with the plan read and before anything else.
     plan_file = save_plan(Plan("bf16", {"encoder.layer.0.intermediate.dense": "fp8"}), tmp_path / "plan.yaml")
     done = run_eaq(out, *FAST, "precision=mixed", f"precision.plan={plan_file}")
-    assert done.returncode == 2 and "these run for real" in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 2 and "a plan's layers can take int8, int8_weight_only on cpu" in done.stderr, done.stderr[-2000:]
     run = _only(all_runs(out), "FAILED")
     assert run.data.tags.get("eaq.precision.plan_sha256") == hashlib.sha256(plan_file.read_bytes()).hexdigest()[:16]
 

@@ -81,10 +81,10 @@ def test_a_checkpoint_without_the_heads_weights_is_refused_naming_the_head_it_ha
 
 def test_a_file_given_as_a_model_or_tokenizer_folder_is_refused_at_once(saved_model: Path) -> None:
     """A tokenizer.json given as model.tokenizer went to the hub as an id: ~45 s of retries offline, or an error."""
-    for setting, fields in (("the tokenizer folder", {"weights": "random", "architecture": {"model_type": "bert"},
-                                                      "tokenizer": str(saved_model / "tokenizer.json")}),
-                            ("model.name_or_path", {"name_or_path": str(saved_model / "config.json")})):
-        with pytest.raises(ModelLoadError, match=rf"{setting} '.*' is a file; pass the folder it was saved in \({saved_model}\)"):
+    for setting, fields in (("model.tokenizer=", {"weights": "random", "architecture": {"model_type": "bert"},
+                                                  "tokenizer": str(saved_model / "tokenizer.json")}),
+                            ("model.name_or_path '", {"name_or_path": str(saved_model / "config.json")})):
+        with pytest.raises(ModelLoadError, match=rf"{setting}.* is a file; pass the folder it was saved in \({saved_model}\)"):
             load_model(ModelConfig(name="x", **fields))
 
 

@@ -120,6 +120,8 @@ def _check_local(location: str, what: str) -> str:
 def _load_tokenizer(location: str, setting: str) -> PreTrainedTokenizerBase:
     """The tokenizer at ``location``, which ``setting`` named (``model.tokenizer``, or the model's own folder or id)."""
     resolved = resolve_location(location)
+    if (path := Path(resolved).expanduser()).is_file():  # named by its setting (model.tokenizer, or the model's)
+        raise ModelLoadError(f"{setting}={location} is a file; pass the folder it was saved in ({path.parent}).")
     if _looks_local(resolved):
         resolved = _check_local(resolved, "the tokenizer folder")
     try:
