@@ -96,13 +96,14 @@ def _looks_local(location: str) -> bool:
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "*.model")
 
 
-def _check_local(location: str, what: str) -> str:
-    """The folder with ``~`` expanded (the loader gets what was checked), or an error naming what is missing."""
+def _check_local(location: str, what: str, named: str | None = None) -> str:
+    """The folder with ``~`` expanded (the loader gets what was checked), or an error naming what is missing;
+    ``named``: how a file given as the folder is named (its setting), if not as ``what``."""
     path = Path(location).expanduser()
     if not path.exists():
         raise ModelLoadError(f"{what} {location!r} does not exist; pass a folder saved with save_pretrained or a hub id.")
     if path.is_file():  # transformers read a file's path as a hub id: refused after the hub library's retries
-        raise ModelLoadError(f"{what} {location!r} is a file; pass the folder it was saved in ({path.parent}).")
+        raise ModelLoadError(f"{named or f'{what} {location!r}'} is a file; pass the folder it was saved in ({path.parent}).")
     if not (path / "config.json").exists() and what == "model.name_or_path":
         raise ModelLoadError(
             f"{location!r} is not a model folder (it has no config.json); pass a folder saved with save_pretrained."
@@ -120,10 +121,8 @@ def _check_local(location: str, what: str) -> str:
 def _load_tokenizer(location: str, setting: str) -> PreTrainedTokenizerBase:
     """The tokenizer at ``location``, which ``setting`` named (``model.tokenizer``, or the model's own folder or id)."""
     resolved = resolve_location(location)
-    if (path := Path(resolved).expanduser()).is_file():  # named by its setting (model.tokenizer, or the model's)
-        raise ModelLoadError(f"{setting}={location} is a file; pass the folder it was saved in ({path.parent}).")
-    if _looks_local(resolved):
-        resolved = _check_local(resolved, "the tokenizer folder")
+    if _looks_local(resolved):  # a file given as the folder is named by its setting (model.tokenizer, or the model's)
+        resolved = _check_local(resolved, "the tokenizer folder", f"{setting}={location}")
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolved, **_hub_options(resolved))
     except OSError as exc:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import nn
@@ -175,16 +175,22 @@ def inner_model(model: Callable[..., object]) -> Callable[..., object]:
     return next((m for m in modules if isinstance(m, PreTrainedModel)), model)
 
 
+def forward_parameters(model: Callable[..., object]) -> Mapping[str, inspect.Parameter]:
+    """The parameters the forward of the transformers model inside ``model`` names."""
+    inner = inner_model(model)
+    return inspect.signature(getattr(inner, "forward", inner)).parameters
+
+
 def cache_argument(model: Callable[..., object]) -> str:
     """The name the model's forward takes its KV cache by: ``cache`` since transformers 5.2x, where ``past_key_values``
     warns on every call (and goes in 5.40); ``past_key_values`` before. Read from the transformers model inside
     ``model``, as a model of its own code names it."""
-    inner = inner_model(model)
-    named = [name for name in ("cache", "past_key_values") if name in inspect.signature(getattr(inner, "forward", inner)).parameters]
+    named = [name for name in ("cache", "past_key_values") if name in forward_parameters(model)]
     if not named:
         # RWKV (its own state), XLNet (mems), Reformer, OpenAI-GPT (none) take **kwargs and dropped the cache: every
         # decode step ran one token with no context, measured as generation.
-        raise ConfigError(NO_KV_CACHE.format(model=type(inner).__name__, why="its forward takes no KV cache (past_key_values or cache)"))
+        raise ConfigError(NO_KV_CACHE.format(model=type(inner_model(model)).__name__,
+                                             why="its forward takes no KV cache (past_key_values or cache)"))
     return named[0]
 
 
@@ -208,8 +214,7 @@ class Generator:
         self.cache_arg = cache_argument(model)
         # Only a forward that names it (transformers 4's Bloom and BART refused it): without it, prefill's head
         # scores every prompt position, as that model's generate does.
-        named = inspect.signature(getattr(inner := inner_model(model), "forward", inner)).parameters
-        self.keep = {"logits_to_keep": 1} if "logits_to_keep" in named else {}
+        self.keep = {"logits_to_keep": 1} if "logits_to_keep" in forward_parameters(model) else {}
         self.seq_len, self.new_tokens, self.static = seq_len, new_tokens, static
         self.positions = torch.arange(seq_len + new_tokens, device=device)
         self.eos = torch.tensor(eos_ids(config.vocab_size, config, generation_config), dtype=torch.long, device=device)
