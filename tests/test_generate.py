@@ -151,6 +151,21 @@ def test_greedy_fp32_generation_equals_transformers_generate(name: str, static: 
 
 
 @torch.inference_mode()
+def test_a_model_that_numbers_its_own_positions_generates_what_its_full_forward_picks() -> None:
+    """RoBERTa as a decoder counts positions from padding_idx + 1 in its own forward; transformers' generate hands it
+    positions from 0 (another model's tokens). eaq passes no positions: each new token is the argmax of the model's
+    forward over the whole sequence so far, as recomputing it without a cache picks."""
+    config = AutoConfig.for_model("roberta", vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                  intermediate_size=64, is_decoder=True, max_position_embeddings=PROMPT + NEW + 2)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    ids = prompts(model).clamp(min=2)  # no padding id (1) in the prompt: the model numbers a pad as no position
+    sequence = ids
+    for _ in range(NEW):
+        sequence = torch.cat([sequence, model(sequence).logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert torch.equal(Generator(model, model, model.config, PROMPT, NEW, CPU).generate(ids), sequence[:, PROMPT:])
+
+
+@torch.inference_mode()
 def test_a_generation_may_use_every_position_the_model_has_and_no_more() -> None:
     # The last new token is picked and never fed back: 12 + 9 tokens use positions 0..19 of a 20-position GPT-2.
     model = preset("gpt2_tiny_random", n_positions=PROMPT + NEW - 1)
