@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import transformers
 from omegaconf import OmegaConf
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoConfig, AutoModelForCausalLM, GPTNeoConfig, PretrainedConfig
@@ -148,6 +149,29 @@ def test_greedy_fp32_generation_equals_transformers_generate(name: str, static: 
     tokens = Generator(model, model, model.config, PROMPT, NEW, CPU, static=static).generate(ids)
     assert tokens.shape == (3, NEW)  # exactly the asked number of new tokens
     assert torch.equal(tokens, expected)
+
+
+@pytest.mark.parametrize(("architecture", "fields"), [
+    ("mpt", {"d_model": 32, "n_layers": 2, "n_heads": 4}),
+    ("ctrl", {"n_embd": 32, "n_layer": 2, "n_head": 4, "dff": 64}),
+    ("xglm", {"d_model": 32, "num_layers": 2, "attention_heads": 4, "ffn_dim": 64}),
+])
+@torch.inference_mode()
+def test_a_model_whose_attention_cannot_read_a_static_cache_is_refused_or_decodes_as_over_a_dynamic_one(
+        architecture: str, fields: dict) -> None:
+    """Under transformers 4.57 these models' prefill into a StaticCache (compile=true's) ended in a shape error of
+    their attention; under 5.x they read one and decode the dynamic cache's tokens."""
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(architecture, vocab_size=64, **fields)).eval()
+    ids = prompts(model)
+    static = Generator(model, model, model.config, PROMPT, NEW, CPU, static=True)
+    try:
+        tokens = static.generate(ids)
+    except ConfigError as error:
+        assert transformers.__version__.startswith("4.")
+        assert f"{type(model).__name__} fails to run its prompt into a static KV cache (" in str(error)
+        assert str(error).endswith("run it with compile=false (an eager decode over a growing cache).")
+    else:
+        assert torch.equal(tokens, Generator(model, model, model.config, PROMPT, NEW, CPU).generate(ids))
 
 
 @torch.inference_mode()

@@ -169,6 +169,11 @@ NO_KV_CACHE = ("{model} cannot be measured generating: {why}, and workload=gener
                "workload=forward for this model.")
 
 
+NO_STATIC_CACHE = ("{model} fails to run its prompt into a static KV cache ({error}), the cache compile=true decodes "
+                   "over at a fixed shape: its attention code does not read one under this transformers version; run it "
+                   "with compile=false (an eager decode over a growing cache).")
+
+
 def inner_model(model: Callable[..., object]) -> Callable[..., object]:
     """The transformers model inside ``model`` (a wrapper's forward, autocast's ``*args, **kwargs``, names nothing)."""
     modules = model.modules() if isinstance(model, nn.Module) else ()
@@ -248,6 +253,13 @@ class Generator:
                 raise
             why = f"it keeps its state in a cache of its own kind ({error})"
             raise ConfigError(NO_KV_CACHE.format(model=type(inner_model(self.model)).__name__, why=why)) from error
+        except (RuntimeError, ValueError, IndexError) as error:
+            # Under transformers 4.57, MPT, CTRL, XGLM and DeepSeek-V3 keep the cache's whole length in their masks
+            # or write by their own counters: a StaticCache's prefill fails in their attention.
+            if not isinstance(cache, StaticCache):
+                raise
+            raise ConfigError(NO_STATIC_CACHE.format(model=type(inner_model(self.model)).__name__,
+                                                     error=str(error).splitlines()[0])) from error
         return self.pick(out.logits)
 
     def generate(self, input_ids: torch.Tensor) -> torch.Tensor:
