@@ -550,9 +550,11 @@ def validate(
         if obj.layers.budget is not None:
             _one_of("layers.budget", obj.layers.budget, BUDGET_KINDS)
         if (obj.layers.budget is None) != (obj.layers.budget_limit is None):
+            given, missing = (("layers.budget", obj.layers.budget), "layers.budget_limit") if obj.layers.budget_limit is None \
+                else (("layers.budget_limit", obj.layers.budget_limit), "layers.budget")
             raise ConfigError(
-                f"layers.budget={obj.layers.budget} layers.budget_limit={obj.layers.budget_limit}: set both (e.g. "
-                "layers.budget=accuracy_points layers.budget_limit=0.5), or neither for the default."
+                f"{given[0]}={given[1]} without {missing}: set both (e.g. layers.budget=impact layers.budget_limit=0.01), "
+                "or neither for the default."
             )
     if obj.task != "benchmark" and obj.precision.kernel_check:
         # It was accepted and did nothing.

@@ -165,7 +165,7 @@ def type_saving_rows(
 
     rows = [
         {"type": kind, "layers": layers[kind], "basis": "energy" if energy else "time", "unit": unit,
-         "base_per_pass": reference * 1e3, "base_drift": (last - first) / first if first else None,
+         "base_per_pass": reference * 1e3, "base_drift": (last - first) * 1e3,
          "lowered_per_pass": cost(found) * 1e3, "saving_per_pass": saved[kind] * 1e3, "valid": valid(kind, found)}
         for kind, found in lowered.items()
     ]

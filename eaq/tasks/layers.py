@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from eaq.config import EaqConfig, protocol_seconds
+from eaq.config import LAYER_BASES, LAYER_TARGETS, EaqConfig, protocol_seconds
 from eaq.data import Examples
 from eaq.device import describe_device, draw_key, resolve_device
 from eaq.errors import ConfigError, UnsupportedPrecisionError
@@ -37,7 +37,7 @@ from eaq.layers.tables import (
 from eaq.measure.phases import Phases
 from eaq.measure.samplers import Sampler, measures_energy, select_sampler
 from eaq.models import load_model, load_tokenizer, weights_identity
-from eaq.precision import get_precision, proof
+from eaq.precision import build_precision, get_precision, proof, runnable
 from eaq.precision.base import Precision, base_dtype, set_tf32
 from eaq.precision.native import Autocast
 from eaq.precision.mixed import (LAYER_FORMATS, MixedPrecision, Plan, apply_plan, base_refusal, fitting_base, plan_model,
@@ -53,13 +53,13 @@ FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp
 REPLAY_MIN_S = 3.0
 
 
-def _runs_here(setting: str, name: str, device: torch.device) -> None:
-    """Refuse a format of ``setting`` that does not exist or cannot run for real on ``device``, naming the setting:
-    precision's own sentence says "precision=fp8", which the user did not write."""
-    try:
-        get_precision(name, device)
-    except UnsupportedPrecisionError as exc:
-        raise UnsupportedPrecisionError(f"{setting}={name}: {exc}") from exc
+def _runs_here(setting: str, name: str, device: torch.device, choices: Iterable[str]) -> None:
+    """Refuse a format of ``setting`` that cannot run for real on ``device``, naming the setting and those of
+    ``choices`` (what the setting would accept) that do run here: precision's own sentence says "precision=fp8", which
+    the user did not write, and lists precisions (amp_bf16, the base) this setting refuses."""
+    if reason := build_precision(name, device).requirements.unmet(name, device):
+        here = [choice for choice in choices if choice in runnable(device)]
+        raise UnsupportedPrecisionError(f"{setting}={name}: {reason}; on {device} it can be {', '.join(here)}.")
 
 
 def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
@@ -241,7 +241,7 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
             "own CUDA graphs of the eager passes: layers.cuda_graphs, on by default)."
         )
     base = cfg.layers.base or FLOAT_NAMES[base_dtype(device)]
-    _runs_here("layers.base", base, device)  # the impact model's format must run here too
+    _runs_here("layers.base", base, device, LAYER_BASES)  # the impact model's format must run here too
     if cfg.layers.impact and cfg.layers.target == base:
         # Lowering fp16 to fp16 changed nothing: every sensitivity 0, the correlation "the same for all components".
         raise ConfigError(
@@ -249,7 +249,11 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
             "each component's sensitivity would be 0; choose another target (int8 by default), or layers.impact=false."
         )
     if cfg.layers.impact:
-        _runs_here("layers.target", cfg.layers.target, device)  # and the format components are lowered to
+        # And the format components are lowered to: a plan's layer formats (or a float cast without a plan), those
+        # computing in the base's float first (none may: the base's refusal below then names the base that fits).
+        targets = [t for t in (LAYER_FORMATS if cfg.layers.plan else LAYER_TARGETS) if t != base]
+        fitting = [t for t in targets if t in runnable(device) and not (t in LAYER_FORMATS and base_refusal(t, base, device))]
+        _runs_here("layers.target", cfg.layers.target, device, fitting or targets)
         if cfg.layers.target in LAYER_FORMATS and (mismatch := base_refusal(cfg.layers.target, base, device)):
             raise ConfigError(
                 f"layers.target={cfg.layers.target} cannot lower components of the layers.base={base} model: {mismatch}; "
