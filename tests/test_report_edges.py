@@ -1420,3 +1420,19 @@ def test_a_deleted_experiment_is_said_with_the_command_restoring_it_in_its_store
         open_store(uri, "eaq", None)
     client.restore_experiment(experiment)  # the advised command's effect: the runs are reported again
     assert len(build(uri, tmp_path / "report", experiment="eaq").table) > 0
+
+
+def test_an_experiment_the_store_lacks_is_said_by_every_read_tool_naming_those_it_holds(tmp_path: Path, capsys) -> None:
+    """compare and table read a mistyped --experiment as an empty one ("no benchmark runs in experiment 'eaqq'", exit
+    1, under MLflow's warning), where the report and the front said the name is not in the store."""
+    from eaq.report.compare import main as compare_main
+    from eaq.report.table import main as table_main
+
+    uri, client, experiment = _store(tmp_path)
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1"}, {"latency_mean_ms": 1.0})
+    said = f"--experiment eaqq: not in {uri}; experiments there: eaq, Default."
+    for main in (compare_main, table_main):
+        assert main(["--uri", uri, "--experiment", "eaqq"]) == 2
+        assert said in capsys.readouterr().err
+    with pytest.raises(EaqError, match=re.escape(said)):
+        build(uri, tmp_path / "report", experiment="eaqq")

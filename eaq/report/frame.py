@@ -22,9 +22,8 @@ from eaq.errors import EaqError
 from eaq.metrics import METRIC_NAMES
 from eaq.tracking.find import find_sweep
 from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, COMPILER_DEFAULTS, NOT_MEASUREMENT, reads_group
-from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import PARENT_TAG, SUPERSEDED_TAG, every_run, sweep_runs
-from eaq.tracking.store import check_active, read_store
+from eaq.tracking.store import check_active, existing_experiment, read_store
 
 # The configuration of a run: what a row of an aggregate is keyed by (trial is what varies within one).
 # CUDA graphs, the compiler's settings (tuned or Inductor's defaults, its pattern matcher on or off) and
@@ -110,11 +109,7 @@ def fetch_runs(uri: str, experiment: str | None = None, sweep: str | None = None
             check_active(client, client.get_experiment(parent.info.experiment_id).name, uri, option, "pass another --sweep")
     else:
         name = experiment or "eaq"
-        found = client.get_experiment_by_name(name)
-        if found is None:
-            names = ", ".join(e.name for e in client.search_experiments())
-            raise EaqError(f"--experiment {name}: not in {redact(uri)}; experiments there: {names or 'none'}.")
-        check_active(client, name, uri, option, "pass another --experiment NAME", "--experiment ")
+        found = existing_experiment(client, name, uri, option, "pass another --experiment NAME", "--experiment ")
         runs = every_run(client, [found.experiment_id])
     measured = [r for r in runs if r.data.tags.get("eaq.kind") not in ("sweep", "report")]  # their parents and reports
     if measured and all(r.data.tags.get("eaq.kind") == "calibrate" for r in measured):  # "no runs; run into it" read wrong

@@ -18,7 +18,7 @@ from eaq.report.frame import RANDOM_SOURCE, UNDER_WAY, configuration_param, ende
 from eaq.tracking.failures import reported
 from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import PARENT_TAG
-from eaq.tracking.store import check_active, read_store
+from eaq.tracking.store import existing_experiment, read_store
 
 CONFIG = ("params.model.name", "params.precision.name", "params.batch_size", "params.seq_len", "params.trial")
 PRESETS: dict[str, tuple[str, ...]] = {
@@ -77,7 +77,7 @@ def runs_table(uris: Sequence[str], experiment: str = "eaq", columns: tuple[str,
     found = []
     for uri in uris:
         client = read_store(uri)
-        check_active(client, experiment, uri, "--uri", "pass another --experiment NAME", "--experiment ")
+        existing_experiment(client, experiment, uri, "--uri", "pass another --experiment NAME", "--experiment ")
         mlflow.set_tracking_uri(uri)
         runs = mlflow.search_runs(experiment_names=[experiment], filter_string="tags.`eaq.kind` = 'benchmark'")
         if runs.empty:

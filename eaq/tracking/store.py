@@ -19,6 +19,7 @@ import urllib.request
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
+from mlflow.entities import Experiment
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
@@ -240,6 +241,17 @@ def open_store(uri: str, experiment: str, artifact_location: str | None) -> tupl
         ) from exc
     check_active(client, experiment, uri, "tracking.uri", "pick another tracking.experiment=NAME", "tracking.experiment=")
     return client, found.experiment_id
+
+
+def existing_experiment(client: MlflowClient, experiment: str, uri: str, setting: str, instead: str, option: str) -> Experiment:
+    """The experiment a read tool's ``option`` names, refused where the store lacks it (naming those it holds: a
+    mistyped name had read as "no runs in experiment X") or deleted it (``check_active``)."""
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        names = ", ".join(e.name for e in client.search_experiments())
+        raise EaqError(f"{option}{experiment}: not in {redact(uri)}; experiments there: {names or 'none'}.")
+    check_active(client, experiment, uri, setting, instead, option)
+    return found
 
 
 def check_active(client: MlflowClient, experiment: str, uri: str, setting: str, instead: str, option: str = "") -> None:
