@@ -152,7 +152,7 @@ def test_the_front_of_layer_analyses_alone_says_there_is_no_benchmark_run_not_th
 def test_the_front_says_a_configuration_with_no_counted_run_failed_not_that_it_lacks_figures(tmp_path: Path) -> None:
     """A failed configuration read "not judged: no latency_mean_ms or ... in its counted runs", and a sweep whose runs
     all failed "no quality metric in these runs (synthetic ids ...)", whatever their data."""
-    from eaq.report.front import verdicts
+    from eaq.report.front import markdown, verdicts
 
     uri, client, experiment = _store(tmp_path)
     for trial in ("1", "2"):
@@ -164,6 +164,9 @@ def test_the_front_says_a_configuration_with_no_counted_run_failed_not_that_it_l
     found = verdicts(load(uri, experiment="eaq")).set_index("configuration")["verdict"]
     assert found["m-fp8-b8-s32"] == "not judged: no run counted (failed)"
     assert not found["m-fp32-b8-s32"].startswith("not judged")
+    # Printed: the figures a failed configuration has not are blank, as in front.csv, not "nan".
+    shown = markdown(verdicts(load(uri, experiment="eaq")))
+    assert "nan" not in shown and "| not judged: no run counted (failed) |" in shown
 
 
 def test_the_power_trace_of_a_failed_run_says_it_failed_not_that_there_is_no_sensor(tmp_path: Path) -> None:

@@ -127,8 +127,11 @@ def shown(found: pd.DataFrame) -> pd.DataFrame:
 
 def markdown(found: pd.DataFrame) -> str:
     """The verdicts as a Markdown table, quality as ``shown`` writes it (tabulate would read its digits back as a
-    number and round them to four)."""
-    return shown(found).to_markdown(index=False, floatfmt=[f".{QUALITY_DIGITS}g" if c == "quality_mean" else ".4g" for c in found.columns])
+    number and round them to four); a figure not there is a blank cell, as in front.csv and the HTML, not "nan"."""
+    table = shown(found)
+    table = table.astype(object).where(table.notna(), None)
+    return table.to_markdown(index=False, missingval="",
+                             floatfmt=[f".{QUALITY_DIGITS}g" if c == "quality_mean" else ".4g" for c in found.columns])
 
 
 @reported()
