@@ -633,6 +633,26 @@ def test_one_gpu_against_two_compares_a_generation_runs_energy_per_output_token(
     assert forward["one_mean"] == 30.5 and forward["agree"] == "yes"
 
 
+def test_one_gpu_against_two_says_a_side_whose_runs_did_not_count_under_the_configurations_own_figure() -> None:
+    """Runs flagged invalid (or failed) on a side read "energy: not measured (no energy sensor in these runs)", and a
+    failed generation configuration sat under the forward pass's energy per sample, "n/a"."""
+    from eaq.report.multi_gpu import side_by_side
+
+    def runs(valid: str = "true", generate: str = "FINISHED") -> pd.DataFrame:
+        base = {"kind": "benchmark", "model": "m", "precision": "bf16", "batch_size": 1, "seq_len": 128,
+                "compile": False, "compile_tuning": True, "compile_pattern_matcher": True, "cuda_graphs": False,
+                "setting": "", "running": False}
+        return pd.DataFrame([{**base, "workload": "forward", "status": "FINISHED", "valid": valid, "trial": t,
+                              "energy_per_sample_mj": 30.0 + t} for t in (1, 2, 3)]
+                            + [{**base, "workload": "generate128", "status": generate, "valid": "true", "trial": t}
+                               for t in (1, 2)])
+
+    table = side_by_side(runs(generate="FAILED"), runs(valid="false", generate="FAILED"))
+    assert list(table["metric"]) == ["energy_per_sample_mj", "decode_energy_per_token_mj"], table
+    assert list(table["agree"]) == ["two GPUs: flagged invalid", "one GPU: failed; two GPUs: failed"]
+    assert table["one_mean"].iloc[0] == 32.0 and table["two_n"].iloc[0] == 0
+
+
 def test_one_gpu_against_two_from_stores_shows_measured_means_and_says_why_agreement_is_not_judged(tmp_path: Path, capsys) -> None:
     """One trial a side (TRIALS_LIST=1): the energy was measured, yet the comparison said "no energy sensor in these
     runs" and hid the means."""
@@ -658,6 +678,23 @@ def test_one_gpu_against_two_from_stores_shows_measured_means_and_says_why_agree
         uris.append(uri)
     assert main(["--one", uris[2], "--two", uris[3], "--one-wall-s", "10", "--two-wall-s", "6"]) == 0
     assert "energy: not measured (no energy sensor in these runs)" in capsys.readouterr().out
+    # Measured, but flagged invalid on a side: said so, not blamed on the sensor.
+    client.set_tag(client.search_runs([experiment])[0].info.run_id, "eaq.valid", "false")
+    (tmp_path / "invalid").mkdir()
+    uri, client, experiment = _store(tmp_path / "invalid")
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "bf16", "trial": "1"},
+         {"energy_per_sample_mj": 30.0}, tags={"eaq.valid": "false"})
+    assert main(["--one", uris[0], "--two", uri, "--one-wall-s", "10", "--two-wall-s", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "no energy sensor" not in out and "two GPUs: flagged invalid" in out and "agreement not judged" in out
+    # A ratio bar of -1 or inf was taken as given; a wrong experiment is said before any verdict.
+    with pytest.raises(SystemExit) as stopped:
+        main(["--one", uris[2], "--two", uris[3], "--one-wall-s", "10", "--two-wall-s", "6", "--max-ratio", "-1"])
+    assert stopped.value.code == 2 and "argument --max-ratio: -1 is no ratio of wall times, a number more than 0" in (
+        capsys.readouterr().err)
+    assert main(["--one", uris[2], "--two", uris[3], "--one-wall-s", "10", "--two-wall-s", "6", "--experiment", "x"]) == 2
+    said = capsys.readouterr()
+    assert "wall time:" not in said.out and "--experiment x: not in" in said.err
     # A wall time of 0 divided by zero, a negative one "met" the bar; a store not there was named by a --uri it lacks.
     for wall in ("0", "-1", "inf", "abc"):
         with pytest.raises(SystemExit) as stopped:
