@@ -1476,3 +1476,27 @@ def test_an_experiment_the_store_lacks_is_said_by_every_read_tool_naming_those_i
         assert said in capsys.readouterr().err
     with pytest.raises(EaqError, match=re.escape(said)):
         build(uri, tmp_path / "report", experiment="eaqq")
+
+
+def test_a_layers_configuration_whose_runs_all_failed_is_a_row_saying_so_not_left_out(tmp_path: Path) -> None:
+    """Its rows vanished from the capture table, and a sweep whose layer runs all failed read "no layer-analysis runs"
+    beside those runs listed FAILED under "Runs that did not count"."""
+    from eaq.report.layers import capture_table, layer_figures
+
+    uri, client, experiment = _store(tmp_path)
+    layers = {"eaq.kind": "layers"}
+    for trial in ("1", "2"):
+        _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": trial, "seq_len": "16"},
+             {}, "FAILED", tags=layers)
+    assert capture_table(load(uri, experiment="eaq")) == (
+        "no finished layer-analysis run (eaq.kind=layers): 2 failed, 0 under way (listed under Runs that did not count): "
+        "no capture ratio.")
+    note = layer_figures(client, load(uri, experiment="eaq"), tmp_path).pop().note
+    assert note.startswith("no finished layer-analysis run (eaq.kind=layers): 2 failed") and "no layer-analysis runs" not in note
+    _log(client, experiment, {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "1"},
+         {"layers_time_capture_ratio": 0.97, "layers_time_capture_ratio_with_blocks": 1.0}, tags=layers)
+    table = capture_table(load(uri, experiment="eaq")).set_index("configuration")
+    assert table.loc["m-fp32-b8-s16", "components only"] == "failed"
+    assert table.loc["m-fp32-b8-s16", "trials (valid/finished)"] == "0/0 (2 failed)"
+    measured = table.loc["m-fp32-b8-s32"]
+    assert "0.97" in measured[measured["method"] == "time"]["components only"].iloc[0]

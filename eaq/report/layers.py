@@ -19,7 +19,7 @@ from mlflow.tracking import MlflowClient
 import numpy as np
 import pandas as pd
 
-from eaq.report.aggregate import config_label, format_ci, t_interval
+from eaq.report.aggregate import config_label, format_ci, t_interval, uncounted
 from eaq.report.figures import Figure, save, suptitle
 from eaq.report.frame import CONFIG_KEYS
 
@@ -194,7 +194,7 @@ def layer_figures(client: MlflowClient, frame: pd.DataFrame, out: Path) -> list[
     did not trust (the capture table counts it in its trials, as the aggregates do)."""
     runs = frame[(frame["kind"] == "layers") & (frame["status"] == "FINISHED")]
     if runs.empty:
-        return [Figure("layer analysis", note="no layer-analysis runs (eaq.kind=layers) in these runs: "
+        return [Figure("layer analysis", note=f"{_none_finished(frame)}: "
                                               "`python -m eaq.run task=layers ...` adds energy and impact by component type.")]
     figures = []
     for _, run in runs.iterrows():
@@ -217,6 +217,23 @@ def layer_figures(client: MlflowClient, frame: pd.DataFrame, out: Path) -> list[
     return figures
 
 
+def _layer_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The layer-analysis runs of a known configuration, whatever their status (one killed before it logged its model
+    belongs to none: "Runs that did not count" lists it)."""
+    return frame[(frame["kind"] == "layers") & frame["model"].notna() & frame["precision"].notna()]
+
+
+def _none_finished(frame: pd.DataFrame) -> str:
+    """Why there is no layer figure or capture ratio: no layer-analysis run at all, or none finished (each failed, or
+    is under way), which "no layer-analysis runs" had said of a sweep whose layer runs all failed."""
+    every = frame[frame["kind"] == "layers"]
+    if every.empty:
+        return "no layer-analysis runs (eaq.kind=layers) in these runs"
+    running = int(every["running"].sum())
+    return (f"no finished layer-analysis run (eaq.kind=layers): {len(every) - running} failed, {running} under way "
+            "(listed under Runs that did not count)")
+
+
 def _meets(n: int, mean: float, ci_low: float, ci_high: float) -> str:
     """Whether a capture ratio meets TARGET: "yes" where its 95% interval lies inside it, "on the mean only" where the
     mean does and the interval crosses an end (two trials 0.989 and 0.999 read "yes" beside 0.994 ± 0.063), "yes (1
@@ -236,12 +253,19 @@ def capture_table(frame: pd.DataFrame) -> pd.DataFrame | str:
     A string (the note the report prints instead) where there is no layers run. A configuration whose
     runs predate outside.csv (no with-blocks ratio of any method, even time, which every run profiles)
     says so rather than "not measured"."""
-    runs = frame[(frame["kind"] == "layers") & (frame["status"] == "FINISHED")]
-    if runs.empty:
-        return "no layer-analysis runs (eaq.kind=layers) in these runs: no capture ratio."
+    every = _layer_runs(frame)
+    if (every["status"] != "FINISHED").all():
+        return f"{_none_finished(frame)}: no capture ratio."
     low, high = TARGET
     rows = []
-    for key, group in runs.groupby(list(CONFIG_KEYS), sort=True):
+    for key, runs in every.groupby(list(CONFIG_KEYS), sort=True, dropna=False):
+        group = runs[runs["status"] == "FINISHED"]
+        if group.empty:  # a configuration whose every run failed (or is under way) is a row saying so, as in the summary
+            word = uncounted(int(runs["running"].sum()), 0)
+            rows.append({"configuration": config_label(dict(zip(CONFIG_KEYS, key))),
+                         "trials (valid/finished)": f"0/0 ({len(runs)} {word})", "method": "",
+                         "components only": word, "with blocks": word, f"target {low:g}-{high:g}": "not judged"})
+            continue
         counted = group[group["valid"].fillna("") != "false"]  # flagged runs are counted in "trials", not averaged
         predates = not any(m in group and group[m].notna().any() for _, m in CAPTURE.values())
         for method, metrics in CAPTURE.items():
