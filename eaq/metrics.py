@@ -251,6 +251,7 @@ TAGS: tuple[tuple[str, str], ...] = (
     ("eaq.weights", "'pretrained' or 'random' (random-weight results measure speed and energy, not task quality)."),
     ("eaq.proof.stored_dtypes", "Share of stored values per dtype after the precision is applied (packed int4 weights counted as int4 values, 8 per int32)."),
     ("eaq.precision.plan", "precision=mixed: the plan file the run read (and applied, unless refused). Set when it is read, as eaq.precision.plan_sha256."),
+    ("eaq.precision.plan_applies_sha256", "precision=mixed: the first 16 hex digits of the SHA-256 of what the plan applies, its base and each layer's format (not its meta, order or layout): the report names a plan by it, so two files the layers task wrote with the same choice (and other notes) are one precision. Set with eaq.precision.plan_sha256."),
     ("eaq.precision.plan_sha256", "precision=mixed: the first 16 hex digits of the SHA-256 of the plan file's bytes the run read. Set as soon as the plan is read, before it is checked against the model and before the model loads: a run that fails later, or whose plan is refused, carries it too, and is counted with its plan's runs."),
     ("eaq.precision.layer_formats", "precision=mixed: how many Linear layers store each format after the plan is applied."),
     ("eaq.device", "The torch device the run used."),

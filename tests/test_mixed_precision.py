@@ -305,6 +305,13 @@ def test_the_plan_hash_is_of_the_bytes_applied_and_the_check_holds_per_shape(tmp
     model = precision.apply(load_model(ModelConfig(**_bert_tiny()), with_tokenizer=False).model, CPU)
     path.write_text(path.read_text() + "# edited while the run ran\n")  # the file changes before the run is tagged
     assert precision.tags(model)["eaq.precision.plan_sha256"] == applied[:16]
+    # What it applies, apart from its meta and its layers' order: the report's name for the plan.
+    reordered = Plan(PLAN.base, dict(reversed(PLAN.layers.items())), {"cost_share_lowered": 0.5})
+    other = mixed(CPU, str(save_plan(reordered, tmp_path / "other.yaml")))
+    assert other.plan_tags["eaq.precision.plan_sha256"] != applied[:16]
+    assert other.plan_tags["eaq.precision.plan_applies_sha256"] == precision.tags(model)["eaq.precision.plan_applies_sha256"]
+    changed = Plan(PLAN.base, {**PLAN.layers, next(iter(PLAN.layers)): "int8_weight_only"})
+    assert changed.applies != PLAN.applies and Plan("bf16", PLAN.layers).applies != PLAN.applies
     # Two int8 GEMMs for the two int8 layers, and two float GEMMs of the 64 x 128 shape, where only one layer of that
     # shape computes in float (block 1's FFN up-projection; block 0's is int8): few float GEMMs in all, but block 0's
     # up-projection fell back to float at its shape.

@@ -262,6 +262,14 @@ def test_runs_of_two_protocols_are_two_configurations_and_two_plans_two_precisio
     trend = found[found["setting"] == "trials.warmup_rule=trend"].set_index("precision")["ratio"]
     assert trend.to_dict() == {"fp32": pytest.approx(1.0), "mixed-aaaa1111": pytest.approx(9.2 / 10.1),
                                "mixed-cccc3333": pytest.approx(7.0 / 10.1)}
+    # Two files applying the same base and layers (the plans of two trials of one layer analysis, their meta apart):
+    # one precision, named by what they apply (the runs tagged before that hash existed keep their file's).
+    for trial, (sha, latency) in enumerate((("eeee5555ffff6666", 8.0), ("9999000088887777", 8.4)), 1):
+        _log(client, experiment, {**BASE, "model.name": "m2", "precision.name": "mixed", "trial": str(trial),
+                                  "trials.warmup_rule": "trend", "trials.iters": "10"}, {"latency_mean_ms": latency},
+             tags={"eaq.precision.plan_sha256": sha, "eaq.precision.plan_applies_sha256": "1234abcd1234abcd"})
+    same = aggregate(load(uri, experiment="eaq")).set_index("model").loc["m2"]
+    assert (same["precision"], same["n"], same["mean"]) == ("mixed-1234abcd", 2, pytest.approx(8.2))
     # compare's --baseline takes a plan by the name its rows give it, as the report's does; "mixed" names no row.
     from eaq.report.compare import main as compare_main
 

@@ -20,6 +20,7 @@ model runs, naming the layer and why: nothing is silently left in the base forma
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -59,6 +60,12 @@ class Plan:
     # SHA-256 of the file's bytes as load_plan read them (what the run applied), "" for a plan not read from a file;
     # a record of where the plan came from, not part of what it says (two equal plans may be written differently).
     sha256: str = field(default="", compare=False)
+
+    @property
+    def applies(self) -> str:
+        """SHA-256 of what the plan applies, its base and each layer's format (not its meta, order or spelling): two
+        files the layers task wrote with the same choice and other notes (trials' shares) are one precision."""
+        return hashlib.sha256(json.dumps({"base": self.base, "layers": self.layers}, sort_keys=True).encode()).hexdigest()
 
     def by_format(self) -> dict[str, list[str]]:
         """{format: [layer names]} in the plan's order."""
@@ -329,7 +336,8 @@ class MixedPrecision:
     @property
     def plan_tags(self) -> dict[str, str]:
         """The plan's file and the hash of the bytes read: known once the plan is read, before any model loads."""
-        return {"eaq.precision.plan": self.path, "eaq.precision.plan_sha256": self.plan.sha256[:16]}
+        return {"eaq.precision.plan": self.path, "eaq.precision.plan_sha256": self.plan.sha256[:16],
+                "eaq.precision.plan_applies_sha256": self.plan.applies[:16]}
 
     def tags(self, model: nn.Module) -> dict[str, str]:
         """The run's record of the plan: its file and hash, and how many layers run each format."""

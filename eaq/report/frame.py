@@ -72,6 +72,7 @@ RANDOM_SOURCE = "random weights"
 TAGS = {"eaq.kind": "kind", "eaq.valid": "valid", "eaq.valid.reasons": "valid_reasons", "eaq.energy": "energy",
         "eaq.energy.reason": "energy_reason", "eaq.error": "error", "mlflow.parentRunId": "parent_run_id",
         "eaq.env.device_name": "device_name", "eaq.precision.plan_sha256": "plan_sha256",
+        "eaq.precision.plan_applies_sha256": "plan_applies_sha256",
         "eaq.window.start_unix_s": "window_start_unix_s", "eaq.prefill_window.start_unix_s": "prefill_start_unix_s",
         "eaq.prefill_window.end_unix_s": "prefill_end_unix_s"}
 KINDS = ("benchmark", "layers")
@@ -130,7 +131,8 @@ def compiler_settings(frame: pd.DataFrame, compiled: pd.Series) -> None:
 def plan_names(precision: pd.Series, sha256: pd.Series) -> pd.Series:
     """``mixed`` where the runs hold one plan; ``mixed-<the plan's hash, 8 digits>`` for each where they hold several:
     a plan is a precision, compared with the uniform ones as they are with each other (the file's name would not
-    tell two apart: the layers task writes every plan as layers/plan.yaml)."""
+    tell two apart: the layers task writes every plan as layers/plan.yaml). ``sha256``: the hash of what each run's
+    plan applies (its base and layers), or of its file's bytes for a run that predates that tag."""
     mixed = (precision == "mixed") & sha256.notna()
     if sha256[mixed].nunique() < 2:
         return precision
@@ -264,7 +266,7 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
     frame["source"] = frame["source"].map(lambda v: f"from {v}" if isinstance(v, str) else None)
     for column in params:  # as words: "trials.warmup_rule=pairs"
         frame[column] = frame[column].map(lambda v, c=column: f"{c}={v}" if isinstance(v, str) else None)
-    frame["precision"] = plan_names(frame["precision"], frame["plan_sha256"])
+    frame["precision"] = plan_names(frame["precision"], frame["plan_applies_sha256"].fillna(frame["plan_sha256"]))
     frame["setting"] = setting(frame, (*SETTING, *sorted(params)))
     frame["running"] = frame["status"].isin(UNDER_WAY) & ~frame["parent_run_id"].isin(ended)
     return frame.sort_values([*CONFIG_KEYS, "trial"], na_position="last").reset_index(drop=True)
