@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 import time
 import os
 from pathlib import Path
@@ -102,6 +103,11 @@ def test_a_sweep_is_named_to_the_report_as_to_eaq_diff(sweep) -> None:
     assert sorted(r.info.run_id for r in fetch_runs(uri, sweep=str(folder))) == by_id
     with pytest.raises(EaqError, match="no such sweep folder, run id or run name in"):
         fetch_runs(uri, sweep="sweep-1999")
+    # One job's folder inside it: said as such (it read "no such sweep folder"), naming the sweep's.
+    job = next(path for path in folder.iterdir() if path.is_dir() and (path / ".hydra").is_dir())
+    with pytest.raises(EaqError, match=f"^--sweep {re.escape(str(job))} is one job's folder of the sweep in "
+                                       f"{re.escape(str(folder))}: pass that folder.$"):
+        fetch_runs(uri, sweep=str(job))
 
 
 def test_report_aggregates_match_a_hand_computation(sweep, tmp_path: Path) -> None:

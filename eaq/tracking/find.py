@@ -55,6 +55,8 @@ def find_sweep(client: MlflowClient, ref: str, instead: str = "") -> Run:
     sentence naming ``ref`` as given, not the id its folder held (a folder of a sweep logged into another store was
     called "neither a job folder nor a run id"), ``instead`` what else the tool takes."""
     in_folder = parent_run_id(ref) if Path(ref).is_dir() else None
+    if Path(ref).is_dir() and in_folder is None and parent_run_id(Path(ref).parent):  # read as "no such sweep folder"
+        raise EaqError(f"--sweep {ref} is one job's folder of the sweep in {Path(ref).parent}: pass that folder.")
     where = redact(client.tracking_uri)
     return find_run(client, in_folder or ref, lambda _: (
         f"--sweep {ref}: the sweep folder's parent run {in_folder} is not in {where}: its sweep logged to another store; "
