@@ -268,8 +268,18 @@ def test_runs_of_two_protocols_are_two_configurations_and_two_plans_two_precisio
         _log(client, experiment, {**BASE, "model.name": "m2", "precision.name": "mixed", "trial": str(trial),
                                   "trials.warmup_rule": "trend", "trials.iters": "10"}, {"latency_mean_ms": latency},
              tags={"eaq.precision.plan_sha256": sha, "eaq.precision.plan_applies_sha256": "1234abcd1234abcd"})
+    # A run of the first file logged before the tag existed (a sweep resumed across the change): the same plan.
+    _log(client, experiment, {**BASE, "model.name": "m2", "precision.name": "mixed", "trial": "3",
+                              "trials.warmup_rule": "trend", "trials.iters": "10"}, {"latency_mean_ms": 8.6},
+         tags={"eaq.precision.plan_sha256": "eeee5555ffff6666"})
     same = aggregate(load(uri, experiment="eaq")).set_index("model").loc["m2"]
-    assert (same["precision"], same["n"], same["mean"]) == ("mixed-1234abcd", 2, pytest.approx(8.2))
+    assert (same["precision"], same["n"], same["mean"]) == ("mixed-1234abcd", 3, pytest.approx(25 / 3))
+    # compare names and groups them as the report does.
+    from eaq.report.compare import COLUMNS, compare
+    from eaq.report.table import runs_table
+
+    rows = compare(runs_table([uri], "eaq", COLUMNS, settings=True, every_status=True), "fp32")
+    assert rows[rows["model.name"] == "m2"][["precision.name", "trials"]].values.tolist() == [["mixed-1234abcd", 3]]
     # compare's --baseline takes a plan by the name its rows give it, as the report's does; "mixed" names no row.
     from eaq.report.compare import main as compare_main
 

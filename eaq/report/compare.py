@@ -57,6 +57,7 @@ COLUMNS = (
     "params.model.name", "params.seq_len", "params.batch_size", "params.compile", "params.compile_tuning",
     "params.compile_pattern_matcher", "params.cuda_graphs", "params.workload.name", "params.workload.new_tokens", "params.dataset.name",
     "params.sampler.name", "tags.eaq.env.device_name", "params.model.name_or_path", "tags.eaq.precision.plan_sha256",
+    "tags.eaq.precision.plan_applies_sha256",
     "params.precision.name", "params.trial", "tags.eaq.data.sha256", "metrics.latency_mean_ms", "metrics.throughput_samples_per_s",
     "metrics.energy_per_sample_mj", "metrics.roofline_efficiency", "metrics.time_to_first_token_mean_ms",
     "metrics.time_per_output_token_mean_ms", "metrics.decode_tokens_per_s", "metrics.decode_energy_per_token_mj",
@@ -115,7 +116,8 @@ def compare(runs: pd.DataFrame, baseline: str) -> pd.DataFrame:
     tokens = pd.to_numeric(runs["workload.new_tokens"], errors="coerce").fillna(0).astype(int).astype(str)  # as the report
     runs.loc[generating, "workload.name"] = "generate" + tokens[generating]
     runs = runs.drop(columns="workload.new_tokens")
-    runs["precision.name"] = plan_names(runs["precision.name"], runs["eaq.precision.plan_sha256"])  # as the report names plans
+    runs["precision.name"] = plan_names(runs["precision.name"], runs["eaq.precision.plan_sha256"],  # as the report names them
+                                        runs["eaq.precision.plan_applies_sha256"])
     # A run refused before it read its data (fp8 on a CPU) has no data hash: it is of the file the other runs of its
     # shape read, as the report fills it (eaq.report.frame), not a row of its own where the stores hold two files.
     shape = runs.groupby([*KEYS, "workload.name", "dataset.name"], dropna=False)[DATA]
@@ -259,8 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no benchmark runs in experiment {args.experiment!r} at {redact(' '.join(args.uri))}", file=sys.stderr)
         return 1
     # As the table names them: each of several mixed plans is a precision of its own (mixed-<hash>).
-    plans = runs.get("eaq.precision.plan_sha256", pd.Series(index=runs.index, dtype=object))  # none: no mixed run
-    found = sorted(plan_names(runs["precision.name"], plans).unique())
+    plans = [runs.get(f"eaq.precision.{tag}", pd.Series(index=runs.index, dtype=object))  # none: no mixed run
+             for tag in ("plan_sha256", "plan_applies_sha256")]
+    found = sorted(plan_names(runs["precision.name"], *plans).unique())
     if args.baseline not in found:
         print(f"--baseline {args.baseline} has no runs in these stores; precisions found: {', '.join(found)}.", file=sys.stderr)
         return 2

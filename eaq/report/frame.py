@@ -128,15 +128,21 @@ def compiler_settings(frame: pd.DataFrame, compiled: pd.Series) -> None:
         frame[flag] = value.mask(~compiled, default)
 
 
-def plan_names(precision: pd.Series, sha256: pd.Series) -> pd.Series:
+def plan_names(precision: pd.Series, file_sha256: pd.Series, applies_sha256: pd.Series | None = None) -> pd.Series:
     """``mixed`` where the runs hold one plan; ``mixed-<the plan's hash, 8 digits>`` for each where they hold several:
     a plan is a precision, compared with the uniform ones as they are with each other (the file's name would not
-    tell two apart: the layers task writes every plan as layers/plan.yaml). ``sha256``: the hash of what each run's
-    plan applies (its base and layers), or of its file's bytes for a run that predates that tag."""
-    mixed = (precision == "mixed") & sha256.notna()
-    if sha256[mixed].nunique() < 2:
+    tell two apart: the layers task writes every plan as layers/plan.yaml).
+
+    A plan is the hash of what it applies (``applies_sha256``: its base and layers), so two files of one choice are
+    one precision; a run logged before that tag takes the one another run of its file carries (a sweep resumed across
+    the change stays one precision), else its file's hash (``file_sha256``)."""
+    applies = pd.Series(index=precision.index, dtype=object) if applies_sha256 is None else applies_sha256
+    known = applies.groupby(file_sha256).transform("first") if file_sha256.notna().any() else applies
+    key = applies.fillna(known).fillna(file_sha256)
+    mixed = (precision == "mixed") & key.notna()
+    if key[mixed].nunique() < 2:
         return precision
-    return precision.mask(mixed, "mixed-" + sha256.fillna("").str[:8])
+    return precision.mask(mixed, "mixed-" + key.fillna("").astype(str).str[:8])
 
 
 def splits_runs(found: pd.Series, finished: pd.Series) -> bool:
@@ -266,7 +272,7 @@ def runs_frame(runs: list, ended: set[str] = frozenset()) -> pd.DataFrame:
     frame["source"] = frame["source"].map(lambda v: f"from {v}" if isinstance(v, str) else None)
     for column in params:  # as words: "trials.warmup_rule=pairs"
         frame[column] = frame[column].map(lambda v, c=column: f"{c}={v}" if isinstance(v, str) else None)
-    frame["precision"] = plan_names(frame["precision"], frame["plan_applies_sha256"].fillna(frame["plan_sha256"]))
+    frame["precision"] = plan_names(frame["precision"], frame["plan_sha256"], frame["plan_applies_sha256"])
     frame["setting"] = setting(frame, (*SETTING, *sorted(params)))
     frame["running"] = frame["status"].isin(UNDER_WAY) & ~frame["parent_run_id"].isin(ended)
     return frame.sort_values([*CONFIG_KEYS, "trial"], na_position="last").reset_index(drop=True)
