@@ -172,6 +172,11 @@ def test_a_model_whose_attention_cannot_read_a_static_cache_is_refused_or_decode
         assert str(error).endswith("run it with compile=false (an eager decode over a growing cache).")
     else:
         assert torch.equal(tokens, Generator(model, model, model.config, PROMPT, NEW, CPU).generate(ids))
+    # An error the prompt meets in a growing cache too (an id past the vocabulary) is its own, not the static cache's.
+    past = ids.clone()
+    past[0, 0] = model.config.vocab_size
+    with pytest.raises(IndexError):
+        static.generate(past)
 
 
 @torch.inference_mode()

@@ -255,9 +255,15 @@ class Generator:
             raise ConfigError(NO_KV_CACHE.format(model=type(inner_model(self.model)).__name__, why=why)) from error
         except (RuntimeError, ValueError, IndexError) as error:
             # Under transformers 4.57, MPT, CTRL, XGLM and DeepSeek-V3 keep the cache's whole length in their masks
-            # or write by their own counters: a StaticCache's prefill fails in their attention.
-            if not isinstance(cache, StaticCache):
+            # or write by their own counters: a StaticCache's prefill fails in their attention. Said so only where the
+            # same prompt runs into a growing cache (out of memory, a bad id: the error as it is).
+            if not isinstance(cache, StaticCache) or isinstance(error, torch.OutOfMemoryError):
                 raise
+            try:
+                self.model(input_ids=input_ids, **{self.cache_arg: DynamicCache(config=self.config)},
+                           cache_position=self.positions[: input_ids.shape[1]], use_cache=True, **self.keep)
+            except Exception:
+                raise error from None
             raise ConfigError(NO_STATIC_CACHE.format(model=type(inner_model(self.model)).__name__,
                                                      error=str(error).splitlines()[0])) from error
         return self.pick(out.logits)
