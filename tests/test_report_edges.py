@@ -669,6 +669,12 @@ def test_one_gpu_against_two_says_a_side_whose_runs_did_not_count_under_the_conf
     assert list(table["metric"]) == ["energy_per_sample_mj", "decode_energy_per_token_mj"], table
     assert list(table["agree"]) == ["two GPUs: flagged invalid", "one GPU: failed; two GPUs: failed"]
     assert table["one_mean"].iloc[0] == 32.0 and table["two_n"].iloc[0] == 0
+    # Measured on one side, failed on the other, whose failures sit under the figure its other runs logged: said.
+    measured = runs()
+    measured.loc[measured["workload"] == "generate128", "decode_energy_per_token_mj"] = [2.1, 2.2]
+    table = side_by_side(measured, runs(generate="FAILED")).set_index("metric")
+    row = table.loc["decode_energy_per_token_mj"]
+    assert (row["one_n"], row["two_n"], row["agree"]) == (2, 0, "two GPUs: failed")
 
 
 def test_one_gpu_against_two_from_stores_shows_measured_means_and_says_why_agreement_is_not_judged(tmp_path: Path, capsys) -> None:

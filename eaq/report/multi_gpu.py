@@ -30,37 +30,40 @@ OWN_ENERGY = {"forward": "energy_per_sample_mj", "generate": "decode_energy_per_
 def side_by_side(one: pd.DataFrame, two: pd.DataFrame, metrics: tuple[str, ...] = ENERGY) -> pd.DataFrame:
     """Per configuration: its energy figure (the first of ``metrics`` either side measured, else its workload's own),
     n, mean and std of it on one and on two GPUs, and whether they agree: "yes", "no", "n/a" (a side of one trial has
-    no spread), or where a side counted no run, why (``uncounted``'s word: failed, flagged invalid, running)."""
-    tables = {}
+    no spread, or measured none), or where a side counted no run, why (``uncounted``'s word: failed, flagged invalid,
+    running)."""
+    tables, why, workload = {}, {}, {}
     for name, frame in (("one", one), ("two", two)):
         table = aggregate(frame, metrics=metrics)
-        table["why"] = [uncounted(row["running"], row["invalid"])
-                        if row["runs"] and row["runs"] == row["failed"] + row["running"] + row["invalid"] else ""
-                        for _, row in table.iterrows()]
-        table.index = pd.MultiIndex.from_arrays([[config_label(row) for _, row in table.iterrows()], table["metric"]])
-        tables[name] = table[["n", "mean", "std", "why", "workload"]].add_prefix(f"{name}_")
+        labels = [config_label(row) for _, row in table.iterrows()]
+        # Per configuration, whatever the metric (a side's failed runs sit under the first figure any of its runs
+        # logged, maybe not the one the other side measured): its counts are alike in each of its rows.
+        why[name] = {label: uncounted(row["running"], row["invalid"])
+                     if row["runs"] and row["runs"] == row["failed"] + row["running"] + row["invalid"] else ""
+                     for label, (_, row) in zip(labels, table.iterrows())}
+        workload |= {label: kind for label, kind in zip(labels, table["workload"])}
+        table.index = pd.MultiIndex.from_arrays([labels, table["metric"]])
+        tables[name] = table[["n", "mean", "std"]].add_prefix(f"{name}_")
     joined = tables["one"].join(tables["two"], how="outer")
     measured = joined[["one_mean", "two_mean"]].notna().any(axis=1)
-    labels = dict.fromkeys(joined.index.get_level_values(0))
-    rows = {label: [m for m in metrics if (label, m) in measured.index] for label in labels}
-    # Each configuration's figure: the first either side measured; else one row of it (its counts alike in every
-    # row), named by its own workload's figure (a failed generation read as a forward pass's energy per sample).
+    rows = {label: [m for m in metrics if (label, m) in measured.index] for label in dict.fromkeys(joined.index.get_level_values(0))}
+    # Each configuration's figure: the first either side measured; else one row of it, named by its own workload's
+    # figure (a failed generation read as a forward pass's energy per sample).
     chosen = {label: next((m for m in found if measured[(label, m)]), None) for label, found in rows.items()}
-    picked = [chosen[label] == metric if chosen[label] else metric == rows[label][0] for label, metric in joined.index]
-    joined = joined[picked]
-    workload = joined["one_workload"].fillna(joined["two_workload"])
-    joined.index, joined["metric"] = joined.index.get_level_values(0), [
-        metric if chosen[label] else OWN_ENERGY[workload_kind(kind)]
-        for (label, metric), kind in zip(joined.index, workload)]
-    joined = joined[["metric", *(c for c in joined.columns if c != "metric" and not c.endswith(("_why", "_workload")))]
-                    ].assign(why=[_why(one, two) for one, two in zip(joined["one_why"], joined["two_why"])])
+    joined = joined[[chosen[label] == metric if chosen[label] else metric == rows[label][0] for label, metric in joined.index]]
+    labels = list(joined.index.get_level_values(0))
+    joined.index = labels
+    joined.insert(0, "metric", [chosen[label] or OWN_ENERGY[workload_kind(workload[label])] for label in labels])
+    for side in ("one", "two"):  # a side that ran the configuration counted n runs of its figure, 0 if none
+        joined[f"{side}_n"] = [0 if math.isnan(n) and label in why[side] else n for label, n in zip(labels, joined[f"{side}_n"])]
     spread = joined[["one_std", "two_std"]].max(axis=1, skipna=False)  # a side of one trial has no spread: n/a
     joined["difference_pct"] = (joined["two_mean"] / joined["one_mean"] - 1) * 100
     joined["agree"] = [
-        why or ("n/a" if math.isnan(d) or math.isnan(s) else ("yes" if abs(d) <= s else "no"))
-        for d, s, why in zip(joined["two_mean"] - joined["one_mean"], spread, joined["why"])
+        _why(why["one"].get(label), why["two"].get(label))
+        or ("n/a" if math.isnan(d) or math.isnan(s) else ("yes" if abs(d) <= s else "no"))
+        for label, d, s in zip(labels, joined["two_mean"] - joined["one_mean"], spread)
     ]
-    return joined.drop(columns="why")
+    return joined
 
 
 def _why(one: object, two: object) -> str:
@@ -100,17 +103,21 @@ def main(argv: list[str] | None = None) -> int:
     ratio = args.two_wall_s / args.one_wall_s
     print(f"wall time: one GPU {args.one_wall_s:.1f} s, two GPUs {args.two_wall_s:.1f} s, ratio {ratio:.3f} "
           f"({'meets' if ratio <= args.max_ratio else 'misses'} <= {args.max_ratio})")
-    if table[["one_mean", "two_mean"]].isna().all().all() and (table["agree"] == "n/a").all():
-        # Every run counted on both sides, and none logged energy (a failed or flagged run is said in the table).
+    unmeasured = table[["one_mean", "two_mean"]].isna().all().all()
+    if unmeasured and (table["agree"] == "n/a").all():
+        # Every run counted on both sides, and none logged energy.
         print("energy: not measured (no energy sensor in these runs)")
         return 0
     print("energy per configuration (energy_per_sample_mj; a generation run's decode_energy_per_token_mj; mean and "
-          "sample std over trials; agree: |two - one| <= the larger std):")
+          "sample std over trials; agree: |two - one| <= the larger std; n/a: a side measured fewer than two trials; "
+          "else the side whose runs did not count, and why):")
     print(table.to_markdown(floatfmt=".4g"))
     judged = table[table["agree"].isin(("yes", "no"))]
-    if judged.empty:  # measured, but a side of one trial has no spread to judge the difference by, or counted no run
-        print("energy: agreement not judged: no configuration was measured on both sides with two trials or more on each"
-              " (agree says why for each)")
+    if unmeasured:  # no run that counted logged energy; some did not count (said per configuration)
+        print("energy: not measured in any run that counted (no energy sensor in them)")
+        return 0
+    if judged.empty:
+        print("energy: agreement not judged: no configuration was measured on both sides with two trials or more on each")
         return 0
     print(f"energy: {(judged['agree'] == 'yes').sum()} of {len(judged)} configurations agree within their trial spread")
     return 0
