@@ -1183,6 +1183,9 @@ def test_task_layers_refuses_a_compiled_model_before_loading(out: Path) -> None:
         (["layers.target=fp8"], "layers.target=fp8: precision=fp8 runs on cuda, not on cpu; on cpu it can be int8, "
                                 "int8_weight_only."),
         (["layers.target=fp8", "layers.plan=false"], "on cpu it can be int8, int8_weight_only, fp16, bf16."),
+        # None computes in a bf16 base here (int8 on the CPU computes in float32): the base that would, named.
+        (["layers.target=fp8", "layers.base=bf16"], "on cpu none computes in layers.base=bf16: set layers.base=fp32 for "
+                                                    "int8, int8_weight_only."),
         (["layers.target=int9"], "layers.target='int9' is not valid: use one of int8, int8_weight_only, fp8, "
                                  "int4_weight_only, fp32, fp16, bf16."),
         # int8 on the CPU computes with fp32 activations: its layers cannot sit in a bf16 model.

@@ -1522,5 +1522,13 @@ def test_a_layers_configuration_whose_runs_all_failed_is_a_row_saying_so_not_lef
     table = capture_table(load(uri, experiment="eaq")).set_index("configuration")
     assert table.loc["m-fp32-b8-s16", "components only"] == "failed"
     assert table.loc["m-fp32-b8-s16", "trials (valid/finished)"] == "0/0 (2 failed)"
+    # One more under way (its sweep still running): counted apart, and the row says it may yet come.
+    sweep = client.create_run(experiment, run_name="sweep-live", tags={"eaq.kind": "sweep"}).info.run_id
+    live = client.create_run(experiment, tags=layers | {"mlflow.parentRunId": sweep}).info.run_id
+    for key, value in {**BASE, "model.name": "m", "precision.name": "fp32", "trial": "3", "seq_len": "16"}.items():
+        client.log_param(live, key, value)
+    table = capture_table(load(uri, experiment="eaq")).set_index("configuration")
+    assert table.loc["m-fp32-b8-s16", "trials (valid/finished)"] == "0/0 (2 failed, 1 running)"
+    assert table.loc["m-fp32-b8-s16", "components only"] == "running"
     measured = table.loc["m-fp32-b8-s32"]
     assert "0.97" in measured[measured["method"] == "time"]["components only"].iloc[0]

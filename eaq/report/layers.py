@@ -261,9 +261,11 @@ def capture_table(frame: pd.DataFrame) -> pd.DataFrame | str:
     for key, runs in every.groupby(list(CONFIG_KEYS), sort=True, dropna=False):
         group = runs[runs["status"] == "FINISHED"]
         if group.empty:  # a configuration whose every run failed (or is under way) is a row saying so, as in the summary
-            word = uncounted(int(runs["running"].sum()), 0)
+            running = int(runs["running"].sum())
+            word = uncounted(running, 0)
+            counts = ", ".join(f"{n} {said}" for n, said in ((len(runs) - running, "failed"), (running, "running")) if n)
             rows.append({"configuration": config_label(dict(zip(CONFIG_KEYS, key))),
-                         "trials (valid/finished)": f"0/0 ({len(runs)} {word})", "method": "",
+                         "trials (valid/finished)": f"0/0 ({counts})", "method": "",
                          "components only": word, "with blocks": word, f"target {low:g}-{high:g}": "not judged"})
             continue
         counted = group[group["valid"].fillna("") != "false"]  # flagged runs are counted in "trials", not averaged

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -53,13 +53,24 @@ FLOAT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp
 REPLAY_MIN_S = 3.0
 
 
-def _runs_here(setting: str, name: str, device: torch.device, choices: Iterable[str]) -> None:
-    """Refuse a format of ``setting`` that cannot run for real on ``device``, naming the setting and those of
-    ``choices`` (what the setting would accept) that do run here: precision's own sentence says "precision=fp8", which
-    the user did not write, and lists precisions (amp_bf16, the base) this setting refuses."""
+def _runs_here(setting: str, name: str, device: torch.device, instead: Callable[[], str]) -> None:
+    """Refuse a format of ``setting`` that cannot run for real on ``device``, naming the setting and what would
+    (``instead``, asked only then): precision's own sentence says "precision=fp8", which the user did not write, and
+    lists precisions (amp_bf16, the base) this setting refuses."""
     if reason := build_precision(name, device).requirements.unmet(name, device):
-        here = [choice for choice in choices if choice in runnable(device)]
-        raise UnsupportedPrecisionError(f"{setting}={name}: {reason}; on {device} it can be {', '.join(here)}.")
+        raise UnsupportedPrecisionError(f"{setting}={name}: {reason}; {instead()}.")
+
+
+def _targets_here(base: str, plan: bool, device: torch.device) -> str:
+    """The formats ``layers.target`` can take on ``device`` over ``layers.base``: a plan's layer formats (or a float
+    cast without a plan) computing in the base's float; where none does, the base they would need."""
+    targets = [t for t in (LAYER_FORMATS if plan else LAYER_TARGETS) if t != base and t in runnable(device)]
+    fitting = [t for t in targets if not (t in LAYER_FORMATS and base_refusal(t, base, device))]
+    if fitting:
+        return f"on {device} it can be {', '.join(fitting)}"
+    needs = {t: fitting_base(t, device) for t in targets}
+    return f"on {device} none computes in layers.base={base}: " + ", ".join(
+        f"set layers.base={b} for {', '.join(t for t in targets if needs[t] == b)}" for b in dict.fromkeys(needs.values()))
 
 
 def _budget(cfg: EaqConfig, labelled: bool) -> Budget:
@@ -241,7 +252,8 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
             "own CUDA graphs of the eager passes: layers.cuda_graphs, on by default)."
         )
     base = cfg.layers.base or FLOAT_NAMES[base_dtype(device)]
-    _runs_here("layers.base", base, device, LAYER_BASES)  # the impact model's format must run here too
+    _runs_here("layers.base", base, device,  # the impact model's format must run here too
+               lambda: f"on {device} it can be {', '.join(b for b in LAYER_BASES if b in runnable(device))}")
     if cfg.layers.impact and cfg.layers.target == base:
         # Lowering fp16 to fp16 changed nothing: every sensitivity 0, the correlation "the same for all components".
         raise ConfigError(
@@ -249,11 +261,8 @@ def _prepare(cfg: EaqConfig) -> tuple[torch.device, Precision, Sampler, Examples
             "each component's sensitivity would be 0; choose another target (int8 by default), or layers.impact=false."
         )
     if cfg.layers.impact:
-        # And the format components are lowered to: a plan's layer formats (or a float cast without a plan), those
-        # computing in the base's float first (none may: the base's refusal below then names the base that fits).
-        targets = [t for t in (LAYER_FORMATS if cfg.layers.plan else LAYER_TARGETS) if t != base]
-        fitting = [t for t in targets if t in runnable(device) and not (t in LAYER_FORMATS and base_refusal(t, base, device))]
-        _runs_here("layers.target", cfg.layers.target, device, fitting or targets)
+        # And the format components are lowered to.
+        _runs_here("layers.target", cfg.layers.target, device, lambda: _targets_here(base, cfg.layers.plan, device))
         if cfg.layers.target in LAYER_FORMATS and (mismatch := base_refusal(cfg.layers.target, base, device)):
             raise ConfigError(
                 f"layers.target={cfg.layers.target} cannot lower components of the layers.base={base} model: {mismatch}; "
