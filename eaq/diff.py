@@ -30,10 +30,10 @@ from eaq.errors import EaqError
 from eaq.tracking.callbacks import parent_run_id
 from eaq.tracking.environment import MEASURED_ENVIRON as MEASURED_ENVIRON_NAMES
 from eaq.tracking.failures import reported
-from eaq.tracking.find import find_run, find_sweep
+from eaq.tracking.find import find_run, find_sweep, unreadable_artifacts
 from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, NOT_MEASUREMENT, READ_FILES, as_read, flatten
-from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, FILES_FILE, sweep_runs
-from eaq.tracking.store import read_store
+from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, FILES_FILE, REUSED_FILE, sweep_runs
+from eaq.tracking.store import check_active, read_store
 
 # Environment facts that differ between any two runs and say nothing about the measurement.
 VOLATILE_ENV = ("config_hash", "environ.", "hostname")
@@ -82,6 +82,8 @@ def _from_run(client: MlflowClient, run) -> tuple[dict[str, Any], dict[str, Any]
         try:
             config = yaml.safe_load(Path(client.download_artifacts(run.info.run_id, CONFIG_FILE, tmp)).read_text())
         except (MlflowException, OSError) as error:  # exit 1 would read as "the configurations differ"
+            if unreadable := unreadable_artifacts(run, CONFIG_FILE, error):
+                raise unreadable from error
             raise EaqError(
                 f"run {run.info.run_name} ({run.info.run_id}) has no recorded {CONFIG_FILE} (killed before it logged its "
                 "config, or not a run of one configuration); pass a run that finished or failed after starting."
@@ -99,6 +101,8 @@ def load(ref: str, client: MlflowClient | None) -> tuple[dict[str, Any], dict[st
     if (folder / CONFIG_FILE).exists():
         return _from_folder(folder)
     assert client is not None
+    if (folder / REUSED_FILE).exists():  # a job resume skipped: its configuration is the run it reused
+        return _from_run(client, find_run(client, (folder / REUSED_FILE).read_text().strip()))
     return _from_run(client, find_job_run(client, ref))
 
 
@@ -205,13 +209,19 @@ def sweep(parent: str, client: MlflowClient) -> int:
             f"{parent!r} is no sweep's parent run (eaq.kind={run.data.tags.get('eaq.kind')}); pass the sweep's run (named "
             "after its folder, tagged eaq.kind=sweep), or compare two runs with: python -m eaq.diff A B"
         )
+    # Its runs are searched for in the store's active experiments: a deleted one's read as "0 runs", exit 0.
+    check_active(client, client.get_experiment(run.info.experiment_id).name, client.tracking_uri, "--uri",
+                 "pass another --sweep")
     # Its children and the runs resume reused for it, by id: a rerun of a killed run has that run's name.
-    configs, unrecorded = {}, []
+    configs, unrecorded, unreadable = {}, [], []
     for child in sweep_runs(client, run):
         try:
             configs[child.info.run_id] = measurement_config(_from_run(client, child)[0])
-        except EaqError:  # killed before it logged its config: nothing to compare, said below
+        except EaqError as error:  # killed before it logged its config: nothing to compare, said below
             unrecorded.append(child.info.run_name)
+            unreadable += [error] if child.info.status == "FINISHED" else []
+    if unreadable and not configs:  # no run's config could be read here: no answer, and said why
+        raise unreadable[0]
     keys = sorted(set().union(*configs.values())) if configs else []
     varying = {k: sorted({cfg.get(k, "(absent)") for cfg in configs.values()}) for k in keys}
     varying = {k: v for k, v in varying.items() if len(v) > 1}

@@ -23,8 +23,9 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from eaq.diff import find_job_run
-from eaq.errors import EaqError, first_line
+from eaq.errors import EaqError
 from eaq.tracking.failures import reported
+from eaq.tracking.find import unreadable_artifacts
 from eaq.tracking.redact import REDACTED, redact, remember
 from eaq.tracking.store import read_store
 
@@ -65,13 +66,8 @@ def logged_run(ref: str, client: MlflowClient | None) -> tuple[list[str], Path |
         try:
             logged = Path(client.download_artifacts(run.info.run_id, ".hydra", tmp))
         except (MlflowException, OSError) as error:
-            if run.info.status == "FINISHED":  # it logged .hydra/ as it started: its artifacts are not readable here
-                raise EaqError(
-                    f"run {run.info.run_name} ({run.info.run_id}) finished, and its recorded .hydra/ cannot be read from "
-                    f"its artifacts at {run.info.artifact_uri} ({first_line(error)}): a store copied from another host leaves them "
-                    "there, or its server is not answering; pass the run's job folder instead, or run this where its "
-                    "artifacts are."
-                ) from error
+            if unreadable := unreadable_artifacts(run, ".hydra/", error):  # it logged .hydra/ as it started
+                raise unreadable from error
             raise EaqError(
                 f"run {run.info.run_name} ({run.info.run_id}) has no recorded .hydra/ (it ended, killed or out of time, "
                 "before logging its config); pass its job folder instead (the sweep's folder/<job number>, which holds "

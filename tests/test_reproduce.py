@@ -23,7 +23,7 @@ from eaq.diff import main as diff_main
 from eaq.rerun import logged_command, main as rerun_main
 from eaq.tracking.environment import NOT_RECORDED, REDACTED, capture, redacted_environ
 from eaq.tracking.find import find_run
-from eaq.tracking.run_logger import TrackedRun, finished_run
+from eaq.tracking.run_logger import CONFIG_FILE, REUSED_FILE, TrackedRun, finished_run
 from eaq.tracking.store import open_store
 
 
@@ -214,6 +214,15 @@ def test_the_tools_say_what_was_passed_wrong_not_that_the_store_failed(tmp_path:
     assert rerun_main([finished.run_id, "--uri", uri]) == 2
     said = capsys.readouterr().err
     assert f"finished, and its recorded .hydra/ cannot be read from its artifacts at file://{tmp_path}" in said, said
+    # diff alike (it said the run was killed before it logged its config), and a sweep of such runs is no answer.
+    assert diff_main([finished.run_id, finished.run_id, "--uri", uri]) == 2
+    said = capsys.readouterr().err
+    assert f"finished, and its recorded config.yaml cannot be read from its artifacts at file://{tmp_path}" in said, said
+    parent = TrackedRun(client, experiment, "sweep-copied", {"eaq.kind": "sweep"})
+    child = TrackedRun(client, experiment, "copied", {"eaq.kind": "benchmark", "mlflow.parentRunId": parent.run_id})
+    child.end("FINISHED")
+    assert diff_main(["--sweep", parent.run_id, "--uri", uri]) == 2
+    assert "finished, and its recorded config.yaml cannot be read" in capsys.readouterr().err
     # A report's run measured nothing: no configuration (it was said as the store failing).
     report = TrackedRun(client, experiment, "report", {"eaq.kind": "report"})
     report.end("FINISHED")
@@ -453,6 +462,16 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     assert diff_main([parents[0].info.run_id, finished[0].info.run_id, "--uri", uri]) == 2
     assert rerun_main([parents[0].info.run_id, "--uri", uri]) == 2
     assert "python -m eaq.diff --sweep" in capsys.readouterr().err
+    # A job resume skipped holds the id of the run it reused: diff reads that run's config (the folder has none).
+    skipped = sorted(out.parent.rglob(REUSED_FILE))
+    assert skipped and all(not (path.parent / CONFIG_FILE).exists() for path in skipped)
+    reused_id = skipped[0].read_text().strip()
+    assert diff_main([str(skipped[0].parent), reused_id, "--uri", uri]) == 0
+    assert "identical" in capsys.readouterr().out
+    # Its experiment deleted: said with the command restoring it (it read "0 runs; 0 key(s) vary", exit 0).
+    store(out).delete_experiment(parents[0].info.experiment_id)
+    assert diff_main(["--sweep", parents[0].info.run_id, "--uri", uri]) == 2
+    assert "is deleted in the store --uri=" in capsys.readouterr().err
 
 
 def test_rerun_finds_a_named_configs_folder_where_it_lies_in_this_checkout(monkeypatch) -> None:

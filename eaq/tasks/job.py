@@ -40,7 +40,7 @@ from eaq.tracking.callbacks import parent_run_id, record_skip, skipped_runs, swe
 from eaq.tracking.environment import capture, cpu_model, device_name, summary_tags
 from eaq.tracking.progress import leave_record, output_sink, show_phase
 from eaq.tracking.redact import redact, redacted_traceback, remember
-from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, FILES_FILE, finished_run
+from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, FILES_FILE, REUSED_FILE, finished_run
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -408,6 +408,8 @@ def _run_job(cfg: DictConfig, held: ExitStack) -> str:
                          "device=%s, GPUs of several names, or MIG); nothing reused", resolved["run_name"], spec)
             if done is not None:
                 record_skip(client, sweep_dir(hydra_cfg), done)
+                Path(hydra_cfg.runtime.output_dir).mkdir(parents=True, exist_ok=True)
+                (Path(hydra_cfg.runtime.output_dir) / REUSED_FILE).write_text(f"{done}\n")
                 log.info("%s: skipped, already FINISHED as run %s (resume=false to run it again)", resolved["run_name"], done)
                 return "skipped"
             settings = config_hash(resolved, hydra_cfg.runtime.cwd, code=False, files=files)

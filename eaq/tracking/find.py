@@ -14,7 +14,7 @@ from mlflow.entities import Run
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from eaq.errors import EaqError
+from eaq.errors import EaqError, first_line
 from eaq.tracking.callbacks import parent_run_id
 from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import NOT_A_RUN_ID
@@ -65,4 +65,16 @@ def find_sweep(client: MlflowClient, ref: str, instead: str = "") -> Run:
         f"id or name (tag eaq.kind=sweep){instead}."))
 
 
-__all__ = ["find_run", "find_sweep"]
+def unreadable_artifacts(run: Run, what: str, error: BaseException) -> EaqError | None:
+    """Where a FINISHED run's recorded ``what`` (logged as it started) cannot be downloaded: its artifacts are not
+    readable here, which the tools had called a run killed before it logged its config. None for a run that did not
+    finish (it may have ended before logging it: the caller's own sentence)."""
+    if run.info.status != "FINISHED":
+        return None
+    return EaqError(
+        f"run {run.info.run_name} ({run.info.run_id}) finished, and its recorded {what} cannot be read from its "
+        f"artifacts at {run.info.artifact_uri} ({first_line(error)}): a store copied from another host leaves them there, "
+        "or its server is not answering; pass the run's job folder instead, or run this where its artifacts are.")
+
+
+__all__ = ["find_run", "find_sweep", "unreadable_artifacts"]

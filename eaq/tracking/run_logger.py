@@ -36,6 +36,8 @@ ENV_FILE = "env.json"
 # The identities of the files a run reads (eaq.tracking.flatten.read_files), logged as it starts: env.json, at its end,
 # holds them too, but a run that fails before its end has none, and eaq.diff could not tell its files from another's.
 FILES_FILE = "read_files.json"
+# In the folder of a job resume skipped: the id of the FINISHED run it reused (eaq.diff reads that run's config).
+REUSED_FILE = "reused_run_id.txt"
 
 
 # Runs MLflow returns per page at most (its SQL store's limit).
