@@ -109,6 +109,33 @@ def test_an_encoder_decoder_is_refused_before_it_is_built(head: str) -> None:
         load_model(ModelConfig(name="t5", weights="random", architecture=architecture, head=head), with_tokenizer=False)
 
 
+def test_an_encoder_decoder_without_a_decoder_of_its_own_is_refused_without_offering_refused_heads() -> None:
+    """T5 as a causal LM was told its heads are embedding and sequence_classification, each refused for it."""
+    architecture = {"model_type": "t5", "vocab_size": 64, "d_model": 32, "num_layers": 1, "num_heads": 2, "d_ff": 64, "d_kv": 16}
+    with pytest.raises(ModelLoadError, match=r"^t5's architecture \(t5\) is an encoder-decoder without a decoder of its "
+                                             r"own in transformers \(no causal_lm head\).*encoder-only or decoder-only"):
+        load_model(ModelConfig(name="t5", weights="random", architecture=architecture, head="causal_lm"), with_tokenizer=False)
+
+
+@torch.inference_mode()
+def test_a_sequence_to_sequence_save_loads_its_decoder_as_a_causal_lm_with_the_shared_token_table(tmp_path: Path) -> None:
+    """transformers 5 saves BART's tied token table once, as model.shared: its decoder as a causal LM was refused as
+    missing the decoder's table and head ("pass a checkpoint trained for it")."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    seq2seq = BartForConditionalGeneration(BartConfig(
+        vocab_size=30522, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64)).eval()
+    seq2seq.save_pretrained(tmp_path / "bart")
+    decoder = load_model(ModelConfig(name="x", name_or_path=str(tmp_path / "bart"), head="causal_lm"), with_tokenizer=False).model
+    table = seq2seq.model.shared.weight
+    assert torch.equal(decoder.model.decoder.embed_tokens.weight, table) and torch.equal(decoder.lm_head.weight, table)
+    ids = torch.randint(0, 30522, (2, 8), generator=torch.Generator().manual_seed(0))
+    # The decoder's own pass (no encoder states: its cross-attention skipped), as the seq2seq decoder runs it.
+    hidden = seq2seq.model.decoder(input_ids=ids).last_hidden_state
+    assert torch.allclose(decoder(input_ids=ids).logits, hidden @ table.T, atol=1e-5)
+
+
 def test_an_encoder_saved_without_its_pooler_loads_as_an_embedding_model(tmp_path: Path) -> None:
     """roberta-base is saved for masked LM, without the pooler an embedding never reads (it mean-pools)."""
     from transformers import BertForMaskedLM

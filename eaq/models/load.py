@@ -300,6 +300,11 @@ def _auto_class(cfg: ModelConfig, config: PretrainedConfig) -> type:
     # An embedding encoder carrying a classifier head loads as the encoder, then is wrapped.
     auto_class = AutoModel if cfg.classifier_head else _AUTO_CLASSES[cfg.head]
     if type(config) not in auto_class._model_mapping:
+        if getattr(config, "is_encoder_decoder", False):  # the heads it has are those refused above (T5)
+            raise ModelLoadError(
+                f"{cfg.name}'s architecture ({config.model_type}) is an encoder-decoder without a decoder of its own in "
+                "transformers (no causal_lm head), the one way eaq measures an encoder-decoder: pass an encoder-only or "
+                "decoder-only model.")
         heads = [head for head, other in _AUTO_CLASSES.items() if type(config) in other._model_mapping]
         raise ModelLoadError(
             f"{cfg.name}'s architecture ({config.model_type}) has no {cfg.head!r} head in transformers"
@@ -485,6 +490,11 @@ SAVED_HEADS = (("ForSequenceClassification", "sequence_classification"), ("ForCa
                ("LMHeadModel", "causal_lm"), ("ForMaskedLM", "embedding"), ("Model", "embedding"))
 
 
+# A decoder's token table, and the key_mapping reading a sequence-to-sequence checkpoint's shared table as it.
+DECODER_TABLE = "model.decoder.embed_tokens.weight"
+SHARED_AS_DECODER_TABLE = {r"^model\.shared\.": "model.decoder.embed_tokens."}
+
+
 def _saved_head(config: PretrainedConfig) -> tuple[str | None, str | None]:
     """(The class a checkpoint was saved as, the model.head that loads it whole), each None where unknown."""
     saved = next(iter(getattr(config, "architectures", None) or []), None)
@@ -613,6 +623,11 @@ def load_model(
                 )
             model, loading = auto_class.from_pretrained(location, dtype=torch.float32, output_loading_info=True,
                                                         **_hub_options(location))
+            if getattr(config, "is_encoder_decoder", False) and DECODER_TABLE in loading["missing_keys"]:
+                # Its decoder as a causal LM, from a sequence-to-sequence save that keeps the decoder's token table
+                # once, as the table it shares with the encoder (BART saved by transformers 5): read from there.
+                model, loading = auto_class.from_pretrained(location, dtype=torch.float32, output_loading_info=True,
+                                                            key_mapping=SHARED_AS_DECODER_TABLE, **_hub_options(location))
         except OSError as exc:
             raise ModelLoadError(_not_found(cfg.name_or_path, exc)) from exc
         except RuntimeError as exc:
