@@ -30,7 +30,7 @@ from eaq.errors import EaqError
 from eaq.tracking.callbacks import parent_run_id
 from eaq.tracking.environment import MEASURED_ENVIRON as MEASURED_ENVIRON_NAMES
 from eaq.tracking.failures import reported
-from eaq.tracking.find import find_run, find_sweep, unreadable_artifacts
+from eaq.tracking.find import UnreadableArtifacts, find_run, find_sweep, unreadable_artifacts
 from eaq.tracking.flatten import BESIDE_THE_MEASUREMENT, NOT_MEASUREMENT, READ_FILES, as_read, flatten
 from eaq.tracking.run_logger import CONFIG_FILE, ENV_FILE, FILES_FILE, REUSED_FILE, sweep_runs
 from eaq.tracking.store import check_active, read_store
@@ -102,7 +102,11 @@ def load(ref: str, client: MlflowClient | None) -> tuple[dict[str, Any], dict[st
         return _from_folder(folder)
     assert client is not None
     if (folder / REUSED_FILE).exists():  # a job resume skipped: its configuration is the run it reused
-        return _from_run(client, find_run(client, (folder / REUSED_FILE).read_text().strip()))
+        reused = (folder / REUSED_FILE).read_text().strip()
+        try:
+            return _from_run(client, find_run(client, reused))
+        except UnreadableArtifacts as error:
+            raise UnreadableArtifacts(f"{ref} is a job resume skipped, reusing run {reused}: {error}") from error
     return _from_run(client, find_job_run(client, ref))
 
 
@@ -213,15 +217,15 @@ def sweep(parent: str, client: MlflowClient) -> int:
     check_active(client, client.get_experiment(run.info.experiment_id).name, client.tracking_uri, "--uri",
                  "pass another --sweep")
     # Its children and the runs resume reused for it, by id: a rerun of a killed run has that run's name.
-    configs, unrecorded, unreadable = {}, [], []
+    # A run whose recorded config cannot be read here (UnreadableArtifacts) leaves no answer: what varies is unknown.
+    configs, unrecorded = {}, []
     for child in sweep_runs(client, run):
         try:
             configs[child.info.run_id] = measurement_config(_from_run(client, child)[0])
-        except EaqError as error:  # killed before it logged its config: nothing to compare, said below
+        except UnreadableArtifacts:
+            raise
+        except EaqError:  # killed before it logged its config: nothing to compare, said below
             unrecorded.append(child.info.run_name)
-            unreadable += [error] if child.info.status == "FINISHED" else []
-    if unreadable and not configs:  # no run's config could be read here: no answer, and said why
-        raise unreadable[0]
     keys = sorted(set().union(*configs.values())) if configs else []
     varying = {k: sorted({cfg.get(k, "(absent)") for cfg in configs.values()}) for k in keys}
     varying = {k: v for k, v in varying.items() if len(v) > 1}

@@ -223,6 +223,12 @@ def test_the_tools_say_what_was_passed_wrong_not_that_the_store_failed(tmp_path:
     child.end("FINISHED")
     assert diff_main(["--sweep", parent.run_id, "--uri", uri]) == 2
     assert "finished, and its recorded config.yaml cannot be read" in capsys.readouterr().err
+    # A run that failed after it logged its settings (a refused plan) had logged its config too: the same.
+    failed = TrackedRun(client, experiment, "refused", {"eaq.kind": "benchmark"})
+    client.log_param(failed.run_id, "precision.name", "mixed")
+    failed.end("FAILED")
+    assert diff_main([failed.run_id, finished.run_id, "--uri", uri]) == 2
+    assert "ended FAILED after it logged its settings, and its recorded config.yaml cannot be read" in capsys.readouterr().err
     # A report's run measured nothing: no configuration (it was said as the store failing).
     report = TrackedRun(client, experiment, "report", {"eaq.kind": "report"})
     report.end("FINISHED")
@@ -472,6 +478,8 @@ def test_resume_after_a_sweep_killed_midway_loses_none_and_repeats_none(out: Pat
     store(out).delete_experiment(parents[0].info.experiment_id)
     assert diff_main(["--sweep", parents[0].info.run_id, "--uri", uri]) == 2
     assert "is deleted in the store --uri=" in capsys.readouterr().err
+    assert diff_main(["--sweep", parents[0].info.run_name, "--uri", uri]) == 2  # by name: it read "no such sweep"
+    assert f"names run {parents[0].info.run_id} of the experiment eaq, deleted in the store" in capsys.readouterr().err
 
 
 def test_rerun_finds_a_named_configs_folder_where_it_lies_in_this_checkout(monkeypatch) -> None:

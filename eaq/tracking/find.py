@@ -6,11 +6,12 @@ that what one accepts the others do: the report refused the sweep's name and fol
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from mlflow.entities import Run
+from mlflow.entities import Run, ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
@@ -37,6 +38,15 @@ def find_run(client: MlflowClient, ref: str, missing: Callable[[str], str] | Non
     experiments = [e.experiment_id for e in client.search_experiments()]
     runs = client.search_runs(experiments, filter_string=f"attributes.run_name = {quote}{ref}{quote}",
                               order_by=["attributes.start_time DESC"])
+    if not runs and (deleted := client.search_runs(
+            [e.experiment_id for e in client.search_experiments(view_type=ViewType.DELETED_ONLY)],
+            filter_string=f"attributes.run_name = {quote}{ref}{quote}", run_view_type=ViewType.ALL)):
+        # Searched by name in the active experiments only: a run of a deleted one read as "no such run".
+        raise EaqError(f"{ref!r} names run {deleted[0].info.run_id} of the experiment "
+                       f"{client.get_experiment(deleted[0].info.experiment_id).name}, deleted in the store at "
+                       f"{redact(str(client.tracking_uri))}; restore it (MLFLOW_TRACKING_URI="
+                       f"{shlex.quote(redact(str(client.tracking_uri)))} mlflow experiments restore --experiment-id "
+                       f"{deleted[0].info.experiment_id}), or pass another run.")
     if not runs:
         raise EaqError(missing(ref) if missing else
                        f"{ref!r} is neither a job folder nor a run id or run name in the store at "
@@ -65,16 +75,22 @@ def find_sweep(client: MlflowClient, ref: str, instead: str = "") -> Run:
         f"id or name (tag eaq.kind=sweep){instead}."))
 
 
-def unreadable_artifacts(run: Run, what: str, error: BaseException) -> EaqError | None:
-    """Where a FINISHED run's recorded ``what`` (logged as it started) cannot be downloaded: its artifacts are not
-    readable here, which the tools had called a run killed before it logged its config. None for a run that did not
-    finish (it may have ended before logging it: the caller's own sentence)."""
-    if run.info.status != "FINISHED":
+class UnreadableArtifacts(EaqError):
+    """A run's recorded config is in its artifacts, which cannot be read here."""
+
+
+def unreadable_artifacts(run: Run, what: str, error: BaseException) -> UnreadableArtifacts | None:
+    """Where a run that got past logging its settings (a job logs its params, then its config and ``.hydra/``, before
+    anything can fail) has a recorded ``what`` that cannot be downloaded: its artifacts are not readable here, which the
+    tools had called a run killed before it logged its config. None for a run that logged no settings (killed at its
+    start: the caller's own sentence)."""
+    if run.info.status != "FINISHED" and not run.data.params:
         return None
-    return EaqError(
-        f"run {run.info.run_name} ({run.info.run_id}) finished, and its recorded {what} cannot be read from its "
+    ended = "finished" if run.info.status == "FINISHED" else f"ended {run.info.status} after it logged its settings"
+    return UnreadableArtifacts(
+        f"run {run.info.run_name} ({run.info.run_id}) {ended}, and its recorded {what} cannot be read from its "
         f"artifacts at {run.info.artifact_uri} ({first_line(error)}): a store copied from another host leaves them there, "
         "or its server is not answering; pass the run's job folder instead, or run this where its artifacts are.")
 
 
-__all__ = ["find_run", "find_sweep", "unreadable_artifacts"]
+__all__ = ["UnreadableArtifacts", "find_run", "find_sweep", "unreadable_artifacts"]
