@@ -117,23 +117,32 @@ def test_an_encoder_decoder_without_a_decoder_of_its_own_is_refused_without_offe
         load_model(ModelConfig(name="t5", weights="random", architecture=architecture, head="causal_lm"), with_tokenizer=False)
 
 
+@pytest.mark.parametrize("kind", ["bart", "marian", "bart_base_model"])
 @torch.inference_mode()
-def test_a_sequence_to_sequence_save_loads_its_decoder_as_a_causal_lm_with_the_shared_token_table(tmp_path: Path) -> None:
-    """transformers 5 saves BART's tied token table once, as model.shared: its decoder as a causal LM was refused as
-    missing the decoder's table and head ("pass a checkpoint trained for it")."""
-    from transformers import BartConfig, BartForConditionalGeneration
+def test_a_sequence_to_sequence_save_loads_its_decoder_as_a_causal_lm_computing_its_logits(kind: str, tmp_path: Path) -> None:
+    """transformers 5 saves BART's tied token table once, as model.shared (shared in its base model's save): its decoder
+    as a causal LM was refused as missing the decoder's table and head. The head's final_logits_bias (Marian's converted
+    models have one), which the causal LM has not, was dropped without a word: other logits. Marian's sinusoidal
+    positions, left out of its save, are computed again."""
+    from transformers import BartConfig, BartForConditionalGeneration, BartModel, MarianConfig, MarianMTModel
 
-    seq2seq = BartForConditionalGeneration(BartConfig(
-        vocab_size=30522, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64)).eval()
-    seq2seq.save_pretrained(tmp_path / "bart")
-    decoder = load_model(ModelConfig(name="x", name_or_path=str(tmp_path / "bart"), head="causal_lm"), with_tokenizer=False).model
-    table = seq2seq.model.shared.weight
-    assert torch.equal(decoder.model.decoder.embed_tokens.weight, table) and torch.equal(decoder.lm_head.weight, table)
-    ids = torch.randint(0, 30522, (2, 8), generator=torch.Generator().manual_seed(0))
-    # The decoder's own pass (no encoder states: its cross-attention skipped), as the seq2seq decoder runs it.
-    hidden = seq2seq.model.decoder(input_ids=ids).last_hidden_state
-    assert torch.allclose(decoder(input_ids=ids).logits, hidden @ table.T, atol=1e-5)
+    sizes = dict(vocab_size=30522, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                 decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
+                 pad_token_id=1, decoder_start_token_id=2)
+    made, config = {"bart": (BartForConditionalGeneration, BartConfig), "marian": (MarianMTModel, MarianConfig),
+                    "bart_base_model": (BartModel, BartConfig)}[kind]
+    seq2seq = made(config(**sizes)).eval()
+    bias = getattr(seq2seq, "final_logits_bias", None)
+    if bias is not None:
+        bias.normal_(generator=torch.Generator().manual_seed(0))
+    seq2seq.save_pretrained(tmp_path / kind)
+    decoder = load_model(ModelConfig(name="x", name_or_path=str(tmp_path / kind), head="causal_lm"), with_tokenizer=False).model
+    inner = getattr(seq2seq, "model", seq2seq)
+    assert torch.equal(decoder.model.decoder.embed_tokens.weight, inner.shared.weight)
+    ids = torch.randint(3, 30522, (2, 8), generator=torch.Generator().manual_seed(0))
+    # The decoder's own pass (no encoder states: its cross-attention skipped), as the seq2seq decoder and head run it.
+    expected = inner.decoder(input_ids=ids).last_hidden_state @ inner.shared.weight.T + (0 if bias is None else bias)
+    assert torch.allclose(decoder(input_ids=ids).logits, expected, atol=1e-5)
 
 
 def test_an_encoder_saved_without_its_pooler_loads_as_an_embedding_model(tmp_path: Path) -> None:

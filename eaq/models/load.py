@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import json
 import logging
+import re
 import struct
 import sys
 from dataclasses import dataclass
@@ -38,7 +39,8 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-from transformers.utils import logging as transformers_logging
+from safetensors import safe_open
+from transformers.utils import cached_file, logging as transformers_logging
 
 from eaq.config import ModelConfig
 from eaq.models.conv1d import convert_conv1d
@@ -490,9 +492,50 @@ SAVED_HEADS = (("ForSequenceClassification", "sequence_classification"), ("ForCa
                ("LMHeadModel", "causal_lm"), ("ForMaskedLM", "embedding"), ("Model", "embedding"))
 
 
-# A decoder's token table, and the key_mapping reading a sequence-to-sequence checkpoint's shared table as it.
-DECODER_TABLE = "model.decoder.embed_tokens.weight"
-SHARED_AS_DECODER_TABLE = {r"^model\.shared\.": "model.decoder.embed_tokens."}
+def _saved_keys(location: str) -> dict[str, str] | None:
+    """{tensor name: its safetensors file} of a checkpoint (one file or an index of shards), None where it has none
+    (a .bin save, or a hub id not in the cache): what a sequence-to-sequence save holds, read before it loads."""
+    options = {k: v for k, v in _hub_options(location).items() if k == "local_files_only"}
+    found = {name: cached_file(location, name, _raise_exceptions_for_missing_entries=False, **options)
+             for name in ("model.safetensors.index.json", "model.safetensors")}
+    if index := found["model.safetensors.index.json"]:
+        shards = json.loads(Path(index).read_text())["weight_map"]
+        return {key: str(Path(index).parent / shard) for key, shard in shards.items()}
+    if single := found["model.safetensors"]:
+        with safe_open(single, "pt") as tensors:
+            return dict.fromkeys(tensors.keys(), single)
+    return None
+
+
+def _decoder_mapping(saved: dict[str, str] | None) -> dict[str, dict[str, str]]:
+    """``from_pretrained``'s key_mapping for an encoder-decoder's decoder loaded as a causal LM from a
+    sequence-to-sequence save that keeps the decoder's token table once, as the table it shares with the encoder
+    (BART saved by transformers 5: ``model.shared.weight``; its base model's save: ``shared.weight``). Loaded without
+    it, the decoder's table and tied head were missing, and refused."""
+    if saved is None or "model.decoder.embed_tokens.weight" in saved or "decoder.embed_tokens.weight" in saved:
+        return {}
+    prefix = next((p for p in ("model.", "") if f"{p}shared.weight" in saved), None)
+    return {} if prefix is None else {"key_mapping": {rf"^{re.escape(prefix)}shared\.": f"{prefix}decoder.embed_tokens."}}
+
+
+def _computed(model: torch.nn.Module, key: str) -> bool:
+    """Whether ``key`` is a table its module computes rather than learns (Marian's sinusoidal positions, which a
+    sequence-to-sequence save leaves out and its decoder as a causal LM builds again, the same): not missing."""
+    owner = model.get_submodule(key.rsplit(".", 1)[0]) if "." in key else model
+    return "Sinusoidal" in type(owner).__name__
+
+
+def _add_logits_bias(model: torch.nn.Module, saved: dict[str, str]) -> None:
+    """The bias a sequence-to-sequence head adds to its logits (``final_logits_bias``: Marian's converted models have
+    one; BART's are zeros), on the causal LM's head, which has none: left out, the decoder computed other logits than
+    the checkpoint's, without a word."""
+    if "final_logits_bias" not in saved:
+        return
+    with safe_open(saved["final_logits_bias"], "pt") as tensors:
+        bias = tensors.get_tensor("final_logits_bias").reshape(-1).float()
+    head = model.get_output_embeddings()
+    if bias.any() and head is not None:
+        head.bias = torch.nn.Parameter(bias.to(head.weight.device), requires_grad=False)
 
 
 def _saved_head(config: PretrainedConfig) -> tuple[str | None, str | None]:
@@ -509,7 +552,9 @@ def _missing_weights(cfg: ModelConfig, missing: list[str], config: PretrainedCon
     pretrained model's."""
     saved, head = _saved_head(config)
     names = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-    fits = (f"it was saved as {saved}: use model.head={head}" if head and head != cfg.head
+    # An encoder-decoder is measured as its decoder alone: the head its save names (MarianMTModel: embedding) is refused.
+    fits = (f"it was saved as {saved}: use model.head={head}"
+            if head and head != cfg.head and not getattr(config, "is_encoder_decoder", False)
             else "pass a checkpoint trained for it")
     return (f"{cfg.name_or_path!r} has no weights for {len(missing)} parameter(s) of a model.head={cfg.head} model "
             f"({names}), which transformers would draw at random: {fits}, or model.weights=random for speed and "
@@ -621,13 +666,11 @@ def load_model(
                     f"{cfg.name_or_path!r} is a quantized checkpoint ({method}); eaq applies each precision to the float "
                     "model itself: pass the unquantized model it was made from."
                 )
+            saved_keys = _saved_keys(location) if getattr(config, "is_encoder_decoder", False) else None
             model, loading = auto_class.from_pretrained(location, dtype=torch.float32, output_loading_info=True,
-                                                        **_hub_options(location))
-            if getattr(config, "is_encoder_decoder", False) and DECODER_TABLE in loading["missing_keys"]:
-                # Its decoder as a causal LM, from a sequence-to-sequence save that keeps the decoder's token table
-                # once, as the table it shares with the encoder (BART saved by transformers 5): read from there.
-                model, loading = auto_class.from_pretrained(location, dtype=torch.float32, output_loading_info=True,
-                                                            key_mapping=SHARED_AS_DECODER_TABLE, **_hub_options(location))
+                                                        **_decoder_mapping(saved_keys), **_hub_options(location))
+            if saved_keys is not None:
+                _add_logits_bias(model, saved_keys)
         except OSError as exc:
             raise ModelLoadError(_not_found(cfg.name_or_path, exc)) from exc
         except RuntimeError as exc:
@@ -640,7 +683,8 @@ def load_model(
         # An encoder's pooler, which a checkpoint saved for masked LM (roberta-base) lacks: embeddings and eaq's
         # classifier head mean-pool the last hidden states, and never read it.
         pooled = cfg.head == "embedding" or bool(cfg.classifier_head)
-        if missing := sorted(k for k in loading["missing_keys"] if not (pooled and k.startswith("pooler."))):
+        if missing := sorted(k for k in loading["missing_keys"] if not (pooled and k.startswith("pooler.")
+                                                                       or _computed(model, k))):
             raise ModelLoadError(_missing_weights(cfg, missing, model.config))
         saved, head = _saved_head(config)
         if cfg.head == "embedding" and not cfg.classifier_head and head not in (None, "embedding"):
