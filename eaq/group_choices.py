@@ -122,6 +122,7 @@ def unknown_architecture_key(argv: Sequence[str], conf: Path = CONF) -> str | No
     # (the override as the sentence names it, the key, how to add it where the preset lacks it)
     keys = [(o.split("=")[0], match.group(1), f"add it with +{o}") for o in args.overrides
             if not o.startswith("+") and (match := ARCHITECTURE_KEY.match(o))]
+    written = {o.split("=")[0]: o for o in args.overrides}
     for override in args.overrides:
         if (match := ARCHITECTURE_DICT.match(override)) and isinstance(given := _dict_value(override), dict):
             keys += [("model.architecture={...}", str(key), f"a dict there merges into the preset's: add it with "
@@ -135,15 +136,17 @@ def unknown_architecture_key(argv: Sequence[str], conf: Path = CONF) -> str | No
     if not chosen:
         defaults = (yaml.safe_load((conf / "config.yaml").read_text()) or {}).get("defaults", [])
         chosen = [d["model"] for d in defaults if isinstance(d, dict) and "model" in d]
-    for name in chosen:
-        preset = conf / "model" / f"{name}.yaml"
-        if not preset.is_file():
-            continue  # no such preset: unknown_choice says so
-        fields = yaml.safe_load(preset.read_text()) or {}
+    presets = {name: yaml.safe_load((conf / "model" / f"{name}.yaml").read_text()) or {}
+               for name in chosen if (conf / "model" / f"{name}.yaml").is_file()}  # else: unknown_choice says so
+    for name, fields in presets.items():
         architecture = fields.get("architecture") or {}
         weights = next((o.split("=", 1)[1] for o in args.overrides if o.lstrip("+").startswith("model.weights=")),
                        fields.get("weights", "pretrained"))
         for override, key, add in keys:
+            has_it = [other for other, found in presets.items() if key in (found.get("architecture") or {})]
+            if has_it and override in written:
+                # Another preset of the sweep has it: + fails there ("an item is already at"), after the sweep opened.
+                add = f"set it in every preset with ++{written[override]} (model={has_it[0]} has it, which + refuses)"
             if not architecture and weights == "pretrained":
                 return (f"{override}: model={name} loads pretrained weights, whose architecture is theirs; "
                         "model.architecture builds random weights (model.weights=random, as the *_random presets).")
