@@ -105,8 +105,8 @@ def load(ref: str, client: MlflowClient | None) -> tuple[dict[str, Any], dict[st
         reused = (folder / REUSED_FILE).read_text().strip()
         try:
             return _from_run(client, find_run(client, reused))
-        except UnreadableArtifacts as error:
-            raise UnreadableArtifacts(f"{ref} is a job resume skipped, reusing run {reused}: {error}") from error
+        except EaqError as error:  # not readable here, or not in this store: said of the folder the user gave
+            raise type(error)(f"{ref} is a job resume skipped, reusing run {reused}: {error}") from error
     return _from_run(client, find_job_run(client, ref))
 
 

@@ -144,9 +144,9 @@ def unknown_architecture_key(argv: Sequence[str], conf: Path = CONF) -> str | No
                        fields.get("weights", "pretrained"))
         for override, key, add in keys:
             has_it = [other for other, found in presets.items() if key in (found.get("architecture") or {})]
-            if has_it and override in written:
+            if has_it and override in written and key not in architecture:
                 # Another preset of the sweep has it: + fails there ("an item is already at"), after the sweep opened.
-                add = f"set it in every preset with ++{written[override]} (model={has_it[0]} has it, which + refuses)"
+                add = _across_presets(written[override], key, name, architecture, has_it[0])
             if not architecture and weights == "pretrained":
                 return (f"{override}: model={name} loads pretrained weights, whose architecture is theirs; "
                         "model.architecture builds random weights (model.weights=random, as the *_random presets).")
@@ -159,6 +159,22 @@ def unknown_architecture_key(argv: Sequence[str], conf: Path = CONF) -> str | No
                 has = f"its keys: {', '.join(architecture)}" if architecture else "it has none yet"
                 return f"{override}: model={name}'s architecture has no key {key} ({has}); {add}, or fix the name."
     return None
+
+
+def _across_presets(override: str, key: str, name: str, architecture: dict, other: str) -> str:
+    """How to set ``key`` in a sweep where preset ``name`` lacks it and ``other`` has it (+ fails on ``other``): ++ where
+    it is a field of ``name``'s config of its own; where that config names it otherwise (GPT-2's n_embd for
+    hidden_size: both would be recorded, one built) or not at all, the presets swept apart."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    model_type = str(architecture.get("model_type"))
+    made = CONFIG_MAPPING[model_type] if model_type in CONFIG_MAPPING else None  # a lazy mapping: no .get
+    own = getattr(made, "attribute_map", {}).get(key)
+    if made is not None and own is None and hasattr(made(), key):
+        return f"set it in every preset with ++{override} (model={other} has it, which + refuses)"
+    said = f"names it {own}" if own else "has no such field"
+    return (f"model={name}'s config ({architecture.get('model_type')}) {said} and model={other}'s has it: sweep them "
+            "apart, one command each, each with its own key")
 
 
 def _dict_value(override: str) -> object:

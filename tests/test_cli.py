@@ -277,11 +277,19 @@ def test_a_value_of_the_wrong_type_gets_one_sentence_exit_2_before_anything_runs
      "model.architecture.hiden_size: model=bert_tiny_random's architecture has no key hiden_size: did you mean "
      "model.architecture.hidden_size? (A field of the model's config the preset leaves out: add it with "
      "+model.architecture.hiden_size=64.)"),
-    # Another preset of the sweep has it: + is refused there (after the sweep opened, exit 1); ++ sets it in both.
+    # Another preset of the sweep has it: + is refused there (after the sweep opened, exit 1); ++ sets it in both
+    # where it is a field of the lacking preset's config; where that config names it otherwise (GPT-2's n_embd: both
+    # recorded, one built) or not at all, the presets are swept apart.
+    (["hydra.mode=MULTIRUN", "model=bert_tiny_random,gpt2_tiny_random", "model.architecture.eos_token_id=5"],
+     "model.architecture.eos_token_id: model=bert_tiny_random's architecture has no key eos_token_id (its keys: "
+     "model_type, vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, "
+     "max_position_embeddings); set it in every preset with ++model.architecture.eos_token_id=5 (model=gpt2_tiny_random "
+     "has it, which + refuses), or fix the name."),
     (["hydra.mode=MULTIRUN", "model=bert_tiny_random,gpt2_tiny_random", "model.architecture.hidden_size=32"],
      "model.architecture.hidden_size: model=gpt2_tiny_random's architecture has no key hidden_size (its keys: "
-     "model_type, vocab_size, n_embd, n_layer, n_head, n_positions, bos_token_id, eos_token_id); set it in every preset "
-     "with ++model.architecture.hidden_size=32 (model=bert_tiny_random has it, which + refuses), or fix the name."),
+     "model_type, vocab_size, n_embd, n_layer, n_head, n_positions, bos_token_id, eos_token_id); model=gpt2_tiny_random's "
+     "config (gpt2) names it n_embd and model=bert_tiny_random's has it: sweep them apart, one command each, each with "
+     "its own key, or fix the name."),
     (["model=minilm", "model.architecture.num_hidden_layers=1"],
      "model.architecture.num_hidden_layers: model=minilm loads pretrained weights, whose architecture is theirs; "
      "model.architecture builds random weights (model.weights=random, as the *_random presets)."),

@@ -117,7 +117,7 @@ def test_an_encoder_decoder_without_a_decoder_of_its_own_is_refused_without_offe
         load_model(ModelConfig(name="t5", weights="random", architecture=architecture, head="causal_lm"), with_tokenizer=False)
 
 
-@pytest.mark.parametrize("kind", ["bart", "marian", "bart_base_model"])
+@pytest.mark.parametrize("kind", ["bart", "marian", "bart_base_model", "marian_bin"])
 @torch.inference_mode()
 def test_a_sequence_to_sequence_save_loads_its_decoder_as_a_causal_lm_computing_its_logits(kind: str, tmp_path: Path) -> None:
     """transformers 5 saves BART's tied token table once, as model.shared (shared in its base model's save): its decoder
@@ -130,12 +130,16 @@ def test_a_sequence_to_sequence_save_loads_its_decoder_as_a_causal_lm_computing_
                  decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
                  pad_token_id=1, decoder_start_token_id=2)
     made, config = {"bart": (BartForConditionalGeneration, BartConfig), "marian": (MarianMTModel, MarianConfig),
-                    "bart_base_model": (BartModel, BartConfig)}[kind]
+                    "bart_base_model": (BartModel, BartConfig), "marian_bin": (MarianMTModel, MarianConfig)}[kind]
     seq2seq = made(config(**sizes)).eval()
     bias = getattr(seq2seq, "final_logits_bias", None)
     if bias is not None:
         bias.normal_(generator=torch.Generator().manual_seed(0))
-    seq2seq.save_pretrained(tmp_path / kind)
+    if kind.endswith("_bin"):  # a transformers 4 era save (many hub repos): pytorch_model.bin, every tensor in it
+        seq2seq.config.save_pretrained(tmp_path / kind)
+        torch.save(seq2seq.state_dict(), tmp_path / kind / "pytorch_model.bin")
+    else:
+        seq2seq.save_pretrained(tmp_path / kind)
     decoder = load_model(ModelConfig(name="x", name_or_path=str(tmp_path / kind), head="causal_lm"), with_tokenizer=False).model
     inner = getattr(seq2seq, "model", seq2seq)
     assert torch.equal(decoder.model.decoder.embed_tokens.weight, inner.shared.weight)

@@ -223,12 +223,12 @@ def test_the_tools_say_what_was_passed_wrong_not_that_the_store_failed(tmp_path:
     child.end("FINISHED")
     assert diff_main(["--sweep", parent.run_id, "--uri", uri]) == 2
     assert "finished, and its recorded config.yaml cannot be read" in capsys.readouterr().err
-    # A run that failed after it logged its settings (a refused plan) had logged its config too: the same.
-    failed = TrackedRun(client, experiment, "refused", {"eaq.kind": "benchmark"})
-    client.log_param(failed.run_id, "precision.name", "mixed")
-    failed.end("FAILED")
-    assert diff_main([failed.run_id, finished.run_id, "--uri", uri]) == 2
-    assert "ended FAILED after it logged its settings, and its recorded config.yaml cannot be read" in capsys.readouterr().err
+    # A job that died before its run opened is recorded FAILED with its params and no artifact: not "unreadable".
+    ended = TrackedRun(client, experiment, "ended", {"eaq.kind": "benchmark", "mlflow.parentRunId": parent.run_id})
+    client.log_param(ended.run_id, "precision.name", "fp32")
+    ended.end("FAILED")
+    assert diff_main([ended.run_id, finished.run_id, "--uri", uri]) == 2
+    assert "has no recorded config.yaml (killed before it logged its config" in capsys.readouterr().err
     # A report's run measured nothing: no configuration (it was said as the store failing).
     report = TrackedRun(client, experiment, "report", {"eaq.kind": "report"})
     report.end("FINISHED")

@@ -493,18 +493,26 @@ SAVED_HEADS = (("ForSequenceClassification", "sequence_classification"), ("ForCa
 
 
 def _saved_keys(location: str) -> dict[str, str] | None:
-    """{tensor name: its safetensors file} of a checkpoint (one file or an index of shards), None where it has none
-    (a .bin save, or a hub id not in the cache): what a sequence-to-sequence save holds, read before it loads."""
+    """{tensor name: its file} of a checkpoint (safetensors or a .bin, one file or an index of shards), None where it
+    has none (a hub id not in the cache): what a sequence-to-sequence save holds, read before it loads."""
     options = {k: v for k, v in _hub_options(location).items() if k == "local_files_only"}
-    found = {name: cached_file(location, name, _raise_exceptions_for_missing_entries=False, **options)
-             for name in ("model.safetensors.index.json", "model.safetensors")}
-    if index := found["model.safetensors.index.json"]:
-        shards = json.loads(Path(index).read_text())["weight_map"]
-        return {key: str(Path(index).parent / shard) for key, shard in shards.items()}
-    if single := found["model.safetensors"]:
-        with safe_open(single, "pt") as tensors:
-            return dict.fromkeys(tensors.keys(), single)
+    for weights in ("model.safetensors", "pytorch_model.bin"):
+        found = {name: cached_file(location, name, _raise_exceptions_for_missing_entries=False, **options)
+                 for name in (f"{weights}.index.json", weights)}
+        if index := found[f"{weights}.index.json"]:
+            shards = json.loads(Path(index).read_text())["weight_map"]
+            return {key: str(Path(index).parent / shard) for key, shard in shards.items()}
+        if single := found[weights]:
+            return dict.fromkeys(_tensors(single), single)
     return None
+
+
+def _tensors(file: str) -> dict[str, torch.Tensor] | Any:
+    """The tensors of one checkpoint file by name, read as they are asked for (safetensors, or a .bin mapped)."""
+    if file.endswith(".safetensors"):
+        with safe_open(file, "pt") as tensors:
+            return {key: tensors.get_slice(key) for key in tensors.keys()}
+    return torch.load(file, map_location="cpu", weights_only=True, mmap=True)
 
 
 def _decoder_mapping(saved: dict[str, str] | None) -> dict[str, dict[str, str]]:
@@ -531,8 +539,7 @@ def _add_logits_bias(model: torch.nn.Module, saved: dict[str, str]) -> None:
     the checkpoint's, without a word."""
     if "final_logits_bias" not in saved:
         return
-    with safe_open(saved["final_logits_bias"], "pt") as tensors:
-        bias = tensors.get_tensor("final_logits_bias").reshape(-1).float()
+    bias = _tensors(saved["final_logits_bias"])["final_logits_bias"][:].reshape(-1).float()
     head = model.get_output_embeddings()
     if bias.any() and head is not None:
         head.bias = torch.nn.Parameter(bias.to(head.weight.device), requires_grad=False)

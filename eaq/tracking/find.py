@@ -80,15 +80,14 @@ class UnreadableArtifacts(EaqError):
 
 
 def unreadable_artifacts(run: Run, what: str, error: BaseException) -> UnreadableArtifacts | None:
-    """Where a run that got past logging its settings (a job logs its params, then its config and ``.hydra/``, before
-    anything can fail) has a recorded ``what`` that cannot be downloaded: its artifacts are not readable here, which the
-    tools had called a run killed before it logged its config. None for a run that logged no settings (killed at its
-    start: the caller's own sentence)."""
-    if run.info.status != "FINISHED" and not run.data.params:
+    """Where a FINISHED run's recorded ``what`` (logged as it started) cannot be downloaded: its artifacts are not
+    readable here, which the tools had called a run killed before it logged its config. None for a run that did not
+    finish: it may have ended before logging it (a job that died before its run opened is recorded FAILED or KILLED
+    with its params and no artifact, eaq.tasks.job.record_ended_job): the caller's own sentence."""
+    if run.info.status != "FINISHED":
         return None
-    ended = "finished" if run.info.status == "FINISHED" else f"ended {run.info.status} after it logged its settings"
     return UnreadableArtifacts(
-        f"run {run.info.run_name} ({run.info.run_id}) {ended}, and its recorded {what} cannot be read from its "
+        f"run {run.info.run_name} ({run.info.run_id}) finished, and its recorded {what} cannot be read from its "
         f"artifacts at {run.info.artifact_uri} ({first_line(error)}): a store copied from another host leaves them there, "
         "or its server is not answering; pass the run's job folder instead, or run this where its artifacts are.")
 
