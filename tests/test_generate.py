@@ -186,11 +186,14 @@ def test_a_model_that_numbers_its_own_positions_generates_what_its_full_forward_
     forward over the whole sequence so far, as recomputing it without a cache picks."""
     config = AutoConfig.for_model("roberta", vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                   intermediate_size=64, is_decoder=True, max_position_embeddings=PROMPT + NEW + 2)
+    torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config).eval()
     ids = prompts(model).clamp(min=2)  # no padding id (1) in the prompt: the model numbers a pad as no position
     sequence = ids
     for _ in range(NEW):
-        sequence = torch.cat([sequence, model(sequence).logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+        scores = model(sequence).logits[:, -1]
+        scores[:, config.eos_token_id] = float("-inf")  # never chosen, as generate's min_new_tokens masks it
+        sequence = torch.cat([sequence, scores.argmax(-1, keepdim=True)], dim=1)
     assert torch.equal(Generator(model, model, model.config, PROMPT, NEW, CPU).generate(ids), sequence[:, PROMPT:])
 
 
