@@ -507,7 +507,7 @@ def _saved_keys(location: str) -> dict[str, str] | None:
     return None
 
 
-def _tensors(file: str) -> dict[str, torch.Tensor] | Any:
+def _tensors(file: str) -> dict[str, Any]:
     """The tensors of one checkpoint file by name, read as they are asked for (safetensors, or a .bin mapped)."""
     if file.endswith(".safetensors"):
         with safe_open(file, "pt") as tensors:

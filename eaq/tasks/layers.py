@@ -64,7 +64,8 @@ def _runs_here(setting: str, name: str, device: torch.device, instead: Callable[
 def _targets_here(base: str, plan: bool, device: torch.device) -> str:
     """The formats ``layers.target`` can take on ``device`` over ``layers.base``: a plan's layer formats (or a float
     cast without a plan) computing in the base's float; where none does, the base they would need."""
-    targets = [t for t in (LAYER_FORMATS if plan else LAYER_TARGETS) if t != base and t in runnable(device)]
+    here = runnable(device)
+    targets = [t for t in (LAYER_FORMATS if plan else LAYER_TARGETS) if t != base and t in here]
     fitting = [t for t in targets if not (t in LAYER_FORMATS and base_refusal(t, base, device))]
     if fitting:
         return f"on {device} it can be {', '.join(fitting)}"

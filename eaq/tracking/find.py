@@ -6,7 +6,6 @@ that what one accepts the others do: the report refused the sweep's name and fol
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from eaq.errors import EaqError, first_line
 from eaq.tracking.callbacks import parent_run_id
 from eaq.tracking.redact import redact
 from eaq.tracking.run_logger import NOT_A_RUN_ID
+from eaq.tracking.store import restore_command
 
 
 def find_run(client: MlflowClient, ref: str, missing: Callable[[str], str] | None = None) -> Run:
@@ -44,9 +44,8 @@ def find_run(client: MlflowClient, ref: str, missing: Callable[[str], str] | Non
         # Searched by name in the active experiments only: a run of a deleted one read as "no such run".
         raise EaqError(f"{ref!r} names run {deleted[0].info.run_id} of the experiment "
                        f"{client.get_experiment(deleted[0].info.experiment_id).name}, deleted in the store at "
-                       f"{redact(str(client.tracking_uri))}; restore it (MLFLOW_TRACKING_URI="
-                       f"{shlex.quote(redact(str(client.tracking_uri)))} mlflow experiments restore --experiment-id "
-                       f"{deleted[0].info.experiment_id}), or pass another run.")
+                       f"{redact(str(client.tracking_uri))}; restore it "
+                       f"({restore_command(str(client.tracking_uri), deleted[0].info.experiment_id)}), or pass another run.")
     if not runs:
         raise EaqError(missing(ref) if missing else
                        f"{ref!r} is neither a job folder nor a run id or run name in the store at "

@@ -263,6 +263,11 @@ def check_active(client: MlflowClient, experiment: str, uri: str, setting: str, 
     if found is not None and found.lifecycle_stage != "active":
         raise EaqError(
             f"the experiment {option}{experiment} is deleted in the store {setting}={redact(uri)}; restore it "
-            f"(MLFLOW_TRACKING_URI={shlex.quote(redact(uri))} mlflow experiments restore --experiment-id "
-            f"{found.experiment_id}) or {instead}."
+            f"({restore_command(uri, found.experiment_id)}) or {instead}."
         )
+
+
+def restore_command(uri: str, experiment_id: str) -> str:
+    """The command restoring a deleted experiment in the store at ``uri`` (``mlflow experiments restore`` alone opens
+    the store of the folder it runs in)."""
+    return f"MLFLOW_TRACKING_URI={shlex.quote(redact(uri))} mlflow experiments restore --experiment-id {experiment_id}"

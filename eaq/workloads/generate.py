@@ -241,13 +241,7 @@ class Generator:
         times an eager prefill as any run has it, where a fresh StaticCache also allocated and zeroed a whole-length
         buffer per layer each time) and return the first new token."""
         try:
-            out = self.model(
-                input_ids=input_ids,
-                **{self.cache_arg: cache if cache is not None else DynamicCache(config=self.config)},
-                cache_position=self.positions[: input_ids.shape[1]],
-                use_cache=True,
-                **self.keep,
-            )
+            out = self._into(input_ids, cache if cache is not None else DynamicCache(config=self.config))
         except AttributeError as error:  # xLSTM: "'DynamicCache' object has no attribute 'rnn_state'"
             if "Cache' object has no attribute" not in str(error):
                 raise
@@ -260,13 +254,17 @@ class Generator:
             if not isinstance(cache, StaticCache) or isinstance(error, torch.OutOfMemoryError):
                 raise
             try:
-                self.model(input_ids=input_ids, **{self.cache_arg: DynamicCache(config=self.config)},
-                           cache_position=self.positions[: input_ids.shape[1]], use_cache=True, **self.keep)
+                self._into(input_ids, DynamicCache(config=self.config))
             except Exception:
                 raise error from None
             raise ConfigError(NO_STATIC_CACHE.format(model=type(inner_model(self.model)).__name__,
                                                      error=str(error).splitlines()[0])) from error
         return self.pick(out.logits)
+
+    def _into(self, input_ids: torch.Tensor, cache: DynamicCache | StaticCache) -> object:
+        """The model's pass over the prompt into ``cache``: the prefill's, and the growing-cache check of its refusal."""
+        return self.model(input_ids=input_ids, **{self.cache_arg: cache}, cache_position=self.positions[: input_ids.shape[1]],
+                          use_cache=True, **self.keep)
 
     def generate(self, input_ids: torch.Tensor) -> torch.Tensor:
         """All ``new_tokens`` tokens of each prompt, (batch, new_tokens): for quality, outside any window."""
